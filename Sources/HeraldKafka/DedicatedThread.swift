@@ -1,0 +1,19 @@
+import Foundation
+
+/// Runs blocking work on threads of its own, never on Swift's cooperative pool.
+enum DedicatedThread {
+    /// Starts a named thread running `body`.
+    static func start(name: String, _ body: @escaping @Sendable () -> Void) {
+        let thread = Thread(block: body)
+        thread.name = name
+        thread.stackSize = 1 << 20
+        thread.start()
+    }
+
+    /// Runs a blocking `body` on a new thread and returns its result to the awaiting task.
+    static func run<R: Sendable>(name: String, _ body: @escaping @Sendable () -> R) async -> R {
+        await withCheckedContinuation { continuation in
+            start(name: name) { continuation.resume(returning: body()) }
+        }
+    }
+}

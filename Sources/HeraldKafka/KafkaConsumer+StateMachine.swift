@@ -1,0 +1,346 @@
+import DequeModule
+
+extension KafkaConsumer {
+    /// The consumer's shared state: the buffer between the poll thread and the application, the
+    /// offset trackers, pauses and lifecycle. Every method runs under the consumer's lock and returns
+    /// what to do outside it.
+    struct StateMachine: Sendable {
+        enum Lifecycle: Sendable, Equatable {
+            case initial
+            case running
+            case draining
+            case closed
+        }
+
+        let maxBatchSize: Int
+        let maxBufferedMessages: Int
+
+        private(set) var lifecycle = Lifecycle.initial
+        private(set) var shutdownRequested = false
+        private(set) var failure: KafkaError?
+        private var buffer: Deque<[KafkaMessage]> = []
+        private(set) var bufferedCount = 0
+        private(set) var trackers: [TopicPartition: OffsetTracker] = [:]
+        private var revoking: Set<TopicPartition> = []
+        private(set) var userPaused: Set<TopicPartition> = []
+        private var flowPaused = false
+        private var pendingPauses: Set<TopicPartition> = []
+        private var pendingResumes: Set<TopicPartition> = []
+        private var pendingSeeks: [TopicPartition: Int64] = [:]
+        private var dirty: Set<TopicPartition> = []
+        private var waiter: CheckedContinuation<[KafkaMessage]?, Never>?
+        private(set) var statisticsJSON: String?
+        private(set) var peakBufferedCount = 0
+        private(set) var crashRequested = false
+        /// Set once graceful close starts: revokes during close wait no longer than this.
+        private(set) var closeDeadline: ContinuousClock.Instant?
+
+        init(maxBatchSize: Int, maxBufferedMessages: Int) {
+            self.maxBatchSize = maxBatchSize
+            self.maxBufferedMessages = maxBufferedMessages
+        }
+
+        var assignment: [TopicPartition] { trackers.keys.sorted() }
+
+        // MARK: Lifecycle
+
+        enum StartAction { case start, alreadyStarted }
+
+        mutating func start() -> StartAction {
+            guard lifecycle == .initial else { return .alreadyStarted }
+            lifecycle = .running
+            return .start
+        }
+
+        /// Asks the poll thread to stop. Returns whether it was running (and must be woken).
+        mutating func requestShutdown() -> Bool {
+            guard !shutdownRequested else { return false }
+            shutdownRequested = true
+            return lifecycle == .running
+        }
+
+        mutating func requestCrash() {
+            crashRequested = true
+            shutdownRequested = true
+        }
+
+        mutating func fail(_ error: KafkaError) {
+            if failure == nil { failure = error }
+            shutdownRequested = true
+        }
+
+        /// Stops handing out messages: the sequence finishes and buffered messages are dropped (they
+        /// were never handed out, so they are neither stored nor committed and will be read again).
+        mutating func beginDraining(deadline: ContinuousClock.Instant) -> CheckedContinuation<[KafkaMessage]?, Never>? {
+            lifecycle = .draining
+            closeDeadline = deadline
+            buffer.removeAll()
+            bufferedCount = 0
+            defer { waiter = nil }
+            return waiter
+        }
+
+        mutating func finishClosing() -> CheckedContinuation<[KafkaMessage]?, Never>? {
+            lifecycle = .closed
+            buffer.removeAll()
+            bufferedCount = 0
+            trackers.removeAll()
+            defer { waiter = nil }
+            return waiter
+        }
+
+        var outstanding: Int { trackers.values.reduce(0) { $0 + $1.outstanding } }
+
+        // MARK: Poll thread
+
+        /// What the poll thread applies before its next fetch.
+        struct PollPlan {
+            var pause: Set<TopicPartition> = []
+            var resume: Set<TopicPartition> = []
+            var seek: [TopicPartition: Int64] = [:]
+            var store: [TopicPartition: Int64] = [:]
+            var maxMessages = 0
+            var stop = false
+        }
+
+        mutating func pollPlan() -> PollPlan {
+            var plan = PollPlan()
+            plan.stop = shutdownRequested
+            plan.store = takeDirtyOffsets()
+            plan.seek = pendingSeeks
+            pendingSeeks.removeAll()
+
+            if !flowPaused && bufferedCount >= maxBufferedMessages {
+                flowPaused = true
+                pendingPauses.formUnion(trackers.keys)
+            } else if flowPaused && bufferedCount <= maxBufferedMessages / 2 {
+                flowPaused = false
+                pendingResumes.formUnion(Set(trackers.keys).subtracting(userPaused))
+            }
+            plan.pause = pendingPauses
+            plan.resume = flowPaused ? [] : pendingResumes.subtracting(userPaused)
+            pendingPauses.removeAll()
+            pendingResumes.removeAll()
+            plan.maxMessages = maxBatchSize
+            return plan
+        }
+
+        /// Offsets that moved since they were last stored.
+        mutating func takeDirtyOffsets() -> [TopicPartition: Int64] {
+            var offsets: [TopicPartition: Int64] = [:]
+            for partition in dirty {
+                if let committable = trackers[partition]?.committable { offsets[partition] = committable }
+            }
+            dirty.removeAll()
+            return offsets
+        }
+
+        enum AppendAction {
+            case none
+            case deliver(CheckedContinuation<[KafkaMessage]?, Never>, [KafkaMessage])
+        }
+
+        /// Adds messages from one fetch. Messages of partitions that are paused, revoked or not
+        /// assigned are dropped; for paused ones, a seek back to the first dropped offset is planned.
+        mutating func append(_ messages: [KafkaMessage]) -> AppendAction {
+            guard lifecycle == .running, !messages.isEmpty else { return .none }
+            var accepted = messages
+            if !userPaused.isEmpty || !revoking.isEmpty || messages.contains(where: { trackers[$0.topicPartition] == nil }) {
+                accepted = messages.filter { message in
+                    let partition = message.topicPartition
+                    if userPaused.contains(partition) {
+                        if pendingSeeks[partition].map({ message.offset < $0 }) ?? true {
+                            pendingSeeks[partition] = message.offset
+                        }
+                        return false
+                    }
+                    return trackers[partition] != nil && !revoking.contains(partition)
+                }
+                if accepted.isEmpty { return .none }
+            }
+            if let waiter {
+                self.waiter = nil
+                let batch = handOut(accepted)
+                return .deliver(waiter, batch)
+            }
+            buffer.append(accepted)
+            bufferedCount += accepted.count
+            peakBufferedCount = max(peakBufferedCount, bufferedCount)
+            return .none
+        }
+
+        // MARK: Application
+
+        enum NextAction {
+            case deliver([KafkaMessage])
+            case finished
+            case suspend
+        }
+
+        mutating func next() -> NextAction {
+            if !buffer.isEmpty { return .deliver(takeFromBuffer()) }
+            if lifecycle == .draining || lifecycle == .closed || (shutdownRequested && lifecycle != .initial) {
+                return .finished
+            }
+            return .suspend
+        }
+
+        /// Parks the iterator. Returns a batch to deliver at once if one arrived meanwhile.
+        mutating func suspend(_ continuation: CheckedContinuation<[KafkaMessage]?, Never>) -> NextAction {
+            switch next() {
+            case .suspend:
+                precondition(waiter == nil, "KafkaConsumer.messages supports a single iterator")
+                waiter = continuation
+                return .suspend
+            case let other:
+                return other
+            }
+        }
+
+        mutating func cancelWaiter() -> CheckedContinuation<[KafkaMessage]?, Never>? {
+            defer { waiter = nil }
+            return waiter
+        }
+
+        /// Whether the poll thread, paused for lack of room, should be woken early.
+        var wantsWakeAfterDrain: Bool { flowPaused && bufferedCount <= maxBufferedMessages / 2 }
+
+        private mutating func takeFromBuffer() -> [KafkaMessage] {
+            var batch = buffer.removeFirst()
+            while let next = buffer.first, batch.count + next.count <= maxBatchSize {
+                batch.append(contentsOf: next)
+                buffer.removeFirst()
+            }
+            bufferedCount -= batch.count
+            return handOut(batch)
+        }
+
+        private mutating func handOut(_ batch: [KafkaMessage]) -> [KafkaMessage] {
+            var index = batch.startIndex
+            while index < batch.endIndex {
+                // Messages of one partition arrive in runs; look the tracker up once per run.
+                let partition = batch[index].topicPartition
+                var end = index + 1
+                while end < batch.endIndex, batch[end].partition == partition.partition,
+                    batch[end].topic == partition.topic
+                {
+                    end += 1
+                }
+                if trackers[partition] != nil {
+                    for position in index..<end { trackers[partition]!.handedOut(batch[position].offset) }
+                }
+                index = end
+            }
+            return batch
+        }
+
+        /// Marks messages done. Returns whether anyone waits for outstanding work to finish.
+        mutating func markDone(_ messages: some Sequence<KafkaMessage>) -> Bool {
+            for message in messages {
+                let partition = message.topicPartition
+                if trackers[partition]?.markDone(message.offset) == true { dirty.insert(partition) }
+            }
+            return !revoking.isEmpty || lifecycle == .draining
+        }
+
+        mutating func pause(_ partitions: [TopicPartition]) {
+            for partition in partitions where trackers[partition] != nil {
+                userPaused.insert(partition)
+                pendingPauses.insert(partition)
+                pendingResumes.remove(partition)
+            }
+            // Messages of these partitions still in the buffer were not handed out: drop them and
+            // rewind, so that after resume delivery continues exactly where the application left off.
+            guard !buffer.isEmpty else { return }
+            let paused = Set(partitions)
+            var kept: Deque<[KafkaMessage]> = []
+            var count = 0
+            for batch in buffer {
+                var remaining: [KafkaMessage] = []
+                remaining.reserveCapacity(batch.count)
+                for message in batch {
+                    let partition = message.topicPartition
+                    if paused.contains(partition) {
+                        if pendingSeeks[partition].map({ message.offset < $0 }) ?? true {
+                            pendingSeeks[partition] = message.offset
+                        }
+                    } else {
+                        remaining.append(message)
+                    }
+                }
+                if !remaining.isEmpty {
+                    kept.append(remaining)
+                    count += remaining.count
+                }
+            }
+            buffer = kept
+            bufferedCount = count
+        }
+
+        mutating func resume(_ partitions: [TopicPartition]) {
+            for partition in partitions where userPaused.remove(partition) != nil {
+                pendingResumes.insert(partition)
+                pendingPauses.remove(partition)
+            }
+        }
+
+        mutating func recordStatistics(_ json: String) {
+            statisticsJSON = json
+        }
+
+        // MARK: Rebalance (poll thread, inside librdkafka's callback)
+
+        /// New partitions. Returns whether they must start paused (the buffer is full).
+        mutating func assign(_ partitions: [TopicPartition]) -> Bool {
+            for partition in partitions {
+                trackers[partition] = OffsetTracker()
+                revoking.remove(partition)
+                userPaused.remove(partition)
+            }
+            return flowPaused || lifecycle != .running
+        }
+
+        /// Starts revoking: buffered messages of the partitions are dropped, so no new work starts.
+        mutating func beginRevoke(_ partitions: [TopicPartition]) {
+            let revoked = Set(partitions)
+            revoking.formUnion(revoked.intersection(trackers.keys))
+            guard !buffer.isEmpty else { return }
+            var kept: Deque<[KafkaMessage]> = []
+            var count = 0
+            for batch in buffer {
+                let remaining = batch.filter { !revoked.contains($0.topicPartition) }
+                if !remaining.isEmpty {
+                    kept.append(remaining)
+                    count += remaining.count
+                }
+            }
+            buffer = kept
+            bufferedCount = count
+        }
+
+        func outstanding(in partitions: [TopicPartition]) -> Int {
+            partitions.reduce(0) { $0 + (trackers[$1]?.outstanding ?? 0) }
+        }
+
+        /// The committable offsets of the partitions being revoked.
+        func committable(in partitions: [TopicPartition]) -> [TopicPartition: Int64] {
+            var offsets: [TopicPartition: Int64] = [:]
+            for partition in partitions {
+                if let committable = trackers[partition]?.committable { offsets[partition] = committable }
+            }
+            return offsets
+        }
+
+        mutating func finishRevoke(_ partitions: [TopicPartition]) {
+            for partition in partitions {
+                trackers[partition] = nil
+                revoking.remove(partition)
+                userPaused.remove(partition)
+                pendingSeeks[partition] = nil
+                dirty.remove(partition)
+                pendingPauses.remove(partition)
+                pendingResumes.remove(partition)
+            }
+        }
+    }
+}

@@ -1,0 +1,194 @@
+import Logging
+import ServiceLifecycle
+
+/// A Kafka consumer in a consumer group with at-least-once offsets.
+///
+/// Messages arrive in batches through ``messages``. The application marks each message done
+/// (``markDone(_:)``) once every effect of it is durable; the consumer stores and commits, per
+/// partition, only up to the highest *contiguous* done offset, periodically, when partitions are
+/// revoked and when it closes. A crash therefore redelivers unfinished messages and never skips one.
+///
+/// librdkafka is polled by a thread of the consumer's own, never by Swift's cooperative pool; it hands
+/// messages over in batches and wakes on librdkafka's queue rather than sleeping. When the
+/// application falls behind, at most ``KafkaConsumerConfiguration/maxBufferedMessages`` (plus one
+/// batch) wait in Herald and fetching pauses until the buffer drains.
+///
+/// On a rebalance, the revoke runs inside librdkafka's callback: buffered messages of the revoked
+/// partitions are dropped, the optional revoke handler runs, the consumer waits up to
+/// ``KafkaConsumerConfiguration/revokeTimeout`` for in-flight messages of those partitions to be done,
+/// commits their done offsets synchronously, and only then lets the partitions go.
+///
+/// The consumer is a `Service`: ``run()`` starts polling and returns after graceful shutdown, having
+/// waited for in-flight work, committed and left the group.
+public final class KafkaConsumer: Service, Sendable {
+    /// Called on the poll thread inside the rebalance callback; keep it short and non-blocking.
+    public typealias RebalanceHandler = @Sendable ([TopicPartition]) -> Void
+
+    let configuration: KafkaConsumerConfiguration
+    let logger: Logger
+    let state: ConditionLock<StateMachine>
+    let client: RDKafkaConsumerClient
+    let core: Core
+    private let onAssign: RebalanceHandler?
+    private let onRevoke: RebalanceHandler?
+    private let stopped = ConditionLock<CheckedContinuation<Void, Never>?>(nil)
+
+    /// Creates a consumer. Nothing is fetched until ``run()``.
+    ///
+    /// - Parameters:
+    ///   - configuration: group, topics, limits and librdkafka properties.
+    ///   - logger: where the consumer and librdkafka log.
+    ///   - onAssign: called with newly assigned partitions, before any of their messages.
+    ///   - onRevoke: called with partitions being revoked, before the consumer waits for their
+    ///     in-flight messages; use it to abandon work for them early.
+    /// - Throws: ``KafkaError`` with code `.configuration` naming an invalid option or property.
+    public init(
+        configuration: KafkaConsumerConfiguration,
+        logger: Logger,
+        onAssign: RebalanceHandler? = nil,
+        onRevoke: RebalanceHandler? = nil
+    ) throws(KafkaError) {
+        try configuration.validate()
+        self.configuration = configuration
+        self.logger = logger
+        self.onAssign = onAssign
+        self.onRevoke = onRevoke
+        let state = ConditionLock(
+            StateMachine(
+                maxBatchSize: configuration.maxBatchSize,
+                maxBufferedMessages: configuration.maxBufferedMessages
+            )
+        )
+        self.state = state
+        client = try RDKafkaConsumerClient(
+            properties: configuration.librdkafkaProperties() + configuration.client.properties.sorted { $0.key < $1.key },
+            maxBatch: configuration.maxBatchSize,
+            logger: logger
+        )
+        core = Core(
+            state: state,
+            logger: logger,
+            revokeTimeout: configuration.revokeTimeout,
+            onAssign: onAssign,
+            onRevoke: onRevoke
+        )
+        client.delegate = core
+    }
+
+    /// The batches of messages, in order within each partition. Supports a single iterator. The
+    /// sequence ends when the consumer shuts down.
+    public var messages: Messages { Messages(consumer: self) }
+
+    /// Marks a message done: every effect of it is durable, so its offset may be committed.
+    public func markDone(_ message: KafkaMessage) {
+        markDone(CollectionOfOne(message))
+    }
+
+    /// Marks messages done. Marking a message twice, or one of a partition no longer assigned, does
+    /// nothing.
+    public func markDone(_ messages: some Sequence<KafkaMessage>) {
+        let wake = state.withLock { $0.markDone(messages) }
+        if wake { state.broadcast() }
+    }
+
+    /// Stops fetching `partitions` until ``resume(_:)``. Messages of them not yet handed out are
+    /// discarded and re-fetched after resume, so delivery continues where the application left off.
+    /// Other partitions keep flowing.
+    public func pause(_ partitions: [TopicPartition]) {
+        state.withLock { $0.pause(partitions) }
+        client.wake()
+    }
+
+    /// Resumes fetching partitions paused with ``pause(_:)``.
+    public func resume(_ partitions: [TopicPartition]) {
+        state.withLock { $0.resume(partitions) }
+        client.wake()
+    }
+
+    /// The partitions currently assigned to this consumer.
+    public var assignment: [TopicPartition] { state.withLock { $0.assignment } }
+
+    /// How many messages wait in Herald's buffer, not yet handed to the application.
+    public var bufferedMessageCount: Int { state.withLock { $0.bufferedCount } }
+
+    /// The most messages that ever waited in Herald's buffer at once.
+    public var peakBufferedMessageCount: Int { state.withLock { $0.peakBufferedCount } }
+
+    /// The latest librdkafka statistics JSON, when ``KafkaClientOptions/statisticsInterval`` is set.
+    public var statisticsJSON: String? { state.withLock { $0.statisticsJSON } }
+
+    /// The lag of each assigned partition: the high watermark minus the position this consumer would
+    /// commit (or its fetch position before anything is done). Uses cached watermarks; non-blocking.
+    public func lag() -> [TopicPartition: Int64] {
+        let (assigned, committable) = state.withLock { state in
+            (state.assignment, state.committable(in: state.assignment))
+        }
+        let positions = client.positions(assigned.filter { committable[$0] == nil })
+        var result: [TopicPartition: Int64] = [:]
+        for partition in assigned {
+            guard let high = client.highWatermark(partition),
+                let position = committable[partition] ?? positions[partition]
+            else { continue }
+            result[partition] = max(0, high - position)
+        }
+        return result
+    }
+
+    /// The offsets the group has committed for `partitions`, asked of the broker.
+    public func committedOffsets(
+        for partitions: [TopicPartition],
+        timeout: Duration = .seconds(10)
+    ) async throws(KafkaError) -> [TopicPartition: Int64] {
+        let client = self.client
+        let result = await DedicatedThread.run(name: "herald.kafka.committed") {
+            Result { () throws(KafkaError) in try client.committed(partitions, timeout: timeout) }
+        }
+        return try result.get()
+    }
+
+    /// Polls until graceful shutdown (or task cancellation, or ``triggerShutdown()``), then finishes
+    /// in-flight work, commits and leaves the group.
+    ///
+    /// - Throws: a fatal ``KafkaError`` that ended the consumer.
+    public func run() async throws {
+        guard state.withLock({ $0.start() }) == .start else {
+            throw KafkaError(code: .closed, message: "KafkaConsumer.run() may be called once")
+        }
+        try client.subscribe(configuration.topics)
+        await withTaskCancellationHandler {
+            await withGracefulShutdownHandler {
+                await withCheckedContinuation { continuation in
+                    stopped.withLock { $0 = continuation }
+                    DedicatedThread.start(name: "herald.kafka.consumer") { [self] in
+                        pollLoop()
+                        let continuation = stopped.withLock { slot in
+                            defer { slot = nil }
+                            return slot
+                        }
+                        continuation?.resume()
+                    }
+                }
+            } onGracefulShutdown: {
+                self.triggerShutdown()
+            }
+        } onCancel: {
+            self.triggerShutdown()
+        }
+        if let failure = state.withLock({ $0.failure }) { throw failure }
+    }
+
+    /// Asks the consumer to shut down as on graceful shutdown.
+    public func triggerShutdown() {
+        if state.withLock({ $0.requestShutdown() }) { client.wake() }
+        state.broadcast()
+    }
+
+    /// Destroys the consumer's handle without finishing work, committing or leaving the group, as if
+    /// its process had been killed: the group reassigns its partitions after the session timeout and
+    /// unfinished messages are redelivered. For failure tests and drills only.
+    package func simulateCrash() {
+        state.withLock { $0.requestCrash() }
+        client.wake()
+        state.broadcast()
+    }
+}

@@ -1,0 +1,244 @@
+import Logging
+import ServiceLifecycle
+import Synchronization
+
+/// An asynchronous Kafka producer with one delivery result per message and awaitable backpressure.
+///
+/// ``enqueue(_:)`` hands records to librdkafka in order and returns once all are queued, waiting
+/// (never failing, never growing without bound) while the local queue is full; the returned
+/// ``KafkaDeliveries`` completes when every record is acknowledged by the cluster or has failed.
+/// Splitting the two lets a caller keep per-partition order while awaiting deliveries concurrently.
+///
+/// Delivery reports are served by a thread of the producer's own. The producer is a `Service`:
+/// ``run()`` must be running for deliveries to complete; on graceful shutdown it flushes for up to
+/// ``KafkaProducerConfiguration/flushTimeout`` and fails what is left with `.purged`.
+public final class KafkaProducer: Service, Sendable {
+    let logger: Logger
+    let configuration: KafkaProducerConfiguration
+    let client: RDKafkaProducerClient
+    let state: ConditionLock<State>
+    /// Bumped after every batch of delivery reports; a sender that found the queue full waits for it
+    /// to change, which cannot miss a wake-up because it reads the value before trying to produce.
+    let deliveryGeneration = Atomic<UInt64>(0)
+    private let stopped = ConditionLock<CheckedContinuation<Void, Never>?>(nil)
+
+    /// The opaque pointer of each message carries its ticket id and its index in the ticket, so a
+    /// delivery report finds its result slot without any allocation per message.
+    static let indexBits: UInt = 24
+    static let maxTicketSize = 1 << 24
+
+    struct State {
+        var nextTicketID: UInt = 1
+        var tickets: [UInt: DeliveryTicket] = [:]
+        var spaceWaiters: [CheckedContinuation<Bool, Never>] = []
+        var started = false
+        var shutdownRequested = false
+        var closed = false
+        var failure: KafkaError?
+    }
+
+    /// Creates a producer. Deliveries complete only while ``run()`` runs.
+    ///
+    /// - Throws: ``KafkaError`` with code `.configuration` naming an invalid option or property.
+    public init(configuration: KafkaProducerConfiguration, logger: Logger) throws(KafkaError) {
+        try configuration.validate()
+        self.configuration = configuration
+        self.logger = logger
+        let state = ConditionLock(State())
+        self.state = state
+        client = try RDKafkaProducerClient(
+            properties: configuration.librdkafkaProperties() + configuration.client.properties.sorted { $0.key < $1.key },
+            logger: logger
+        )
+        client.onError = { error in
+            if error.isFatal {
+                state.withLock { $0.failure = error }
+                logger.info("kafka producer fatal error", metadata: ["kafka.error": "\(error)"])
+            } else {
+                logger.info("kafka producer error", metadata: ["kafka.error": "\(error)"])
+            }
+        }
+    }
+
+    /// Queues `records` in order, waiting while the local queue is full.
+    ///
+    /// A record that cannot be queued at all (too large, unknown partition) gets a failed result in
+    /// the returned deliveries rather than an error here.
+    ///
+    /// - Throws: ``KafkaError`` `.closed` if the producer has shut down, or its fatal error.
+    public func enqueue(_ records: [KafkaProducerRecord]) async throws(KafkaError) -> KafkaDeliveries {
+        var deliveries: [DeliveryTicket] = []
+        var start = 0
+        repeat {
+            let end = min(records.count, start + Self.maxTicketSize)
+            deliveries.append(try await enqueueChunk(records[start..<end]))
+            start = end
+        } while start < records.count
+        return KafkaDeliveries(producer: self, tickets: deliveries)
+    }
+
+    /// Produces one record and waits for its delivery.
+    ///
+    /// - Throws: ``KafkaError`` if it could not be delivered.
+    public func send(_ record: KafkaProducerRecord) async throws(KafkaError) -> KafkaDeliveryReport {
+        try await enqueue([record]).wait()[0].get()
+    }
+
+    /// Produces records and waits for all their deliveries.
+    public func send(_ records: [KafkaProducerRecord]) async throws(KafkaError) -> [Result<KafkaDeliveryReport, KafkaError>] {
+        try await enqueue(records).wait()
+    }
+
+    /// How many messages wait in librdkafka's queues, not yet acknowledged.
+    public var queuedMessageCount: Int { client.queuedCount }
+
+    private func enqueueChunk(_ records: ArraySlice<KafkaProducerRecord>) async throws(KafkaError) -> DeliveryTicket {
+        let ticket = DeliveryTicket(count: records.count)
+        let id: UInt = try state.withLock { state throws(KafkaError) in
+            if let failure = state.failure { throw failure }
+            if state.shutdownRequested || state.closed { throw KafkaError.closed("producer") }
+            let id = state.nextTicketID
+            state.nextTicketID += 1
+            if !records.isEmpty { state.tickets[id] = ticket }
+            return id
+        }
+        for (index, record) in zip(0..., records) {
+            let opaque = id << Self.indexBits | UInt(index)
+            while true {
+                let observed = deliveryGeneration.load(ordering: .acquiring)
+                switch client.produce(record, opaque: opaque) {
+                case .enqueued:
+                    break
+                case .failed(let error):
+                    complete(ticket: ticket, id: id, index: index, with: .failure(error))
+                case .queueFull:
+                    if await waitForSpace(after: observed) { continue }
+                    // Closed while waiting: fail what was not queued; what was queued still completes.
+                    for remaining in index..<records.count {
+                        complete(ticket: ticket, id: id, index: remaining, with: .failure(.closed("producer")))
+                    }
+                    return ticket
+                }
+                break
+            }
+        }
+        return ticket
+    }
+
+    private func complete(ticket: DeliveryTicket, id: UInt, index: Int, with result: Result<KafkaDeliveryReport, KafkaError>) {
+        let waiter = state.withLock { state in
+            let waiter = ticket.complete(index, result)
+            if ticket.remaining == 0 { state.tickets[id] = nil }
+            return waiter
+        }
+        waiter?.resume(returning: ticket.results())
+    }
+
+    /// Waits until deliveries free space. Returns false if the producer closed instead.
+    private func waitForSpace(after observed: UInt64) async -> Bool {
+        await withCheckedContinuation { continuation in
+            let resumeNow: Bool? = state.withLock { state in
+                if state.closed || state.failure != nil { return false }
+                if deliveryGeneration.load(ordering: .acquiring) != observed { return true }
+                state.spaceWaiters.append(continuation)
+                return nil
+            }
+            if let resumeNow { continuation.resume(returning: resumeNow) }
+        }
+    }
+
+    /// Serves delivery reports until graceful shutdown (or task cancellation, or
+    /// ``triggerShutdown()``), then flushes and closes.
+    public func run() async throws {
+        let first = state.withLock { state in
+            defer { state.started = true }
+            return !state.started
+        }
+        guard first else { throw KafkaError(code: .closed, message: "KafkaProducer.run() may be called once") }
+        await withTaskCancellationHandler {
+            await withGracefulShutdownHandler {
+                await withCheckedContinuation { continuation in
+                    stopped.withLock { $0 = continuation }
+                    DedicatedThread.start(name: "herald.kafka.producer") { [self] in
+                        pollLoop()
+                        stopped.withLock { slot in
+                            defer { slot = nil }
+                            return slot
+                        }?.resume()
+                    }
+                }
+            } onGracefulShutdown: {
+                self.triggerShutdown()
+            }
+        } onCancel: {
+            self.triggerShutdown()
+        }
+        if let failure = state.withLock({ $0.failure }) { throw failure }
+    }
+
+    /// Asks the producer to flush and close as on graceful shutdown.
+    public func triggerShutdown() {
+        state.withLock { $0.shutdownRequested = true }
+        client.wake()
+    }
+
+    private func pollLoop() {
+        while !state.withLock({ $0.shutdownRequested }) {
+            apply(client.poll(timeout: .milliseconds(100)))
+        }
+        apply(client.flush(timeout: configuration.flushTimeout))
+        if client.queuedCount > 0 {
+            logger.info(
+                "kafka producer flush timed out; purging undelivered messages",
+                metadata: ["kafka.queued": "\(client.queuedCount)"]
+            )
+            client.purge()
+            apply(client.flush(timeout: .seconds(5)))
+        }
+        let (tickets, waiters) = state.withLock { state in
+            state.closed = true
+            defer {
+                state.tickets.removeAll()
+                state.spaceWaiters.removeAll()
+            }
+            return (state.tickets.values.map { $0 }, state.spaceWaiters)
+        }
+        for waiter in waiters { waiter.resume(returning: false) }
+        for ticket in tickets {
+            let waiter = state.withLock { _ in ticket.failRemaining(.closed("producer")) }
+            waiter?.resume(returning: ticket.results())
+        }
+        logger.debug("kafka producer closed")
+    }
+
+    private func apply(_ reports: [RDKafkaProducerClient.RawDeliveryReport]) {
+        guard !reports.isEmpty else { return }
+        deliveryGeneration.add(1, ordering: .releasing)
+        var completed: [(CheckedContinuation<[Result<KafkaDeliveryReport, KafkaError>], Never>, DeliveryTicket)] = []
+        let waiters = state.withLock { state in
+            var currentID: UInt = 0
+            var current: DeliveryTicket?
+            for report in reports {
+                let id = report.opaque >> Self.indexBits
+                let index = Int(report.opaque & (1 << Self.indexBits - 1))
+                if id != currentID {
+                    currentID = id
+                    current = state.tickets[id]
+                }
+                guard let ticket = current else { continue }
+                let result: Result<KafkaDeliveryReport, KafkaError> =
+                    if let error = report.error {
+                        .failure(error)
+                    } else {
+                        .success(KafkaDeliveryReport(partition: report.partition, offset: report.offset >= 0 ? report.offset : nil))
+                    }
+                if let waiter = ticket.complete(index, result) { completed.append((waiter, ticket)) }
+                if ticket.remaining == 0 { state.tickets[id] = nil }
+            }
+            defer { state.spaceWaiters.removeAll() }
+            return state.spaceWaiters
+        }
+        for waiter in waiters { waiter.resume(returning: true) }
+        for (waiter, ticket) in completed { waiter.resume(returning: ticket.results()) }
+    }
+}

@@ -1,0 +1,60 @@
+import DequeModule
+
+/// Tracks the messages of one partition that were handed to the application, and which of them are
+/// done, so that the committed offset never passes a message that is not.
+///
+/// Offsets are handed out in increasing order but need not be consecutive (compaction and transaction
+/// markers leave gaps), so the tracker records the offsets it handed out rather than assuming `n + 1`.
+/// Finishing 0, 1 and 3 of 0...3 makes 2 the committable position: the next offset to read.
+struct OffsetTracker: Sendable {
+    private var pending: Deque<Entry> = []
+    /// The next offset to commit: one past the highest offset below which everything is done.
+    private(set) var committable: Int64?
+    /// How many handed-out messages are not yet done.
+    private(set) var outstanding = 0
+
+    private struct Entry: Sendable {
+        var offset: Int64
+        var done: Bool
+    }
+
+    init() {}
+
+    /// Records that the message at `offset` was handed to the application.
+    mutating func handedOut(_ offset: Int64) {
+        if let last = pending.last, last.offset >= offset { return }
+        if pending.isEmpty, let committable, offset < committable { return }
+        pending.append(Entry(offset: offset, done: false))
+        outstanding += 1
+    }
+
+    /// Marks the message at `offset` done.
+    ///
+    /// - Returns: whether ``committable`` moved forward.
+    @discardableResult
+    mutating func markDone(_ offset: Int64) -> Bool {
+        guard let index = position(of: offset), !pending[index].done else { return false }
+        pending[index].done = true
+        outstanding -= 1
+        guard index == pending.startIndex else { return false }
+        var advanced: Int64?
+        while let first = pending.first, first.done {
+            advanced = first.offset + 1
+            pending.removeFirst()
+        }
+        if let advanced { committable = advanced }
+        return advanced != nil
+    }
+
+    private func position(of offset: Int64) -> Int? {
+        var low = pending.startIndex
+        var high = pending.endIndex
+        while low < high {
+            let middle = low + (high - low) / 2
+            let value = pending[middle].offset
+            if value == offset { return middle }
+            if value < offset { low = middle + 1 } else { high = middle }
+        }
+        return nil
+    }
+}

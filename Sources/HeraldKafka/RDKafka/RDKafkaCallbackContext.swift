@@ -1,0 +1,59 @@
+import CRdKafka
+import Logging
+
+/// The object librdkafka's callbacks receive as their opaque pointer.
+///
+/// It exists before `rd_kafka_new` (librdkafka may log while creating the handle) and outlives the
+/// handle; the client it reports to is attached once the handle exists.
+final class RDKafkaCallbackContext: @unchecked Sendable {
+    // @unchecked: `logger` is immutable; the weak client references are set once, before the owning
+    // client's poll thread starts, and only read afterwards.
+    let logger: Logger
+    weak var consumer: RDKafkaConsumerClient?
+    weak var producer: RDKafkaProducerClient?
+
+    init(logger: Logger) {
+        self.logger = logger
+    }
+
+    /// Installs the context and the log callback on a configuration. Returns the retained pointer
+    /// that ``release(_:)`` must balance after the handle is destroyed.
+    func install(on conf: OpaquePointer) -> UnsafeMutableRawPointer {
+        let pointer = Unmanaged.passRetained(self).toOpaque()
+        rd_kafka_conf_set_opaque(conf, pointer)
+        rd_kafka_conf_set_log_cb(conf, rdKafkaLogTrampoline)
+        return pointer
+    }
+
+    static func release(_ pointer: UnsafeMutableRawPointer) {
+        Unmanaged<RDKafkaCallbackContext>.fromOpaque(pointer).release()
+    }
+
+    static func from(_ opaque: UnsafeMutableRawPointer?) -> RDKafkaCallbackContext? {
+        guard let opaque else { return nil }
+        return Unmanaged<RDKafkaCallbackContext>.fromOpaque(opaque).takeUnretainedValue()
+    }
+}
+
+/// Forwards librdkafka's log lines to swift-log. A library logs at info or below: librdkafka's
+/// warnings and errors arrive at info with their syslog level in metadata.
+private func rdKafkaLogTrampoline(
+    _ handle: OpaquePointer?,
+    _ level: Int32,
+    _ facility: UnsafePointer<CChar>?,
+    _ message: UnsafePointer<CChar>?
+) {
+    guard let handle, let context = RDKafkaCallbackContext.from(rd_kafka_opaque(handle)) else { return }
+    let swiftLevel: Logger.Level = level <= 4 ? .info : (level <= 6 ? .debug : .trace)
+    guard context.logger.logLevel <= swiftLevel else { return }
+    context.logger.log(
+        level: swiftLevel,
+        "librdkafka",
+        metadata: [
+            "kafka.log.level": "\(level)",
+            "kafka.log.facility": "\(facility.map { String(cString: $0) } ?? "")",
+            "kafka.log.message": "\(message.map { String(cString: $0) } ?? "")",
+            "kafka.client": "\(String(cString: rd_kafka_name(handle)))",
+        ]
+    )
+}

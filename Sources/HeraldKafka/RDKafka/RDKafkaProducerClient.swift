@@ -1,0 +1,172 @@
+import CRdKafka
+import Logging
+
+/// The librdkafka producer handle and every C call made on it.
+final class RDKafkaProducerClient: @unchecked Sendable {
+    // @unchecked: `handle` is a librdkafka handle, documented as thread-safe for produce, flush and
+    // poll; `reports` is appended by the delivery callback, which runs only inside `poll` and `flush`,
+    // and both are called by the producer's poll thread alone; `onError` is set once before polling.
+    private let handle: OpaquePointer
+    private let contextPointer: UnsafeMutableRawPointer
+    private var reports: [RawDeliveryReport] = []
+    var onError: (@Sendable (KafkaError) -> Void)?
+
+    /// One delivery report, before it is matched to its ticket.
+    struct RawDeliveryReport {
+        var opaque: UInt
+        var partition: Int32
+        var offset: Int64
+        var error: KafkaError?
+    }
+
+    /// The result of one produce call.
+    enum ProduceResult {
+        case enqueued
+        case queueFull
+        case failed(KafkaError)
+    }
+
+    init(properties: [(String, String)], logger: Logger) throws(KafkaError) {
+        let conf = try RDKafkaConfig.make(properties, role: "producer")
+        let context = RDKafkaCallbackContext(logger: logger)
+        contextPointer = context.install(on: conf)
+        rd_kafka_conf_set_dr_msg_cb(conf, rdKafkaDeliveryTrampoline)
+        rd_kafka_conf_set_error_cb(conf, rdKafkaProducerErrorTrampoline)
+        do {
+            handle = try RDKafkaConfig.makeHandle(type: RD_KAFKA_PRODUCER, conf: conf, role: "producer")
+        } catch {
+            RDKafkaCallbackContext.release(contextPointer)
+            throw error
+        }
+        context.producer = self
+    }
+
+    deinit {
+        rd_kafka_destroy(handle)
+        RDKafkaCallbackContext.release(contextPointer)
+    }
+
+    /// Enqueues one record without blocking. `opaque` comes back in its delivery report.
+    func produce(_ record: KafkaProducerRecord, opaque: UInt) -> ProduceResult {
+        var headers: OpaquePointer?
+        if !record.headers.isEmpty {
+            headers = rd_kafka_headers_new(record.headers.count)
+            for header in record.headers {
+                if let value = header.value {
+                    value.withUnsafeBytes { bytes in
+                        _ = rd_kafka_header_add(headers, header.name, -1, bytes.baseAddress, bytes.count)
+                    }
+                } else {
+                    _ = rd_kafka_header_add(headers, header.name, -1, nil, 0)
+                }
+            }
+        }
+        let error = withOptionalBytes(record.key) { key in
+            withOptionalBytes(record.value) { value in
+                herald_produce(
+                    handle,
+                    record.topic,
+                    record.partition ?? herald_partition_unassigned(),
+                    key.baseAddress,
+                    key.count,
+                    value.baseAddress,
+                    value.count,
+                    headers,
+                    UnsafeMutableRawPointer(bitPattern: opaque)
+                )
+            }
+        }
+        if error == RD_KAFKA_RESP_ERR_NO_ERROR { return .enqueued }
+        if headers != nil { rd_kafka_headers_destroy(headers) }
+        if error == RD_KAFKA_RESP_ERR__QUEUE_FULL { return .queueFull }
+        return .failed(KafkaError(rdkafka: error, context: "produce to \(record.topic)"))
+    }
+
+    /// Serves delivery reports and errors for up to `timeout`; returns the reports collected.
+    func poll(timeout: Duration) -> [RawDeliveryReport] {
+        rd_kafka_poll(handle, Int32(timeout.milliseconds))
+        return takeReports()
+    }
+
+    /// Waits up to `timeout` for every queued message to be delivered (or fail).
+    func flush(timeout: Duration) -> [RawDeliveryReport] {
+        _ = rd_kafka_flush(handle, Int32(timeout.milliseconds))
+        return takeReports()
+    }
+
+    /// Fails every message still queued or in flight; their reports arrive with the next poll.
+    func purge() {
+        _ = rd_kafka_purge(handle, Int32(RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT))
+    }
+
+    /// How many messages wait in librdkafka's queues (including requests not yet answered).
+    var queuedCount: Int { Int(rd_kafka_outq_len(handle)) }
+
+    /// Interrupts a `poll` that is waiting.
+    func wake() {
+        rd_kafka_yield(handle)
+    }
+
+    private func takeReports() -> [RawDeliveryReport] {
+        defer { reports.removeAll(keepingCapacity: true) }
+        return reports
+    }
+
+    fileprivate func delivered(_ message: UnsafePointer<rd_kafka_message_t>) {
+        let opaque = UInt(bitPattern: message.pointee._private)
+        var error: KafkaError?
+        if message.pointee.err != RD_KAFKA_RESP_ERR_NO_ERROR {
+            let topic = message.pointee.rkt.map { String(cString: rd_kafka_topic_name($0)) } ?? "?"
+            error = KafkaError(rdkafka: message.pointee.err, context: "deliver to \(topic)")
+        }
+        reports.append(
+            RawDeliveryReport(
+                opaque: opaque,
+                partition: message.pointee.partition,
+                offset: message.pointee.offset,
+                error: error
+            )
+        )
+    }
+
+    fileprivate func failed(_ code: rd_kafka_resp_err_t, reason: String) {
+        var error = KafkaError(rdkafka: code, context: "producer")
+        if code == RD_KAFKA_RESP_ERR__FATAL {
+            var buffer = [CChar](repeating: 0, count: 512)
+            error = KafkaError(rdkafka: rd_kafka_fatal_error(handle, &buffer, buffer.count), context: "producer fatal error")
+            error.isFatal = true
+        }
+        error.message += " (\(reason))"
+        onError?(error)
+    }
+}
+
+/// Calls `body` with the bytes of `value`: a null pointer for `nil`, and a non-null pointer with
+/// length zero for an empty value, which Kafka keeps distinct from null.
+private func withOptionalBytes<R>(_ value: KafkaBytes?, _ body: (UnsafeRawBufferPointer) -> R) -> R {
+    guard let value else { return body(UnsafeRawBufferPointer(start: nil, count: 0)) }
+    if value.isEmpty {
+        var zero: UInt8 = 0
+        return withUnsafeBytes(of: &zero) { body(UnsafeRawBufferPointer(start: $0.baseAddress, count: 0)) }
+    }
+    return value.withUnsafeBytes(body)
+}
+
+private func rdKafkaDeliveryTrampoline(
+    _ handle: OpaquePointer?,
+    _ message: UnsafePointer<rd_kafka_message_t>?,
+    _ opaque: UnsafeMutableRawPointer?
+) {
+    guard let message else { return }
+    RDKafkaCallbackContext.from(opaque)?.producer?.delivered(message)
+}
+
+private func rdKafkaProducerErrorTrampoline(
+    _ handle: OpaquePointer?,
+    _ error: Int32,
+    _ reason: UnsafePointer<CChar>?,
+    _ opaque: UnsafeMutableRawPointer?
+) {
+    let text = reason.map { String(cString: $0) } ?? ""
+    RDKafkaCallbackContext.from(opaque)?.producer?.failed(rd_kafka_resp_err_t(error), reason: text)
+}

@@ -1,0 +1,97 @@
+import HeraldKafka
+import Logging
+import Synchronization
+
+/// An embedded cluster and client configurations tuned for tests: short session timeouts (the mock
+/// cluster makes a rejoining member wait about `session.timeout.ms`), quick commits and closes.
+public struct KafkaTestEnvironment: Sendable {
+    public let cluster: EmbeddedKafkaCluster
+    public let logger: Logger
+
+    /// Starts a cluster and creates `topics` (name → partition count).
+    public init(brokers: Int = 1, topics: [String: Int]) throws {
+        var logger = Logger(label: "herald.test")
+        logger.logLevel = .info
+        self.logger = logger
+        cluster = try EmbeddedKafkaCluster(brokers: brokers, logger: logger)
+        for (name, partitions) in topics.sorted(by: { $0.key < $1.key }) {
+            try cluster.createTopic(name, partitions: partitions)
+        }
+    }
+
+    public func consumerConfiguration(group: String, topics: [String]) -> KafkaConsumerConfiguration {
+        var configuration = KafkaConsumerConfiguration(groupID: group, topics: topics)
+        configuration.client.bootstrapServers = [cluster.bootstrapServers]
+        configuration.client.clientID = "herald-test-consumer"
+        configuration.sessionTimeout = .seconds(6)
+        configuration.commitInterval = .milliseconds(200)
+        configuration.revokeTimeout = .seconds(5)
+        configuration.closeTimeout = .seconds(5)
+        configuration.client.properties["heartbeat.interval.ms"] = "500"
+        configuration.client.properties["topic.metadata.refresh.interval.ms"] = "1000"
+        return configuration
+    }
+
+    public func producerConfiguration() -> KafkaProducerConfiguration {
+        var configuration = KafkaProducerConfiguration()
+        configuration.client.bootstrapServers = [cluster.bootstrapServers]
+        configuration.client.clientID = "herald-test-producer"
+        configuration.linger = .milliseconds(1)
+        configuration.flushTimeout = .seconds(5)
+        return configuration
+    }
+
+    public func makeConsumer(
+        group: String,
+        topics: [String],
+        configure: (inout KafkaConsumerConfiguration) -> Void = { _ in },
+        onAssign: KafkaConsumer.RebalanceHandler? = nil,
+        onRevoke: KafkaConsumer.RebalanceHandler? = nil
+    ) throws -> KafkaConsumer {
+        var configuration = consumerConfiguration(group: group, topics: topics)
+        configure(&configuration)
+        return try KafkaConsumer(configuration: configuration, logger: logger, onAssign: onAssign, onRevoke: onRevoke)
+    }
+
+    public func makeProducer(configure: (inout KafkaProducerConfiguration) -> Void = { _ in }) throws -> KafkaProducer {
+        var configuration = producerConfiguration()
+        configure(&configuration)
+        return try KafkaProducer(configuration: configuration, logger: logger)
+    }
+}
+
+/// What a test consumer has seen, shared between the consuming task and the test's assertions.
+public final class ReceivedMessages: Sendable {
+    private let storage = Mutex<[KafkaMessage]>([])
+
+    public init() {}
+
+    public func append(_ messages: [KafkaMessage]) {
+        storage.withLock { $0.append(contentsOf: messages) }
+    }
+
+    public var all: [KafkaMessage] { storage.withLock { $0 } }
+    public var count: Int { storage.withLock { $0.count } }
+
+    /// (partition, offset) pairs of everything seen.
+    public var positions: [PartitionOffset] {
+        storage.withLock { $0.map { PartitionOffset(partition: $0.partition, offset: $0.offset) } }
+    }
+}
+
+/// A message's position in its topic.
+public struct PartitionOffset: Hashable, Sendable, Comparable, CustomStringConvertible {
+    public var partition: Int32
+    public var offset: Int64
+
+    public init(partition: Int32, offset: Int64) {
+        self.partition = partition
+        self.offset = offset
+    }
+
+    public static func < (lhs: PartitionOffset, rhs: PartitionOffset) -> Bool {
+        (lhs.partition, lhs.offset) < (rhs.partition, rhs.offset)
+    }
+
+    public var description: String { "\(partition)@\(offset)" }
+}

@@ -1,0 +1,60 @@
+import ServiceLifecycle
+
+/// Runs `services` for the duration of `body`, then cancels them (which each Herald service treats as
+/// a graceful shutdown) and waits for them to finish.
+public func withRunningServices<R: Sendable>(
+    _ services: [any Service],
+    _ body: () async throws -> R
+) async throws -> R {
+    try await withThrowingTaskGroup(of: Void.self) { group in
+        for service in services {
+            group.addTask { try await service.run() }
+        }
+        let result: Result<R, any Error>
+        do {
+            result = .success(try await body())
+        } catch {
+            result = .failure(error)
+        }
+        group.cancelAll()
+        while let _ = try await group.next() {}
+        return try result.get()
+    }
+}
+
+/// Fails with ``TimedOut`` if `body` has not finished within `limit`.
+public func withTimeout<R: Sendable>(
+    _ limit: Duration,
+    _ what: String = "operation",
+    _ body: @escaping @Sendable () async throws -> R
+) async throws -> R {
+    try await withThrowingTaskGroup(of: R.self) { group in
+        group.addTask { try await body() }
+        group.addTask {
+            try await Task.sleep(for: limit)
+            throw TimedOut(what: what, limit: limit)
+        }
+        defer { group.cancelAll() }
+        return try await group.next()!
+    }
+}
+
+/// A test step did not finish in time.
+public struct TimedOut: Error, CustomStringConvertible {
+    public var what: String
+    public var limit: Duration
+    public var description: String { "\(what) did not finish within \(limit)" }
+}
+
+/// Polls `condition` every 20 ms until it holds or `limit` passes. Returns whether it held.
+public func eventually(
+    within limit: Duration = .seconds(30),
+    _ condition: () async throws -> Bool
+) async rethrows -> Bool {
+    let deadline = ContinuousClock.now + limit
+    while ContinuousClock.now < deadline {
+        if try await condition() { return true }
+        try? await Task.sleep(for: .milliseconds(20))
+    }
+    return try await condition()
+}
