@@ -52,6 +52,13 @@ extension KafkaConsumer {
             )
         }
         client.storeOffsets(state.withLock { $0.takeDirtyOffsets() })
+        // Commit now, while the group is stable; the commit librdkafka makes while leaving can be
+        // refused if another member is rebalancing the group at the same moment.
+        do {
+            try client.commitSync(state.withLock { $0.committable(in: $0.assignment) })
+        } catch {
+            logger.info("kafka commit on close failed", metadata: ["kafka.error": "\(error)"])
+        }
         if state.withLock({ $0.crashRequested }) {
             client.destroyAbruptly()
         } else if let error = client.close() {
@@ -127,7 +134,8 @@ extension KafkaConsumer {
                 state.withLock { $0.fail(error) }
                 state.broadcast()
             } else {
-                logger.info("kafka consumer error", metadata: ["kafka.error": "\(error)"])
+                // librdkafka has already logged it through the log callback.
+                logger.debug("kafka consumer error", metadata: ["kafka.error": "\(error)"])
             }
         }
 

@@ -2,8 +2,7 @@
 ///
 /// Defaults: auto offset reset `earliest`, session timeout 45 s, commit interval 1 s, batches of at
 /// most 1,000 messages, at most 10,000 messages buffered in Herald, librdkafka's prefetch queue
-/// limited to 16 MiB per consumer, revoke and close waits of 15 s, librdkafka's eager `range,roundrobin`
-/// assignment.
+/// limited to 16 MiB per consumer, revoke and close waits of 15 s, `cooperative-sticky` assignment.
 public struct KafkaConsumerConfiguration: Sendable {
     /// Where to start when a partition has no committed offset.
     public enum OffsetReset: String, Sendable {
@@ -13,11 +12,15 @@ public struct KafkaConsumerConfiguration: Sendable {
         case latest
     }
 
-    /// How the group divides partitions among its members.
+    /// How the group divides partitions among its members. Every member of a group must use the
+    /// same strategy.
     public enum AssignmentStrategy: Sendable {
-        /// librdkafka's default: on every rebalance all partitions are revoked, then reassigned.
+        /// `range,roundrobin`: on every rebalance all partitions are revoked, then reassigned. The
+        /// revoke runs while the group is already rebalancing, when some brokers (and the embedded
+        /// one) refuse offset commits, so finished work may be redelivered to the next owner.
         case eager
-        /// `cooperative-sticky`: only partitions that move are revoked; the rest keep flowing.
+        /// `cooperative-sticky`: only partitions that move are revoked, in a stable generation, so
+        /// their done offsets are committed before they move; the rest keep flowing.
         case cooperativeSticky
     }
 
@@ -49,8 +52,8 @@ public struct KafkaConsumerConfiguration: Sendable {
     /// How long graceful shutdown waits for in-flight messages before committing and leaving.
     /// Default 15 s.
     public var closeTimeout: Duration = .seconds(15)
-    /// The partition assignment strategy. Default `.eager`.
-    public var assignmentStrategy: AssignmentStrategy = .eager
+    /// The partition assignment strategy. Default `.cooperativeSticky`.
+    public var assignmentStrategy: AssignmentStrategy = .cooperativeSticky
 
     /// Creates a configuration for `groupID` reading `topics`, with every other option defaulted.
     public init(groupID: String, topics: [String]) {
@@ -85,8 +88,9 @@ public struct KafkaConsumerConfiguration: Sendable {
             ("queued.min.messages", String(max(maxBatchSize, 1000))),
             ("enable.partition.eof", "false"),
         ]
-        if case .cooperativeSticky = assignmentStrategy {
-            result.append(("partition.assignment.strategy", "cooperative-sticky"))
+        switch assignmentStrategy {
+        case .cooperativeSticky: result.append(("partition.assignment.strategy", "cooperative-sticky"))
+        case .eager: result.append(("partition.assignment.strategy", "range,roundrobin"))
         }
         return result
     }

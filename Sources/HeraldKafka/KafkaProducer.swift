@@ -55,7 +55,8 @@ public final class KafkaProducer: Service, Sendable {
                 state.withLock { $0.failure = error }
                 logger.info("kafka producer fatal error", metadata: ["kafka.error": "\(error)"])
             } else {
-                logger.info("kafka producer error", metadata: ["kafka.error": "\(error)"])
+                // librdkafka has already logged it through the log callback.
+                logger.debug("kafka producer error", metadata: ["kafka.error": "\(error)"])
             }
         }
     }

@@ -1,6 +1,9 @@
 import HeraldKafka
 import Logging
 import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// An embedded cluster and client configurations tuned for tests: short session timeouts (the mock
 /// cluster makes a rejoining member wait about `session.timeout.ms`), quick commits and closes.
@@ -11,7 +14,7 @@ public struct KafkaTestEnvironment: Sendable {
     /// Starts a cluster and creates `topics` (name → partition count).
     public init(brokers: Int = 1, topics: [String: Int]) throws {
         var logger = Logger(label: "herald.test")
-        logger.logLevel = .info
+        logger.logLevel = ProcessInfoLogLevel.value
         self.logger = logger
         cluster = try EmbeddedKafkaCluster(brokers: brokers, logger: logger)
         for (name, partitions) in topics.sorted(by: { $0.key < $1.key }) {
@@ -94,4 +97,23 @@ public struct PartitionOffset: Hashable, Sendable, Comparable, CustomStringConve
     }
 
     public var description: String { "\(partition)@\(offset)" }
+}
+
+/// A value shared between a test and the callbacks or tasks it starts.
+public final class SharedValue<Value: Sendable>: Sendable {
+    private let storage: Mutex<Value>
+
+    public init(_ value: Value) { storage = Mutex(value) }
+
+    public var value: Value { storage.withLock { $0 } }
+
+    public func update<R>(_ body: (inout Value) -> R) -> R { storage.withLock { body(&$0) } }
+}
+
+/// The test log level: `HERALD_TEST_LOG_LEVEL` (trace, debug, info, ...), default info.
+enum ProcessInfoLogLevel {
+    static var value: Logger.Level {
+        guard let raw = getenv("HERALD_TEST_LOG_LEVEL") else { return .info }
+        return Logger.Level(rawValue: String(cString: raw)) ?? .info
+    }
 }

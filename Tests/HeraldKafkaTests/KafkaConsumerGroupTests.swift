@@ -1,0 +1,193 @@
+import HeraldKafka
+import HeraldTestSupport
+import Testing
+
+/// Produces `count` messages "<prefix>-<n>" spread over `partitions` partitions and waits for all.
+func produce(
+    _ producer: KafkaProducer,
+    topic: String,
+    count: Int,
+    partitions: Int32,
+    prefix: String = "m",
+    startingAt first: Int = 0
+) async throws {
+    let records = (first..<(first + count)).map { index in
+        KafkaProducerRecord(
+            topic: topic,
+            partition: Int32(index) % partitions,
+            key: KafkaBytes("key-\(index)"),
+            value: KafkaBytes("\(prefix)-\(index)")
+        )
+    }
+    for result in try await producer.send(records) { _ = try result.get() }
+}
+
+/// Consumes into `received`, marking each batch done unless `markDone` says otherwise, until the
+/// sequence ends.
+func consume(
+    _ consumer: KafkaConsumer,
+    into received: ReceivedMessages,
+    markDone: @Sendable @escaping (KafkaMessage) -> Bool = { _ in true }
+) -> Task<Void, Never> {
+    Task {
+        for await batch in consumer.messages {
+            received.append(batch)
+            consumer.markDone(batch.filter(markDone))
+        }
+    }
+}
+
+@Suite("Kafka consumer groups", .serialized, .timeLimit(.minutes(3)))
+struct KafkaConsumerGroupTests {
+    @Test("two consumers share the partitions; when one closes the other takes all, losing nothing")
+    func shareAndTakeOver() async throws {
+        let env = try KafkaTestEnvironment(topics: ["shared": 6])
+        let producer = try env.makeProducer()
+        let first = try env.makeConsumer(group: "share", topics: ["shared"])
+        let second = try env.makeConsumer(group: "share", topics: ["shared"])
+        let receivedByFirst = ReceivedMessages()
+        let receivedBySecond = ReceivedMessages()
+
+        try await withRunningServices([producer, second]) {
+            let secondTask = consume(second, into: receivedBySecond)
+            try await withRunningServices([first]) {
+                let firstTask = consume(first, into: receivedByFirst)
+                #expect(await eventually { first.assignment.count == 3 && second.assignment.count == 3 })
+                try await produce(producer, topic: "shared", count: 600, partitions: 6)
+                #expect(await eventually { receivedByFirst.count + receivedBySecond.count >= 600 })
+                #expect(receivedByFirst.count > 0 && receivedBySecond.count > 0)
+                first.triggerShutdown()
+                await firstTask.value
+            }
+            #expect(await eventually { second.assignment.count == 6 })
+            try await produce(producer, topic: "shared", count: 600, partitions: 6, startingAt: 600)
+            #expect(await eventually { receivedByFirst.count + receivedBySecond.count >= 1200 })
+            try await Task.sleep(for: .milliseconds(500))
+            second.triggerShutdown()
+            await secondTask.value
+        }
+
+        let values = (receivedByFirst.all + receivedBySecond.all).compactMap { $0.value?.string }
+        #expect(Set(values) == Set((0..<1200).map { "m-\($0)" }))
+        // Everything the first consumer finished was committed before it left: nothing of it reached
+        // the second consumer again.
+        let overlap = Set(receivedByFirst.positions).intersection(receivedBySecond.positions)
+        #expect(overlap.isEmpty, "redelivered after a clean hand-over: \(overlap.sorted().prefix(10))")
+    }
+
+    @Test("a consumer that dies without storing offsets leaves its unfinished messages to the next member")
+    func crashRedelivers() async throws {
+        let env = try KafkaTestEnvironment(topics: ["crash": 2])
+        let producer = try env.makeProducer()
+        let doomed = try env.makeConsumer(group: "crash", topics: ["crash"])
+        let receivedByDoomed = ReceivedMessages()
+        // The doomed consumer finishes only even-numbered messages.
+        let finishesEven: @Sendable (KafkaMessage) -> Bool = { message in
+            Int(message.value!.string.split(separator: "-")[1])! % 2 == 0
+        }
+        try await withRunningServices([producer]) {
+            try await produce(producer, topic: "crash", count: 100, partitions: 2)
+        }
+        try await withRunningServices([doomed]) {
+            let task = consume(doomed, into: receivedByDoomed, markDone: finishesEven)
+            #expect(await eventually { receivedByDoomed.count == 100 })
+            // Let the periodic commit run, so that the committed offsets are the contiguous ones.
+            try await Task.sleep(for: .milliseconds(600))
+            doomed.simulateCrash()
+            await task.value
+        }
+
+        let successor = try env.makeConsumer(group: "crash", topics: ["crash"])
+        let receivedBySuccessor = ReceivedMessages()
+        try await withRunningServices([successor]) {
+            let task = consume(successor, into: receivedBySuccessor)
+            // Partition p received 0, 2, 4, ... (p = 0) or 1, 3, 5, ... (p = 1) in offset order; on
+            // partition 0 everything was done, on partition 1 nothing.
+            #expect(await eventually(within: .seconds(40)) { receivedBySuccessor.count >= 50 })
+            try await Task.sleep(for: .milliseconds(500))
+            successor.triggerShutdown()
+            await task.value
+        }
+        let redelivered = Set(receivedBySuccessor.all.compactMap { $0.value?.string })
+        let unfinished = Set((0..<100).filter { $0 % 2 == 1 }.map { "m-\($0)" })
+        #expect(redelivered == unfinished)
+    }
+
+    @Test("finishing offsets 0, 1 and 3 commits 2 as the next offset to read")
+    func contiguousCommit() async throws {
+        let env = try KafkaTestEnvironment(topics: ["gaps": 1])
+        let producer = try env.makeProducer()
+        try await withRunningServices([producer]) {
+            try await produce(producer, topic: "gaps", count: 4, partitions: 1)
+        }
+        let consumer = try env.makeConsumer(group: "gaps", topics: ["gaps"]) { $0.closeTimeout = .seconds(1) }
+        let received = ReceivedMessages()
+        try await withRunningServices([consumer]) {
+            let task = consume(consumer, into: received, markDone: { $0.offset != 2 })
+            #expect(await eventually { received.count == 4 })
+            let committedWhileRunning = await eventually {
+                (try? await consumer.committedOffsets(for: [TopicPartition("gaps", 0)]))?[TopicPartition("gaps", 0)] == 2
+            }
+            #expect(committedWhileRunning)
+            consumer.triggerShutdown()
+            await task.value
+        }
+        let next = try env.makeConsumer(group: "gaps", topics: ["gaps"])
+        let redelivered = ReceivedMessages()
+        try await withRunningServices([next]) {
+            let task = consume(next, into: redelivered)
+            #expect(await eventually { redelivered.count >= 2 })
+            let committed = try await next.committedOffsets(for: [TopicPartition("gaps", 0)])
+            #expect(committed[TopicPartition("gaps", 0)] == 2)
+            next.triggerShutdown()
+            await task.value
+        }
+        #expect(redelivered.all.map(\.offset) == [2, 3])
+    }
+
+    @Test("on revoke, in-flight work of the revoked partitions is finished and committed before release")
+    func revokeWaitsForInFlightWork() async throws {
+        let env = try KafkaTestEnvironment(topics: ["revoke": 2])
+        let producer = try env.makeProducer()
+        try await withRunningServices([producer]) {
+            try await produce(producer, topic: "revoke", count: 40, partitions: 2)
+        }
+        let revoked = SharedValue<[TopicPartition]>([])
+        let holder = try env.makeConsumer(
+            group: "revoke",
+            topics: ["revoke"],
+            configure: {
+                $0.revokeTimeout = .seconds(20)
+            },
+            onRevoke: { partitions in revoked.update { $0 += partitions } }
+        )
+        let receivedByHolder = ReceivedMessages()
+        let receivedByJoiner = ReceivedMessages()
+        try await withRunningServices([holder]) {
+            // Hold everything in flight, unfinished.
+            let holding = Task {
+                for await batch in holder.messages {
+                    receivedByHolder.append(batch)
+                }
+            }
+            #expect(await eventually { receivedByHolder.count == 40 })
+            let joiner = try env.makeConsumer(group: "revoke", topics: ["revoke"])
+            try await withRunningServices([joiner]) {
+                let joining = consume(joiner, into: receivedByJoiner)
+                // The rebalance starts and the holder's revoke waits for its in-flight messages.
+                #expect(await eventually { !revoked.value.isEmpty })
+                try await Task.sleep(for: .seconds(1))
+                #expect(receivedByJoiner.count == 0)
+                holder.markDone(receivedByHolder.all)
+                #expect(await eventually { joiner.assignment.count == 1 && holder.assignment.count == 1 })
+                try await Task.sleep(for: .seconds(1))
+                joiner.triggerShutdown()
+                await joining.value
+            }
+            holder.triggerShutdown()
+            await holding.value
+        }
+        // Everything was finished during the revoke and committed before the partition moved.
+        #expect(receivedByJoiner.count == 0)
+    }
+}

@@ -1,0 +1,129 @@
+import HeraldKafka
+import HeraldTestSupport
+import Testing
+
+@Suite("Kafka failures and flow control", .serialized, .timeLimit(.minutes(3)))
+struct KafkaFlowControlTests {
+    @Test("a broker going down and coming back: the producer retries and nothing is lost or duplicated")
+    func brokerDownAndUp() async throws {
+        let env = try KafkaTestEnvironment(topics: ["outage": 3])
+        let producer = try env.makeProducer()
+        let consumer = try env.makeConsumer(group: "outage", topics: ["outage"])
+        let received = ReceivedMessages()
+        try await withRunningServices([producer, consumer]) {
+            let consuming = consume(consumer, into: received)
+            try await produce(producer, topic: "outage", count: 100, partitions: 3, prefix: "before")
+            #expect(await eventually { received.count == 100 })
+
+            try env.cluster.setBrokerDown(1)
+            let records = (0..<300).map { index in
+                KafkaProducerRecord(topic: "outage", key: KafkaBytes("k\(index)"), value: KafkaBytes("during-\(index)"))
+            }
+            let deliveries = try await producer.enqueue(records)
+            let pending = Task { await deliveries.wait() }
+            try await Task.sleep(for: .seconds(3))
+            #expect(received.count == 100, "nothing can arrive while the only broker is down")
+            try env.cluster.setBrokerUp(1)
+            let results = try await withTimeout(.seconds(60), "deliveries after the outage") { await pending.value }
+            #expect(results.allSatisfy { (try? $0.get()) != nil })
+            #expect(await eventually(within: .seconds(60)) { received.count >= 400 })
+            try await Task.sleep(for: .milliseconds(500))
+            consumer.triggerShutdown()
+            await consuming.value
+        }
+        let values = received.all.compactMap { $0.value?.string }
+        #expect(values.count == 400, "duplicates: \(values.count - Set(values).count)")
+        #expect(Set(values) == Set((0..<100).map { "before-\($0)" } + (0..<300).map { "during-\($0)" }))
+    }
+
+    @Test("pausing one partition does not stop the others, and resuming continues where it left off")
+    func pauseOnePartition() async throws {
+        let env = try KafkaTestEnvironment(topics: ["pause": 2])
+        let producer = try env.makeProducer()
+        let consumer = try env.makeConsumer(group: "pause", topics: ["pause"]) { $0.maxBatchSize = 10 }
+        let received = ReceivedMessages()
+        let paused = TopicPartition("pause", 0)
+        try await withRunningServices([producer, consumer]) {
+            let consuming = consume(consumer, into: received)
+            #expect(await eventually { consumer.assignment.count == 2 })
+            try await produce(producer, topic: "pause", count: 20, partitions: 2)
+            #expect(await eventually { received.count == 20 })
+            consumer.pause([paused])
+            try await produce(producer, topic: "pause", count: 200, partitions: 2, startingAt: 20)
+            #expect(await eventually { received.all.filter { $0.partition == 1 }.count == 110 })
+            try await Task.sleep(for: .seconds(1))
+            #expect(received.all.filter { $0.partition == 0 }.count == 10, "the paused partition delivered nothing")
+
+            consumer.resume([paused])
+            #expect(await eventually { received.count == 220 })
+            consumer.triggerShutdown()
+            await consuming.value
+        }
+        let partition0 = received.all.filter { $0.partition == 0 }.map(\.offset)
+        #expect(partition0 == Array(0..<110), "in order, without gaps or repeats")
+    }
+
+    @Test("a full producer queue makes enqueue wait, neither failing nor growing without bound")
+    func producerBackpressure() async throws {
+        let env = try KafkaTestEnvironment(topics: ["pressure": 1])
+        let producer = try env.makeProducer { $0.maxQueuedMessages = 50 }
+        let consumer = try env.makeConsumer(group: "pressure", topics: ["pressure"])
+        let received = ReceivedMessages()
+        try await withRunningServices([producer, consumer]) {
+            let consuming = consume(consumer, into: received)
+            try env.cluster.setBrokerDown(1)
+            let records = (0..<500).map { KafkaProducerRecord(topic: "pressure", value: KafkaBytes("p-\($0)")) }
+            let enqueued = SharedValue(false)
+            let sending = Task {
+                let deliveries = try await producer.enqueue(records)
+                enqueued.update { $0 = true }
+                return await deliveries.wait()
+            }
+            var peakQueued = 0
+            for _ in 0..<100 {
+                peakQueued = max(peakQueued, producer.queuedMessageCount)
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            #expect(!enqueued.value, "enqueue must wait while the queue is full")
+            #expect(peakQueued == 50)
+
+            try env.cluster.setBrokerUp(1)
+            let results = try await withTimeout(.seconds(60), "deliveries") { try await sending.value }
+            #expect(enqueued.value)
+            #expect(results.count == 500)
+            #expect(results.allSatisfy { (try? $0.get()) != nil })
+            #expect(await eventually(within: .seconds(60)) { received.count == 500 })
+            consumer.triggerShutdown()
+            await consuming.value
+        }
+        #expect(received.all.compactMap { $0.value?.string } == (0..<500).map { "p-\($0)" })
+    }
+
+    @Test("a slow application: the consumer holds no more than its buffer and one batch, and loses nothing")
+    func boundedBuffer() async throws {
+        let env = try KafkaTestEnvironment(topics: ["slow": 4])
+        let producer = try env.makeProducer()
+        let consumer = try env.makeConsumer(group: "slow", topics: ["slow"]) { configuration in
+            configuration.maxBatchSize = 50
+            configuration.maxBufferedMessages = 200
+            configuration.fetchQueueMaxKilobytes = 64
+        }
+        let received = ReceivedMessages()
+        try await withRunningServices([producer, consumer]) {
+            try await produce(producer, topic: "slow", count: 4000, partitions: 4)
+            let consuming = Task {
+                for await batch in consumer.messages {
+                    received.append(batch)
+                    try? await Task.sleep(for: .milliseconds(5))
+                    consumer.markDone(batch)
+                }
+            }
+            #expect(await eventually(within: .seconds(90)) { received.count >= 4000 })
+            consumer.triggerShutdown()
+            await consuming.value
+        }
+        #expect(consumer.peakBufferedMessageCount <= 200 + 50)
+        #expect(consumer.peakBufferedMessageCount >= 100, "the buffer did fill: the application was the bottleneck")
+        #expect(Set(received.all.compactMap { $0.value?.string }).count == 4000)
+    }
+}
