@@ -1,9 +1,9 @@
 import Foundation
 
 /// Runs blocking work on threads of its own, never on Swift's cooperative pool.
-enum DedicatedThread {
+package enum DedicatedThread {
     /// Starts a named thread running `body`.
-    static func start(name: String, _ body: @escaping @Sendable () -> Void) {
+    package static func start(name: String, _ body: @escaping @Sendable () -> Void) {
         let thread = Thread(block: body)
         thread.name = name
         thread.stackSize = 1 << 20
@@ -11,7 +11,7 @@ enum DedicatedThread {
     }
 
     /// Runs a blocking `body` on a new thread and returns its result to the awaiting task.
-    static func run<R: Sendable>(name: String, _ body: @escaping @Sendable () -> R) async -> R {
+    package static func run<R: Sendable>(name: String, _ body: @escaping @Sendable () -> R) async -> R {
         await withCheckedContinuation { continuation in
             start(name: name) { continuation.resume(returning: body()) }
         }

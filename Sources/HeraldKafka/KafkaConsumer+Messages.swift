@@ -44,6 +44,9 @@ extension KafkaConsumer {
     }
 
     private func wakePollThreadIfDrained() {
-        if state.withLock({ $0.wantsWakeAfterDrain }) { client.wake() }
+        if state.withLock({ $0.wantsWakeAfterDrain }) {
+            state.broadcast()
+            client.wake()
+        }
     }
 }

@@ -15,6 +15,10 @@ extension KafkaConsumer {
             client.resume(plan.resume)
             client.seek(plan.seek)
             client.storeOffsets(plan.store)
+            if let deadline = plan.waitForRoomUntil {
+                state.wait(until: { $0.shouldStopWaitingForRoom }, deadline: deadline)
+                continue
+            }
             let (messages, errors) = client.consumeBatch(max: plan.maxMessages, timeout: .milliseconds(100))
             for error in errors {
                 logger.info("kafka consume error", metadata: ["kafka.error": "\(error)"])

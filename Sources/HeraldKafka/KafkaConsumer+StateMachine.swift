@@ -23,7 +23,10 @@ extension KafkaConsumer {
         private(set) var trackers: [TopicPartition: OffsetTracker] = [:]
         private var revoking: Set<TopicPartition> = []
         private(set) var userPaused: Set<TopicPartition> = []
-        private var flowPaused = false
+        private var flow = Flow.flowing
+        /// How long the buffer may stay full before fetching is paused so that librdkafka's queue
+        /// (rebalances above all) is served again.
+        static let stallLimit: Duration = .seconds(1)
         private var pendingPauses: Set<TopicPartition> = []
         private var pendingResumes: Set<TopicPartition> = []
         private var pendingSeeks: [TopicPartition: Int64] = [:]
@@ -93,36 +96,76 @@ extension KafkaConsumer {
 
         // MARK: Poll thread
 
+        /// Flow control between the poll thread and a slower application.
+        ///
+        /// Pausing partitions in librdkafka makes it drop what it prefetched and, after resume, fetch
+        /// again only up to a second later, so a brief stall must not pause: the poll thread first
+        /// just stops taking messages (librdkafka keeps prefetching up to `queued.max.messages.kbytes`)
+        /// and waits for room. Only a buffer full for ``stallLimit`` pauses fetching, so that
+        /// rebalances and errors queued behind messages are served again; by then the application is
+        /// slow enough that the buffer hides the refetch.
+        enum Flow: Equatable {
+            case flowing
+            case waitingForRoom(since: ContinuousClock.Instant)
+            case paused
+        }
+
         /// What the poll thread applies before its next fetch.
         struct PollPlan {
             var pause: Set<TopicPartition> = []
             var resume: Set<TopicPartition> = []
             var seek: [TopicPartition: Int64] = [:]
             var store: [TopicPartition: Int64] = [:]
+            /// How many messages to take; zero while waiting for room.
             var maxMessages = 0
+            /// Wait for room (without taking messages) until then.
+            var waitForRoomUntil: ContinuousClock.Instant?
             var stop = false
         }
 
-        mutating func pollPlan() -> PollPlan {
+        private var room: Int { maxBufferedMessages - bufferedCount }
+
+        mutating func pollPlan(now: ContinuousClock.Instant = .now) -> PollPlan {
             var plan = PollPlan()
             plan.stop = shutdownRequested
             plan.store = takeDirtyOffsets()
             plan.seek = pendingSeeks
             pendingSeeks.removeAll()
 
-            if !flowPaused && bufferedCount >= maxBufferedMessages {
-                flowPaused = true
-                pendingPauses.formUnion(trackers.keys)
-            } else if flowPaused && bufferedCount <= maxBufferedMessages / 2 {
-                flowPaused = false
+            switch flow {
+            case .flowing where room < maxBatchSize:
+                flow = .waitingForRoom(since: now)
+                plan.waitForRoomUntil = now + Self.stallLimit
+            case .waitingForRoom(let since) where room < maxBatchSize:
+                if since.duration(to: now) >= Self.stallLimit {
+                    flow = .paused
+                    pendingPauses.formUnion(trackers.keys)
+                } else {
+                    plan.waitForRoomUntil = since + Self.stallLimit
+                }
+            case .waitingForRoom:
+                flow = .flowing
+            case .paused where bufferedCount <= maxBufferedMessages / 2:
+                flow = .flowing
                 pendingResumes.formUnion(Set(trackers.keys).subtracting(userPaused))
+            case .flowing, .paused:
+                break
             }
             plan.pause = pendingPauses
-            plan.resume = flowPaused ? [] : pendingResumes.subtracting(userPaused)
+            plan.resume = flow == .paused ? [] : pendingResumes.subtracting(userPaused)
             pendingPauses.removeAll()
             pendingResumes.removeAll()
-            plan.maxMessages = maxBatchSize
+            if plan.waitForRoomUntil == nil {
+                // While paused, fetches return nothing new but still serve librdkafka's callbacks.
+                plan.maxMessages = flow == .paused ? maxBatchSize : min(maxBatchSize, room)
+            }
             return plan
+        }
+
+        /// Whether the poll thread, waiting for room, should stop waiting.
+        var shouldStopWaitingForRoom: Bool {
+            room >= maxBatchSize || shutdownRequested || crashRequested || !pendingPauses.isEmpty
+                || !pendingResumes.isEmpty || !pendingSeeks.isEmpty
         }
 
         /// Offsets that moved since they were last stored.
@@ -202,8 +245,14 @@ extension KafkaConsumer {
             return waiter
         }
 
-        /// Whether the poll thread, paused for lack of room, should be woken early.
-        var wantsWakeAfterDrain: Bool { flowPaused && bufferedCount <= maxBufferedMessages / 2 }
+        /// Whether the poll thread waits for the room the application just made.
+        var wantsWakeAfterDrain: Bool {
+            switch flow {
+            case .flowing: false
+            case .waitingForRoom: room >= maxBatchSize
+            case .paused: bufferedCount <= maxBufferedMessages / 2
+            }
+        }
 
         private mutating func takeFromBuffer() -> [KafkaMessage] {
             var batch = buffer.removeFirst()
@@ -216,29 +265,46 @@ extension KafkaConsumer {
         }
 
         private mutating func handOut(_ batch: [KafkaMessage]) -> [KafkaMessage] {
-            var index = batch.startIndex
-            while index < batch.endIndex {
-                // Messages of one partition arrive in runs; look the tracker up once per run.
-                let partition = batch[index].topicPartition
-                var end = index + 1
-                while end < batch.endIndex, batch[end].partition == partition.partition,
-                    batch[end].topic == partition.topic
-                {
-                    end += 1
-                }
-                if trackers[partition] != nil {
-                    for position in index..<end { trackers[partition]!.handedOut(batch[position].offset) }
-                }
-                index = end
+            forEachPartitionRun(of: batch) { tracker, run in
+                for message in run { tracker.handedOut(message.offset) }
+                return false
             }
             return batch
         }
 
+        /// Calls `body` once per run of consecutive messages of one partition (batches come in such
+        /// runs), with that partition's tracker, so the dictionary is searched once per run rather
+        /// than once per message. `body` returns whether the committable offset moved.
+        private mutating func forEachPartitionRun(
+            of messages: some Collection<KafkaMessage>,
+            _ body: (inout OffsetTracker, ArraySlice<KafkaMessage>) -> Bool
+        ) {
+            let messages = Array(messages)
+            var start = messages.startIndex
+            while start < messages.endIndex {
+                let first = messages[start]
+                var end = start + 1
+                while end < messages.endIndex, messages[end].partition == first.partition,
+                    messages[end].topic == first.topic
+                {
+                    end += 1
+                }
+                let partition = first.topicPartition
+                // Taken out and put back so the tracker's storage is mutated in place, not copied.
+                if var tracker = trackers.removeValue(forKey: partition) {
+                    if body(&tracker, messages[start..<end]) { dirty.insert(partition) }
+                    trackers[partition] = tracker
+                }
+                start = end
+            }
+        }
+
         /// Marks messages done. Returns whether anyone waits for outstanding work to finish.
-        mutating func markDone(_ messages: some Sequence<KafkaMessage>) -> Bool {
-            for message in messages {
-                let partition = message.topicPartition
-                if trackers[partition]?.markDone(message.offset) == true { dirty.insert(partition) }
+        mutating func markDone(_ messages: some Collection<KafkaMessage>) -> Bool {
+            forEachPartitionRun(of: messages) { tracker, run in
+                var advanced = false
+                for message in run where tracker.markDone(message.offset) { advanced = true }
+                return advanced
             }
             return !revoking.isEmpty || lifecycle == .draining
         }
@@ -297,7 +363,7 @@ extension KafkaConsumer {
                 revoking.remove(partition)
                 userPaused.remove(partition)
             }
-            return flowPaused || lifecycle != .running
+            return flow == .paused || lifecycle != .running
         }
 
         /// Starts revoking: buffered messages of the partitions are dropped, so no new work starts.

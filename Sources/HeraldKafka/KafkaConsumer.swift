@@ -10,8 +10,8 @@ import ServiceLifecycle
 ///
 /// librdkafka is polled by a thread of the consumer's own, never by Swift's cooperative pool; it hands
 /// messages over in batches and wakes on librdkafka's queue rather than sleeping. When the
-/// application falls behind, at most ``KafkaConsumerConfiguration/maxBufferedMessages`` (plus one
-/// batch) wait in Herald and fetching pauses until the buffer drains.
+/// application falls behind, at most ``KafkaConsumerConfiguration/maxBufferedMessages`` wait in
+/// Herald, plus what librdkafka prefetches (``KafkaConsumerConfiguration/fetchQueueMaxKilobytes``).
 ///
 /// On a rebalance, the revoke runs inside librdkafka's callback: buffered messages of the revoked
 /// partitions are dropped, the optional revoke handler runs, the consumer waits up to
@@ -86,7 +86,7 @@ public final class KafkaConsumer: Service, Sendable {
 
     /// Marks messages done. Marking a message twice, or one of a partition no longer assigned, does
     /// nothing.
-    public func markDone(_ messages: some Sequence<KafkaMessage>) {
+    public func markDone(_ messages: some Collection<KafkaMessage>) {
         let wake = state.withLock { $0.markDone(messages) }
         if wake { state.broadcast() }
     }
@@ -96,12 +96,14 @@ public final class KafkaConsumer: Service, Sendable {
     /// Other partitions keep flowing.
     public func pause(_ partitions: [TopicPartition]) {
         state.withLock { $0.pause(partitions) }
+        state.broadcast()
         client.wake()
     }
 
     /// Resumes fetching partitions paused with ``pause(_:)``.
     public func resume(_ partitions: [TopicPartition]) {
         state.withLock { $0.resume(partitions) }
+        state.broadcast()
         client.wake()
     }
 

@@ -2,7 +2,8 @@
 ///
 /// Defaults: auto offset reset `earliest`, session timeout 45 s, commit interval 1 s, batches of at
 /// most 1,000 messages, at most 10,000 messages buffered in Herald, librdkafka's prefetch queue
-/// limited to 16 MiB per consumer, revoke and close waits of 15 s, `cooperative-sticky` assignment.
+/// limited to 64 MiB per consumer, fetch wait 500 ms, fetch backoff 50 ms, revoke and close waits of 15 s,
+/// `cooperative-sticky` assignment.
 public struct KafkaConsumerConfiguration: Sendable {
     /// Where to start when a partition has no committed offset.
     public enum OffsetReset: String, Sendable {
@@ -44,8 +45,22 @@ public struct KafkaConsumerConfiguration: Sendable {
     public var maxBatchSize: Int = 1000
     /// How many received messages Herald buffers before it pauses fetching. Default 10,000.
     public var maxBufferedMessages: Int = 10_000
-    /// `queued.max.messages.kbytes`: librdkafka's prefetch limit. Default 16,384 (16 MiB).
-    public var fetchQueueMaxKilobytes: Int = 16_384
+    /// `queued.max.messages.kbytes`: librdkafka's prefetch limit, for all partitions of the consumer.
+    ///
+    /// In librdkafka 2.0 a consumer whose prefetch queue reached this limit stops fetching until one
+    /// of its broker threads next wakes up, which can take up to a second after the application has
+    /// drained the queue (librdkafka 2.1 added `fetch.queue.backoff.ms` for this). The limit should
+    /// therefore hold more than a second of the application's consumption. Default 65,536 (64 MiB,
+    /// librdkafka's own default: about 140,000 events of 460 bytes).
+    public var fetchQueueMaxKilobytes: Int = 65_536
+    /// `fetch.wait.max.ms`: how long a broker may hold a fetch that has no data yet. Real brokers
+    /// answer as soon as data arrives; the embedded cluster waits the whole time, so development and
+    /// tests lower it. Default 500 ms.
+    public var fetchMaxWait: Duration = .milliseconds(500)
+    /// `fetch.error.backoff.ms`: how long librdkafka waits before fetching a partition again after a
+    /// fetch error or a fetch that came back empty. librdkafka's 500 ms default adds up to half a
+    /// second of latency to the first event after a quiet spell. Default 50 ms.
+    public var fetchBackoff: Duration = .milliseconds(50)
     /// How long a revoke waits for in-flight messages of the revoked partitions to be marked done
     /// before their done offsets are committed and the partitions released. Default 15 s.
     public var revokeTimeout: Duration = .seconds(15)
@@ -85,7 +100,8 @@ public struct KafkaConsumerConfiguration: Sendable {
             ("session.timeout.ms", String(sessionTimeout.milliseconds)),
             ("max.poll.interval.ms", String(maxPollInterval.milliseconds)),
             ("queued.max.messages.kbytes", String(fetchQueueMaxKilobytes)),
-            ("queued.min.messages", String(max(maxBatchSize, 1000))),
+            ("fetch.wait.max.ms", String(fetchMaxWait.milliseconds)),
+            ("fetch.error.backoff.ms", String(fetchBackoff.milliseconds)),
             ("enable.partition.eof", "false"),
         ]
         switch assignmentStrategy {

@@ -103,11 +103,18 @@ public final class KafkaProducer: Service, Sendable {
             if !records.isEmpty { state.tickets[id] = ticket }
             return id
         }
+        var topicName = ""
+        var topic: RDKafkaProducerClient.Topic?
         for (index, record) in zip(0..., records) {
             let opaque = id << Self.indexBits | UInt(index)
+            // Records come in runs of one topic: resolve its handle once per run.
+            if topic == nil || record.topic != topicName {
+                topicName = record.topic
+                topic = client.topic(named: topicName)
+            }
             while true {
                 let observed = deliveryGeneration.load(ordering: .acquiring)
-                switch client.produce(record, opaque: opaque) {
+                switch client.produce(record, to: topic!, opaque: opaque) {
                 case .enqueued:
                     break
                 case .failed(let error):

@@ -79,18 +79,37 @@ final class RDKafkaConsumerClient: @unchecked Sendable {
         if error != RD_KAFKA_RESP_ERR_NO_ERROR { throw KafkaError(rdkafka: error, context: "subscribe") }
     }
 
-    /// Waits up to `timeout` for messages and serves callbacks (rebalances, errors, statistics).
+    /// Returns the messages that are ready, waiting up to `timeout` only if there are none, and
+    /// serves callbacks (rebalances, errors, statistics) meanwhile.
     func consumeBatch(max count: Int, timeout: Duration) -> (messages: [KafkaMessage], errors: [KafkaError]) {
-        let received = rd_kafka_consume_batch_queue(
+        let received = RDKafkaConsumerClient.consumeReady(
             queue,
-            Int32(timeout.milliseconds),
-            messageBuffer,
-            Swift.min(count, maxBatch)
+            into: messageBuffer,
+            capacity: Swift.min(count, maxBatch),
+            timeout: timeout
         )
         guard received > 0 else { return ([], []) }
         let result = builder.build(messageBuffer, count: received)
         for index in 0..<received { rd_kafka_message_destroy(messageBuffer[index]) }
         return result
+    }
+
+    /// `rd_kafka_consume_batch_queue` waits until the batch is full or the timeout passes, which
+    /// would hold messages back whenever traffic is light. So: take what is ready without waiting;
+    /// if nothing is, wait for one message (librdkafka wakes the call as soon as one arrives, or on
+    /// `rd_kafka_queue_yield`), then take whatever arrived with it.
+    static func consumeReady(
+        _ queue: OpaquePointer,
+        into buffer: UnsafeMutablePointer<UnsafeMutablePointer<rd_kafka_message_t>?>,
+        capacity: Int,
+        timeout: Duration
+    ) -> Int {
+        let ready = rd_kafka_consume_batch_queue(queue, 0, buffer, capacity)
+        if ready != 0 || timeout == .zero { return Swift.max(ready, 0) }
+        let first = rd_kafka_consume_batch_queue(queue, Int32(timeout.milliseconds), buffer, 1)
+        guard first > 0 else { return 0 }
+        guard capacity > 1 else { return 1 }
+        return 1 + Swift.max(rd_kafka_consume_batch_queue(queue, 0, buffer + 1, capacity - 1), 0)
     }
 
     /// Interrupts a `consumeBatch` that is waiting, from any thread.

@@ -1,5 +1,6 @@
 import CRdKafka
 import Logging
+import Synchronization
 
 /// The librdkafka producer handle and every C call made on it.
 final class RDKafkaProducerClient: @unchecked Sendable {
@@ -10,6 +11,15 @@ final class RDKafkaProducerClient: @unchecked Sendable {
     private let contextPointer: UnsafeMutableRawPointer
     private var reports: [RawDeliveryReport] = []
     var onError: (@Sendable (KafkaError) -> Void)?
+    /// One librdkafka topic handle per topic name, so producing neither converts the name to a C
+    /// string nor makes librdkafka look the topic up by name for every message.
+    private let topics = Mutex<[String: Topic]>([:])
+
+    /// A librdkafka topic handle, valid until the producer is destroyed.
+    struct Topic: @unchecked Sendable {
+        // @unchecked: an `rd_kafka_topic_t` is thread-safe and lives as long as the producer.
+        fileprivate let handle: OpaquePointer
+    }
 
     /// One delivery report, before it is matched to its ticket.
     struct RawDeliveryReport {
@@ -42,12 +52,26 @@ final class RDKafkaProducerClient: @unchecked Sendable {
     }
 
     deinit {
+        topics.withLock { topics in
+            for topic in topics.values { rd_kafka_topic_destroy(topic.handle) }
+        }
         rd_kafka_destroy(handle)
         RDKafkaCallbackContext.release(contextPointer)
     }
 
-    /// Enqueues one record without blocking. `opaque` comes back in its delivery report.
-    func produce(_ record: KafkaProducerRecord, opaque: UInt) -> ProduceResult {
+    /// The handle of a topic, created on first use.
+    func topic(named name: String) -> Topic {
+        topics.withLock { topics in
+            if let topic = topics[name] { return topic }
+            let topic = Topic(handle: rd_kafka_topic_new(handle, name, nil))
+            topics[name] = topic
+            return topic
+        }
+    }
+
+    /// Enqueues one record to `topic` (the handle of `record.topic`) without blocking. `opaque` comes
+    /// back in its delivery report.
+    func produce(_ record: KafkaProducerRecord, to topic: Topic, opaque: UInt) -> ProduceResult {
         var headers: OpaquePointer?
         if !record.headers.isEmpty {
             headers = rd_kafka_headers_new(record.headers.count)
@@ -63,9 +87,9 @@ final class RDKafkaProducerClient: @unchecked Sendable {
         }
         let error = withOptionalBytes(record.key) { key in
             withOptionalBytes(record.value) { value in
-                herald_produce(
+                herald_produce_topic(
                     handle,
-                    record.topic,
+                    topic.handle,
                     record.partition ?? herald_partition_unassigned(),
                     key.baseAddress,
                     key.count,

@@ -1,0 +1,255 @@
+import HeraldKafka
+import Logging
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `herald bench kafka`: the physical-limit baseline later benchmarks are compared with.
+///
+/// In one process, against the embedded cluster, a consume→produce passthrough (consume, produce the
+/// same bytes to another topic, mark done after the delivery report) of `messages` JSON events, fed by
+/// a producer running at the same time, first through the `HeraldKafka` API and then written directly
+/// against librdkafka's C API. Both use the same feeder, batch size and client settings.
+public struct KafkaBenchmark: Sendable {
+    /// How many messages pass through each variant. Default 1,000,000.
+    public var messages = 1_000_000
+    /// Partitions of each topic. Default 12.
+    public var partitions = 12
+    /// Size of each JSON event in bytes. Default 400.
+    public var messageSize = 400
+    /// How far the feeder may run ahead of the passthrough, in messages. Default 60,000: the embedded
+    /// cluster keeps only about 5 MiB per partition and drops older data.
+    public var window = 60_000
+    /// The consumer's batch size, for both variants. Default 1,000 (the consumer's default).
+    public var batchSize = 1000
+
+    public init() {}
+
+    /// The two passthroughs compared.
+    public enum Variant: String, Sendable, CaseIterable {
+        case wrapper = "HeraldKafka passthrough"
+        case raw = "librdkafka C passthrough"
+    }
+
+    /// One variant's measurement in one round.
+    public struct Measurement: Sendable {
+        public var variant: Variant
+        public var messages: Int
+        public var bytes: Int
+        public var elapsed: Duration
+
+        public var seconds: Double {
+            let (whole, fraction) = elapsed.components
+            return Double(whole) + Double(fraction) / 1e18
+        }
+        public var messagesPerSecond: Double { Double(messages) / seconds }
+        public var megabytesPerSecond: Double { Double(bytes) / seconds / 1_000_000 }
+    }
+
+    /// One round: both variants, one after the other.
+    public struct Round: Sendable {
+        public var wrapper: Measurement
+        public var raw: Measurement
+        /// The wrapper's throughput as a fraction of the raw passthrough's in this round.
+        public var ratio: Double { wrapper.messagesPerSecond / raw.messagesPerSecond }
+    }
+
+    /// The benchmark's result.
+    public struct Report: Sendable {
+        public var rounds: [Round]
+        public var peakResidentMegabytes: Double
+
+        /// The median of the rounds' ratios: on a small, busy machine one round can be disturbed,
+        /// and the median is not moved by one outlier.
+        public var ratio: Double {
+            let sorted = rounds.map(\.ratio).sorted()
+            return sorted.count % 2 == 1
+                ? sorted[sorted.count / 2] : (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2
+        }
+
+        /// All rounds of one variant taken together: total messages over total time.
+        public func overall(_ variant: Variant) -> Measurement {
+            let measurements = rounds.map { variant == .wrapper ? $0.wrapper : $0.raw }
+            return Measurement(
+                variant: variant,
+                messages: measurements.reduce(0) { $0 + $1.messages },
+                bytes: measurements.reduce(0) { $0 + $1.bytes },
+                elapsed: measurements.reduce(.zero) { $0 + $1.elapsed }
+            )
+        }
+    }
+
+    /// How many rounds to run; each runs both variants, alternating which goes first. Default 3.
+    public var rounds = 3
+
+    /// Runs the rounds and reports them.
+    public func run(logger: Logger, progress: @Sendable (String) -> Void = { _ in }) async throws -> Report {
+        let cluster = try EmbeddedKafkaCluster(brokers: 1, logger: logger)
+        let (payload, idOffset) = Self.samplePayload(size: messageSize)
+        var results: [Round] = []
+        for round in 1...max(rounds, 1) {
+            // Alternate the order so that neither variant always runs on a fresher cluster.
+            let order: [Variant] = round % 2 == 1 ? [.wrapper, .raw] : [.raw, .wrapper]
+            var measured: [Variant: Measurement] = [:]
+            for variant in order {
+                progress("round \(round): \(variant.rawValue), \(messages) messages")
+                measured[variant] = try await measure(variant, round: round, cluster: cluster, payload: payload, idOffset: idOffset, logger: logger)
+            }
+            results.append(Round(wrapper: measured[.wrapper]!, raw: measured[.raw]!))
+        }
+        return Report(rounds: results, peakResidentMegabytes: Self.peakResidentMegabytes())
+    }
+
+    private func measure(
+        _ variant: Variant,
+        round: Int,
+        cluster: EmbeddedKafkaCluster,
+        payload: [UInt8],
+        idOffset: Int,
+        logger: Logger
+    ) async throws -> Measurement {
+        let name = variant == .wrapper ? "wrapper" : "raw"
+        let (input, output, group) = ("bench.\(round).\(name).in", "bench.\(round).\(name).out", "bench-\(round)-\(name)")
+        try cluster.createTopic(input, partitions: partitions)
+        try cluster.createTopic(output, partitions: partitions)
+        return try await measure(variant: variant, cluster: cluster, input: input, payload: payload, idOffset: idOffset) { done in
+            switch variant {
+            case .wrapper:
+                return try await wrapperPassthrough(cluster: cluster, group: group, input: input, output: output, done: done, logger: logger)
+            case .raw:
+                let (bootstrap, messages, partitions, batchSize) = (cluster.bootstrapServers, messages, partitions, batchSize)
+                let result = await DedicatedThread.run(name: "herald.bench") {
+                    Result { () throws(KafkaError) in
+                        try RDKafkaBenchmarkBaseline.passthrough(
+                            bootstrapServers: bootstrap, group: group, input: input, output: output,
+                            partitions: partitions, count: messages, batchSize: batchSize,
+                            fetchMaxWait: Self.fetchMaxWait, done: done
+                        )
+                    }
+                }
+                return try result.get()
+            }
+        }
+    }
+
+    private func measure(
+        variant: Variant,
+        cluster: EmbeddedKafkaCluster,
+        input: String,
+        payload: [UInt8],
+        idOffset: Int,
+        passthrough: @Sendable (ProgressCounter) async throws -> Duration
+    ) async throws -> Measurement {
+        let done = ProgressCounter()
+        let (bootstrap, messages, partitions, window) = (cluster.bootstrapServers, messages, partitions, window)
+        let feeder = Task.detached {
+            await DedicatedThread.run(name: "herald.bench") {
+                Result { () throws(KafkaError) in
+                    try RDKafkaBenchmarkBaseline.feed(
+                        bootstrapServers: bootstrap, topic: input, partitions: Int32(partitions), count: messages,
+                        payload: payload, idOffset: idOffset, window: window, consumed: { done.value }
+                    )
+                }
+            }
+        }
+        let elapsed = try await passthrough(done)
+        try await feeder.value.get()
+        return Measurement(variant: variant, messages: messages, bytes: messages * payload.count, elapsed: elapsed)
+    }
+
+    /// The passthrough through Herald's consumer and producer: enqueue each batch in order, await its
+    /// deliveries concurrently, then mark the batch done. As in the raw variant, the producer's queue
+    /// is what bounds the work in flight: `enqueue` waits while it is full.
+    private func wrapperPassthrough(
+        cluster: EmbeddedKafkaCluster,
+        group: String,
+        input: String,
+        output: String,
+        done: ProgressCounter,
+        logger: Logger
+    ) async throws -> Duration {
+        var consumerConfiguration = KafkaConsumerConfiguration(groupID: group, topics: [input])
+        consumerConfiguration.client.bootstrapServers = [cluster.bootstrapServers]
+        consumerConfiguration.maxBatchSize = batchSize
+        consumerConfiguration.maxBufferedMessages = max(10 * batchSize, 10_000)
+        consumerConfiguration.fetchMaxWait = Self.fetchMaxWait
+        var producerConfiguration = KafkaProducerConfiguration()
+        producerConfiguration.client.bootstrapServers = [cluster.bootstrapServers]
+        let consumer = try KafkaConsumer(configuration: consumerConfiguration, logger: logger)
+        let producer = try KafkaProducer(configuration: producerConfiguration, logger: logger)
+        let messages = messages
+        let started = SharedInstant()
+
+        return try await withThrowingTaskGroup(of: Void.self) { services in
+            services.addTask { try await consumer.run() }
+            services.addTask { try await producer.run() }
+            // Warm up: the idempotent producer's first delivery waits for its producer id, which is
+            // start-up cost, not passthrough throughput (the raw variant warms up the same way).
+            _ = try await producer.send(KafkaProducerRecord(topic: output, value: "warm-up"))
+            // A discarding group keeps no results, so pending deliveries cost nothing once finished;
+            // a failed delivery fails the run.
+            try await withThrowingDiscardingTaskGroup { deliveries in
+                for await batch in consumer.messages {
+                    started.setIfUnset()
+                    var records: [KafkaProducerRecord] = []
+                    records.reserveCapacity(batch.count)
+                    for message in batch {
+                        records.append(
+                            KafkaProducerRecord(
+                                topic: output, partition: message.partition, key: message.key,
+                                value: message.value, headers: message.headers
+                            )
+                        )
+                    }
+                    let pending = try await producer.enqueue(records)
+                    deliveries.addTask {
+                        for result in await pending.wait() { _ = try result.get() }
+                        consumer.markDone(batch)
+                        done.add(batch.count)
+                        // The last delivery ends the run: the consumer's sequence finishes.
+                        if done.value >= messages { consumer.triggerShutdown() }
+                    }
+                }
+            }
+            let elapsed = started.elapsed
+            producer.triggerShutdown()
+            return elapsed
+        }
+    }
+
+    /// The embedded cluster holds an empty fetch for the whole `fetch.wait.max.ms` instead of answering
+    /// when data arrives; both variants lower it alike so that catching up with the feeder does not
+    /// measure the mock's timer.
+    static let fetchMaxWait: Duration = .milliseconds(10)
+
+    /// A CloudEvents-shaped JSON event of exactly `size` bytes, and where its 12-digit id sits.
+    static func samplePayload(size: Int) -> ([UInt8], Int) {
+        let head = #"{"specversion":"1.0","id":""#
+        let tail = #"","source":"/orders","type":"order.confirmed","time":"2026-11-21T12:00:00Z","datacontenttype":"application/json","data":{"orderId":"ord-7f3a","userId":"u-1024","total":{"amount":"1234.50","currency":"NOK"},"items":3,"note":""#
+        let end = #""}}"#
+        var bytes = Array(head.utf8) + Array(repeating: UInt8(ascii: "0"), count: 12) + Array(tail.utf8)
+        let fill = max(0, size - bytes.count - end.utf8.count)
+        bytes += Array(repeating: UInt8(ascii: "x"), count: fill) + Array(end.utf8)
+        return (bytes, head.utf8.count)
+    }
+
+    static func peakResidentMegabytes() -> Double {
+        var usage = rusage()
+        getrusage(Int32(RUSAGE_SELF.rawValue), &usage)
+        return Double(usage.ru_maxrss) / 1024
+    }
+}
+
+/// The instant a run started, set once by whichever task sees the first message.
+final class SharedInstant: Sendable {
+    private let storage = Mutex<ContinuousClock.Instant?>(nil)
+
+    func setIfUnset() {
+        storage.withLock { if $0 == nil { $0 = .now } }
+    }
+
+    var elapsed: Duration { storage.withLock { ($0 ?? .now).duration(to: .now) } }
+}
+

@@ -1,0 +1,195 @@
+import CRdKafka
+
+
+/// The physical-limit baseline for `herald bench kafka`: a feeder and a consume→produce passthrough
+/// written directly against librdkafka's C API, with no Swift concurrency, no buffering and no offset
+/// tracking beyond the highest delivered offset per partition.
+package enum RDKafkaBenchmarkBaseline {
+    /// Produces `count` copies of `payload` (the first 12 bytes after `idOffset` replaced by a
+    /// zero-padded message number) round-robin over `partitions`, never more than `window` ahead of
+    /// `consumed()`: the embedded cluster keeps only about 5 MiB per partition, so the feed must
+    /// stream rather than preload. Blocks the calling thread; run it on a thread of its own.
+    package static func feed(
+        bootstrapServers: String,
+        topic: String,
+        partitions: Int32,
+        count: Int,
+        payload: [UInt8],
+        idOffset: Int,
+        window: Int,
+        consumed: @Sendable () -> Int
+    ) throws(KafkaError) {
+        let conf = try RDKafkaConfig.make(
+            [
+                ("bootstrap.servers", bootstrapServers), ("client.id", "herald-bench-feeder"), ("linger.ms", "5"),
+                ("queue.buffering.max.messages", "100000"), ("enable.idempotence", "true"),
+            ],
+            role: "bench feeder"
+        )
+        let producer = try RDKafkaConfig.makeHandle(type: RD_KAFKA_PRODUCER, conf: conf, role: "bench feeder")
+        defer { rd_kafka_destroy(producer) }
+        var message = payload
+        var produced = 0
+        while produced < count {
+            if produced - consumed() >= window {
+                rd_kafka_poll(producer, 1)
+                continue
+            }
+            writeID(produced, into: &message, at: idOffset)
+            let error = message.withUnsafeBytes { bytes in
+                herald_produce(
+                    producer, topic, Int32(produced) % partitions, nil, 0, bytes.baseAddress, bytes.count, nil, nil
+                )
+            }
+            if error == RD_KAFKA_RESP_ERR__QUEUE_FULL {
+                rd_kafka_poll(producer, 10)
+                continue
+            }
+            if error != RD_KAFKA_RESP_ERR_NO_ERROR { throw KafkaError(rdkafka: error, context: "bench feeder") }
+            produced += 1
+            if produced % 1024 == 0 { rd_kafka_poll(producer, 0) }
+        }
+        rd_kafka_flush(producer, 30_000)
+    }
+
+    /// Writes `value` as 12 zero-padded decimal digits.
+    package static func writeID(_ value: Int, into bytes: inout [UInt8], at offset: Int) {
+        var remaining = value
+        for position in stride(from: offset + 11, through: offset, by: -1) {
+            bytes[position] = UInt8(ascii: "0") + UInt8(remaining % 10)
+            remaining /= 10
+        }
+    }
+
+    /// Consumes `count` messages of `input` in group `group`, produces each one's bytes to the same
+    /// partition of `output`, and stores an input offset only after the copy's delivery report.
+    /// Returns the time from the first consumed message to the last delivery. Blocks the calling
+    /// thread; run it on a thread of its own. `done` counts delivered copies.
+    package static func passthrough(
+        bootstrapServers: String,
+        group: String,
+        input: String,
+        output: String,
+        partitions: Int,
+        count: Int,
+        batchSize: Int,
+        fetchMaxWait: Duration,
+        done: ProgressCounter
+    ) throws(KafkaError) -> Duration {
+        let consumerConf = try RDKafkaConfig.make(
+            [
+                ("bootstrap.servers", bootstrapServers), ("client.id", "herald-bench-raw"), ("group.id", group),
+                ("enable.auto.offset.store", "false"), ("auto.offset.reset", "earliest"),
+                ("auto.commit.interval.ms", "1000"), ("queued.max.messages.kbytes", "65536"),
+                ("fetch.wait.max.ms", String(fetchMaxWait.milliseconds)), ("fetch.error.backoff.ms", "50"),
+            ],
+            role: "bench raw consumer"
+        )
+        let consumer = try RDKafkaConfig.makeHandle(type: RD_KAFKA_CONSUMER, conf: consumerConf, role: "bench raw consumer")
+        let producerConf = try RDKafkaConfig.make(
+            [
+                ("bootstrap.servers", bootstrapServers), ("client.id", "herald-bench-raw"), ("linger.ms", "5"),
+                ("enable.idempotence", "true"), ("queue.buffering.max.messages", "100000"),
+            ],
+            role: "bench raw producer"
+        )
+        let state = PassthroughState(partitions: partitions)
+        let statePointer = Unmanaged.passRetained(state).toOpaque()
+        defer { Unmanaged<PassthroughState>.fromOpaque(statePointer).release() }
+        rd_kafka_conf_set_opaque(producerConf, statePointer)
+        rd_kafka_conf_set_dr_msg_cb(producerConf) { _, message, opaque in
+            guard let message, let opaque else { return }
+            let state = Unmanaged<PassthroughState>.fromOpaque(opaque).takeUnretainedValue()
+            // The opaque carries the input message's partition and offset.
+            let bits = UInt(bitPattern: message.pointee._private)
+            let partition = Int(bits >> 40)
+            let offset = Int64(bits & ((1 << 40) - 1))
+            if message.pointee.err == RD_KAFKA_RESP_ERR_NO_ERROR {
+                state.highest[partition] = max(state.highest[partition], offset + 1)
+                state.delivered += 1
+            } else {
+                state.failed += 1
+            }
+        }
+        let producer = try RDKafkaConfig.makeHandle(type: RD_KAFKA_PRODUCER, conf: producerConf, role: "bench raw producer")
+        defer {
+            rd_kafka_consumer_close(consumer)
+            rd_kafka_destroy(consumer)
+            rd_kafka_destroy(producer)
+        }
+        // Warm up: the idempotent producer's first delivery waits for its producer id, which is
+        // start-up cost, not passthrough throughput (the wrapper variant warms up the same way).
+        let warmUp = Array("warm-up".utf8)
+        warmUp.withUnsafeBytes { bytes in
+            _ = herald_produce(producer, output, 0, nil, 0, bytes.baseAddress, bytes.count, nil, nil)
+        }
+        rd_kafka_flush(producer, 30_000)
+        state.delivered = 0
+        state.highest = Array(repeating: 0, count: partitions)
+
+        rd_kafka_poll_set_consumer(consumer)
+        let subscription = rd_kafka_topic_partition_list_new(1)!
+        rd_kafka_topic_partition_list_add(subscription, input, herald_partition_unassigned())
+        rd_kafka_subscribe(consumer, subscription)
+        rd_kafka_topic_partition_list_destroy(subscription)
+        let queue = rd_kafka_queue_get_consumer(consumer)!
+        defer { rd_kafka_queue_destroy(queue) }
+
+        let messages = UnsafeMutablePointer<UnsafeMutablePointer<rd_kafka_message_t>?>.allocate(capacity: batchSize)
+        defer { messages.deallocate() }
+        var stored = [Int64](repeating: -1, count: partitions)
+        var started: ContinuousClock.Instant?
+        while state.delivered < count {
+            let received = RDKafkaConsumerClient.consumeReady(queue, into: messages, capacity: batchSize, timeout: .milliseconds(100))
+            if received > 0 && started == nil { started = .now }
+            for index in 0..<max(received, 0) {
+                let message = messages[index]!
+                if message.pointee.err == RD_KAFKA_RESP_ERR_NO_ERROR {
+                    let opaque = UInt(message.pointee.partition) << 40 | UInt(message.pointee.offset)
+                    while true {
+                        let error = herald_produce(
+                            producer, output, message.pointee.partition, message.pointee.key, message.pointee.key_len,
+                            message.pointee.payload, message.pointee.len, nil, UnsafeMutableRawPointer(bitPattern: opaque)
+                        )
+                        if error != RD_KAFKA_RESP_ERR__QUEUE_FULL { break }
+                        rd_kafka_poll(producer, 10)
+                    }
+                }
+                rd_kafka_message_destroy(message)
+            }
+            rd_kafka_poll(producer, 0)
+            done.store(state.delivered)
+            // Store the highest delivered offsets, once per round.
+            var changed: [(Int32, Int64)] = []
+            for partition in 0..<partitions where state.highest[partition] > stored[partition] {
+                stored[partition] = state.highest[partition]
+                changed.append((Int32(partition), stored[partition]))
+            }
+            if !changed.isEmpty {
+                let list = rd_kafka_topic_partition_list_new(Int32(changed.count))!
+                for (partition, offset) in changed {
+                    rd_kafka_topic_partition_list_add(list, input, partition).pointee.offset = offset
+                }
+                rd_kafka_offsets_store(consumer, list)
+                rd_kafka_topic_partition_list_destroy(list)
+            }
+            if state.failed > 0 {
+                throw KafkaError(code: .broker, message: "bench raw passthrough: \(state.failed) deliveries failed")
+            }
+        }
+        let elapsed = (started ?? .now).duration(to: .now)
+        done.store(state.delivered)
+        return elapsed
+    }
+
+    /// Delivery bookkeeping, touched only by the thread that polls the producer.
+    private final class PassthroughState: @unchecked Sendable {
+        // @unchecked: the delivery callback runs inside rd_kafka_poll on the passthrough's own thread,
+        // the only thread that reads these fields.
+        var highest: [Int64]
+        var delivered = 0
+        var failed = 0
+
+        init(partitions: Int) { highest = Array(repeating: 0, count: partitions) }
+    }
+}

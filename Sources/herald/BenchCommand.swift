@@ -1,0 +1,108 @@
+import ArgumentParser
+import Foundation
+import HeraldApp
+import Logging
+
+struct BenchCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "bench",
+        abstract: "Measure Herald's throughput on this machine.",
+        subcommands: [KafkaBenchCommand.self]
+    )
+}
+
+struct KafkaBenchCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "kafka",
+        abstract: "Consume→produce passthrough through HeraldKafka and through librdkafka's C API, in one run.",
+        discussion: """
+            The physical-limit baseline later benchmarks are compared with. Runs against the embedded
+            cluster, fed by a producer running at the same time (the embedded cluster keeps only about
+            5 MiB per partition, so the feed streams rather than preloads).
+            """
+    )
+
+    @Option(help: "Messages through each passthrough.")
+    var messages = 1_000_000
+
+    @Option(help: "Partitions per topic.")
+    var partitions = 12
+
+    @Option(help: "Bytes per JSON event.")
+    var messageSize = 400
+
+    @Option(help: "Consumer batch size (both variants).")
+    var batchSize = 1000
+
+    @Option(help: "Rounds; each runs both variants, alternating which goes first. The ratio reported is the median.")
+    var rounds = 3
+
+    @Flag(help: "Print the result as JSON.")
+    var json = false
+
+    @OptionGroup var global: GlobalOptions
+
+    func validate() throws {
+        guard messages >= 1 else { throw ValidationError("--messages must be at least 1") }
+        guard partitions >= 1 else { throw ValidationError("--partitions must be at least 1") }
+        guard messageSize >= 300 else { throw ValidationError("--message-size must be at least 300 (a CloudEvent)") }
+        guard batchSize >= 1 else { throw ValidationError("--batch-size must be at least 1") }
+        guard rounds >= 1 else { throw ValidationError("--rounds must be at least 1") }
+    }
+
+    func run() async throws {
+        var logger = try global.bootstrapLogging(label: "herald.bench")
+        if global.logLevel == nil { logger.logLevel = .warning }
+        var benchmark = KafkaBenchmark()
+        benchmark.messages = messages
+        benchmark.partitions = partitions
+        benchmark.messageSize = messageSize
+        benchmark.batchSize = batchSize
+        benchmark.rounds = rounds
+        let quiet = json
+        let report = try await benchmark.run(logger: logger) { line in
+            if !quiet { FileHandle.standardError.write(Data("… \(line)\n".utf8)) }
+        }
+        if json {
+            func describe(_ measurement: KafkaBenchmark.Measurement) -> [String: Any] {
+                [
+                    "messagesPerSecond": measurement.messagesPerSecond,
+                    "megabytesPerSecond": measurement.megabytesPerSecond,
+                    "seconds": measurement.seconds,
+                ]
+            }
+            let object: [String: Any] = [
+                "messages": messages, "partitions": partitions, "messageSize": messageSize,
+                "rounds": report.rounds.map { ["wrapper": describe($0.wrapper), "raw": describe($0.raw), "ratio": $0.ratio] },
+                "wrapper": describe(report.overall(.wrapper)), "raw": describe(report.overall(.raw)),
+                "ratio": report.ratio, "peakResidentMegabytes": report.peakResidentMegabytes,
+            ]
+            let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])
+            print(String(decoding: data, as: UTF8.self))
+            return
+        }
+        print("herald bench kafka: \(messages) messages of \(messageSize) bytes per variant and round, \(partitions) partitions, embedded broker")
+        for (index, round) in report.rounds.enumerated() {
+            print("  round \(index + 1)")
+            for measurement in [round.wrapper, round.raw] {
+                print("    " + line(measurement))
+            }
+            print("    ratio HeraldKafka / raw:  \(format(round.ratio, 3))")
+        }
+        print("  all rounds")
+        print("    " + line(report.overall(.wrapper)))
+        print("    " + line(report.overall(.raw)))
+        print("  median ratio HeraldKafka / raw: \(format(report.ratio, 3))")
+        print("  peak RSS: \(format(report.peakResidentMegabytes, 0)) MB")
+    }
+
+    private func line(_ measurement: KafkaBenchmark.Measurement) -> String {
+        "\(measurement.variant.rawValue.padding(toLength: 26, withPad: " ", startingAt: 0))"
+            + "\(format(measurement.messagesPerSecond, 0)) msg/s  \(format(measurement.megabytesPerSecond, 1)) MB/s"
+            + "  (\(format(measurement.seconds, 2)) s)"
+    }
+
+    private func format(_ value: Double, _ decimals: Int) -> String {
+        String(format: "%.\(decimals)f", value)
+    }
+}
