@@ -57,6 +57,10 @@ let package = Package(
             ]
         ),
         .testTarget(
+            name: "HeraldCLITests",
+            dependencies: ["herald"]
+        ),
+        .testTarget(
             name: "HeraldKafkaTests",
             dependencies: [
                 "HeraldKafka",

@@ -95,7 +95,14 @@ public struct KafkaBenchmark: Sendable {
             var measured: [Variant: Measurement] = [:]
             for variant in order {
                 progress("round \(round): \(variant.rawValue), \(messages) messages")
-                measured[variant] = try await measure(variant, round: round, cluster: cluster, payload: payload, idOffset: idOffset, logger: logger)
+                measured[variant] = try await measure(
+                    variant,
+                    round: round,
+                    cluster: cluster,
+                    payload: payload,
+                    idOffset: idOffset,
+                    logger: logger
+                )
             }
             results.append(Round(wrapper: measured[.wrapper]!, raw: measured[.raw]!))
         }
@@ -111,21 +118,39 @@ public struct KafkaBenchmark: Sendable {
         logger: Logger
     ) async throws -> Measurement {
         let name = variant == .wrapper ? "wrapper" : "raw"
-        let (input, output, group) = ("bench.\(round).\(name).in", "bench.\(round).\(name).out", "bench-\(round)-\(name)")
+        let (input, output, group) = (
+            "bench.\(round).\(name).in", "bench.\(round).\(name).out", "bench-\(round)-\(name)"
+        )
         try cluster.createTopic(input, partitions: partitions)
         try cluster.createTopic(output, partitions: partitions)
-        return try await measure(variant: variant, cluster: cluster, input: input, payload: payload, idOffset: idOffset) { done in
+        return try await measure(variant: variant, cluster: cluster, input: input, payload: payload, idOffset: idOffset)
+        { done in
             switch variant {
             case .wrapper:
-                return try await wrapperPassthrough(cluster: cluster, group: group, input: input, output: output, done: done, logger: logger)
+                return try await wrapperPassthrough(
+                    cluster: cluster,
+                    group: group,
+                    input: input,
+                    output: output,
+                    done: done,
+                    logger: logger
+                )
             case .raw:
-                let (bootstrap, messages, partitions, batchSize) = (cluster.bootstrapServers, messages, partitions, batchSize)
+                let (bootstrap, messages, partitions, batchSize) = (
+                    cluster.bootstrapServers, messages, partitions, batchSize
+                )
                 let result = await DedicatedThread.run(name: "herald.bench") {
                     Result { () throws(KafkaError) in
                         try RDKafkaBenchmarkBaseline.passthrough(
-                            bootstrapServers: bootstrap, group: group, input: input, output: output,
-                            partitions: partitions, count: messages, batchSize: batchSize,
-                            fetchMaxWait: Self.fetchMaxWait, done: done
+                            bootstrapServers: bootstrap,
+                            group: group,
+                            input: input,
+                            output: output,
+                            partitions: partitions,
+                            count: messages,
+                            batchSize: batchSize,
+                            fetchMaxWait: Self.fetchMaxWait,
+                            done: done
                         )
                     }
                 }
@@ -148,8 +173,14 @@ public struct KafkaBenchmark: Sendable {
             await DedicatedThread.run(name: "herald.bench") {
                 Result { () throws(KafkaError) in
                     try RDKafkaBenchmarkBaseline.feed(
-                        bootstrapServers: bootstrap, topic: input, partitions: Int32(partitions), count: messages,
-                        payload: payload, idOffset: idOffset, window: window, consumed: { done.value }
+                        bootstrapServers: bootstrap,
+                        topic: input,
+                        partitions: Int32(partitions),
+                        count: messages,
+                        payload: payload,
+                        idOffset: idOffset,
+                        window: window,
+                        consumed: { done.value }
                     )
                 }
             }
@@ -198,8 +229,11 @@ public struct KafkaBenchmark: Sendable {
                     for message in batch {
                         records.append(
                             KafkaProducerRecord(
-                                topic: output, partition: message.partition, key: message.key,
-                                value: message.value, headers: message.headers
+                                topic: output,
+                                partition: message.partition,
+                                key: message.key,
+                                value: message.value,
+                                headers: message.headers
                             )
                         )
                     }
@@ -227,7 +261,8 @@ public struct KafkaBenchmark: Sendable {
     /// A CloudEvents-shaped JSON event of exactly `size` bytes, and where its 12-digit id sits.
     static func samplePayload(size: Int) -> ([UInt8], Int) {
         let head = #"{"specversion":"1.0","id":""#
-        let tail = #"","source":"/orders","type":"order.confirmed","time":"2026-11-21T12:00:00Z","datacontenttype":"application/json","data":{"orderId":"ord-7f3a","userId":"u-1024","total":{"amount":"1234.50","currency":"NOK"},"items":3,"note":""#
+        let tail =
+            #"","source":"/orders","type":"order.confirmed","time":"2026-11-21T12:00:00Z","datacontenttype":"application/json","data":{"orderId":"ord-7f3a","userId":"u-1024","total":{"amount":"1234.50","currency":"NOK"},"items":3,"note":""#
         let end = #""}}"#
         var bytes = Array(head.utf8) + Array(repeating: UInt8(ascii: "0"), count: 12) + Array(tail.utf8)
         let fill = max(0, size - bytes.count - end.utf8.count)
@@ -252,4 +287,3 @@ final class SharedInstant: Sendable {
 
     var elapsed: Duration { storage.withLock { ($0 ?? .now).duration(to: .now) } }
 }
-

@@ -25,7 +25,9 @@ public final class EmbeddedKafkaCluster: Sendable {
 
     /// Creates a topic with an explicit partition count (topics created implicitly get 4).
     public func createTopic(_ name: String, partitions: Int, replicationFactor: Int = 1) throws(KafkaError) {
-        guard partitions >= 1 else { throw KafkaError.configuration("embedded broker: topic \(name) needs at least 1 partition") }
+        guard partitions >= 1 else {
+            throw KafkaError.configuration("embedded broker: topic \(name) needs at least 1 partition")
+        }
         try mock.createTopic(name, partitions: partitions, replicationFactor: replicationFactor)
     }
 

@@ -56,13 +56,7 @@ extension KafkaConsumer {
             )
         }
         client.storeOffsets(state.withLock { $0.takeDirtyOffsets() })
-        // Commit now, while the group is stable; the commit librdkafka makes while leaving can be
-        // refused if another member is rebalancing the group at the same moment.
-        do {
-            try client.commitSync(state.withLock { $0.committable(in: $0.assignment) })
-        } catch {
-            logger.info("kafka commit on close failed", metadata: ["kafka.error": "\(error)"])
-        }
+        commitBeforeLeaving(deadline: deadline)
         if state.withLock({ $0.crashRequested }) {
             client.destroyAbruptly()
         } else if let error = client.close() {
@@ -70,6 +64,33 @@ extension KafkaConsumer {
         }
         state.withLock { $0.finishClosing() }?.resume(returning: nil)
         logger.debug("kafka consumer closed")
+    }
+
+    /// Commits what is done before leaving the group. A broker refuses commits while the group is
+    /// rebalancing (another member joining or leaving at the same moment); the rebalance can only
+    /// finish while this thread serves librdkafka's queue, so it does that and tries again, until the
+    /// close deadline. What still is not committed is redelivered to the next owner.
+    private func commitBeforeLeaving(deadline: ContinuousClock.Instant) {
+        var attempt = 0
+        while true {
+            attempt += 1
+            let offsets = state.withLock { $0.committable(in: $0.assignment) }
+            do {
+                try client.commitSync(offsets)
+                return
+            } catch {
+                guard error.isRebalanceInProgress, ContinuousClock.now < deadline,
+                    !state.withLock({ $0.crashRequested })
+                else {
+                    logger.info(
+                        "kafka commit on close failed; unfinished offsets will be redelivered",
+                        metadata: ["kafka.error": "\(error)", "kafka.attempts": "\(attempt)"]
+                    )
+                    return
+                }
+                _ = client.consumeBatch(max: configuration.maxBatchSize, timeout: .milliseconds(100))
+            }
+        }
     }
 
     /// Receives librdkafka's callbacks on the poll thread and applies them to the shared state.

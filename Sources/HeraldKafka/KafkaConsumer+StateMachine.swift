@@ -188,7 +188,9 @@ extension KafkaConsumer {
         mutating func append(_ messages: [KafkaMessage]) -> AppendAction {
             guard lifecycle == .running, !messages.isEmpty else { return .none }
             var accepted = messages
-            if !userPaused.isEmpty || !revoking.isEmpty || messages.contains(where: { trackers[$0.topicPartition] == nil }) {
+            if !userPaused.isEmpty || !revoking.isEmpty
+                || messages.contains(where: { trackers[$0.topicPartition] == nil })
+            {
                 accepted = messages.filter { message in
                     let partition = message.topicPartition
                     if userPaused.contains(partition) {
@@ -386,6 +388,15 @@ extension KafkaConsumer {
 
         func outstanding(in partitions: [TopicPartition]) -> Int {
             partitions.reduce(0) { $0 + (trackers[$1]?.outstanding ?? 0) }
+        }
+
+        /// Where each partition is done up to (see ``OffsetTracker/donePosition``).
+        func donePositions(in partitions: [TopicPartition]) -> [TopicPartition: Int64] {
+            var positions: [TopicPartition: Int64] = [:]
+            for partition in partitions {
+                if let position = trackers[partition]?.donePosition { positions[partition] = position }
+            }
+            return positions
         }
 
         /// The committable offsets of the partitions being revoked.

@@ -61,7 +61,8 @@ public final class KafkaConsumer: Service, Sendable {
         )
         self.state = state
         client = try RDKafkaConsumerClient(
-            properties: configuration.librdkafkaProperties() + configuration.client.properties.sorted { $0.key < $1.key },
+            properties: configuration.librdkafkaProperties()
+                + configuration.client.properties.sorted { $0.key < $1.key },
             maxBatch: configuration.maxBatchSize,
             logger: logger
         )
@@ -119,17 +120,18 @@ public final class KafkaConsumer: Service, Sendable {
     /// The latest librdkafka statistics JSON, when ``KafkaClientOptions/statisticsInterval`` is set.
     public var statisticsJSON: String? { state.withLock { $0.statisticsJSON } }
 
-    /// The lag of each assigned partition: the high watermark minus the position this consumer would
-    /// commit (or its fetch position before anything is done). Uses cached watermarks; non-blocking.
+    /// The lag of each assigned partition: the high watermark minus the offset up to which this
+    /// consumer's messages are done (messages received but unfinished count as lag), or minus the
+    /// fetch position before any message arrived. Uses cached watermarks; non-blocking.
     public func lag() -> [TopicPartition: Int64] {
-        let (assigned, committable) = state.withLock { state in
-            (state.assignment, state.committable(in: state.assignment))
+        let (assigned, done) = state.withLock { state in
+            (state.assignment, state.donePositions(in: state.assignment))
         }
-        let positions = client.positions(assigned.filter { committable[$0] == nil })
+        let positions = client.positions(assigned.filter { done[$0] == nil })
         var result: [TopicPartition: Int64] = [:]
         for partition in assigned {
             guard let high = client.highWatermark(partition),
-                let position = committable[partition] ?? positions[partition]
+                let position = done[partition] ?? positions[partition]
             else { continue }
             result[partition] = max(0, high - position)
         }

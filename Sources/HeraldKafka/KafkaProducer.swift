@@ -47,7 +47,8 @@ public final class KafkaProducer: Service, Sendable {
         let state = ConditionLock(State())
         self.state = state
         client = try RDKafkaProducerClient(
-            properties: configuration.librdkafkaProperties() + configuration.client.properties.sorted { $0.key < $1.key },
+            properties: configuration.librdkafkaProperties()
+                + configuration.client.properties.sorted { $0.key < $1.key },
             logger: logger
         )
         client.onError = { error in
@@ -86,7 +87,9 @@ public final class KafkaProducer: Service, Sendable {
     }
 
     /// Produces records and waits for all their deliveries.
-    public func send(_ records: [KafkaProducerRecord]) async throws(KafkaError) -> [Result<KafkaDeliveryReport, KafkaError>] {
+    public func send(
+        _ records: [KafkaProducerRecord]
+    ) async throws(KafkaError) -> [Result<KafkaDeliveryReport, KafkaError>] {
         try await enqueue(records).wait()
     }
 
@@ -133,7 +136,12 @@ public final class KafkaProducer: Service, Sendable {
         return ticket
     }
 
-    private func complete(ticket: DeliveryTicket, id: UInt, index: Int, with result: Result<KafkaDeliveryReport, KafkaError>) {
+    private func complete(
+        ticket: DeliveryTicket,
+        id: UInt,
+        index: Int,
+        with result: Result<KafkaDeliveryReport, KafkaError>
+    ) {
         let waiter = state.withLock { state in
             let waiter = ticket.complete(index, result)
             if ticket.remaining == 0 { state.tickets[id] = nil }
@@ -238,7 +246,12 @@ public final class KafkaProducer: Service, Sendable {
                     if let error = report.error {
                         .failure(error)
                     } else {
-                        .success(KafkaDeliveryReport(partition: report.partition, offset: report.offset >= 0 ? report.offset : nil))
+                        .success(
+                            KafkaDeliveryReport(
+                                partition: report.partition,
+                                offset: report.offset >= 0 ? report.offset : nil
+                            )
+                        )
                     }
                 if let waiter = ticket.complete(index, result) { completed.append((waiter, ticket)) }
                 if ticket.remaining == 0 { state.tickets[id] = nil }

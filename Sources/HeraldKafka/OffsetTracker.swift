@@ -13,6 +13,10 @@ struct OffsetTracker: Sendable {
     /// How many handed-out messages are not yet done.
     private(set) var outstanding = 0
 
+    /// The offset up to which everything is done: ``committable``, or before anything was done, the
+    /// first offset handed out. `nil` until a message is handed out.
+    var donePosition: Int64? { committable ?? pending.first?.offset }
+
     private struct Entry: Sendable {
         var offset: Int64
         var done: Bool

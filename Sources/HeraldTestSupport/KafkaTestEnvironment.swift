@@ -1,6 +1,7 @@
 import HeraldKafka
 import Logging
 import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #endif

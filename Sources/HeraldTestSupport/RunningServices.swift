@@ -17,7 +17,7 @@ public func withRunningServices<R: Sendable>(
             result = .failure(error)
         }
         group.cancelAll()
-        while let _ = try await group.next() {}
+        while (try await group.next()) != nil {}
         return try result.get()
     }
 }

@@ -73,7 +73,9 @@ struct KafkaBenchCommand: AsyncParsableCommand {
             }
             let object: [String: Any] = [
                 "messages": messages, "partitions": partitions, "messageSize": messageSize,
-                "rounds": report.rounds.map { ["wrapper": describe($0.wrapper), "raw": describe($0.raw), "ratio": $0.ratio] },
+                "rounds": report.rounds.map {
+                    ["wrapper": describe($0.wrapper), "raw": describe($0.raw), "ratio": $0.ratio]
+                },
                 "wrapper": describe(report.overall(.wrapper)), "raw": describe(report.overall(.raw)),
                 "ratio": report.ratio, "peakResidentMegabytes": report.peakResidentMegabytes,
             ]
@@ -81,7 +83,9 @@ struct KafkaBenchCommand: AsyncParsableCommand {
             print(String(decoding: data, as: UTF8.self))
             return
         }
-        print("herald bench kafka: \(messages) messages of \(messageSize) bytes per variant and round, \(partitions) partitions, embedded broker")
+        print(
+            "herald bench kafka: \(messages) messages of \(messageSize) bytes per variant and round, \(partitions) partitions, embedded broker"
+        )
         for (index, round) in report.rounds.enumerated() {
             print("  round \(index + 1)")
             for measurement in [round.wrapper, round.raw] {

@@ -4,7 +4,6 @@ import HeraldApp
 import Logging
 import ServiceLifecycle
 
-
 struct BrokerCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "broker",
@@ -37,7 +36,8 @@ struct BrokerCommand: AsyncParsableCommand {
 
     func run() async throws {
         let logger = try global.bootstrapLogging(label: "herald.broker")
-        let specifications = topics.isEmpty ? TopicSpecification.heraldDefaults : topics.compactMap { TopicSpecification(parsing: $0) }
+        let specifications =
+            topics.isEmpty ? TopicSpecification.heraldDefaults : topics.compactMap { TopicSpecification(parsing: $0) }
         let broker = try EmbeddedBrokerService(brokers: brokers, topics: specifications, logger: logger)
         // The first line on standard output, written at once so a parent process can read it.
         FileHandle.standardOutput.write(Data((broker.cluster.bootstrapServers + "\n").utf8))

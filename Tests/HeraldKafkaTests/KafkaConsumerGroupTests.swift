@@ -126,7 +126,8 @@ struct KafkaConsumerGroupTests {
             let task = consume(consumer, into: received, markDone: { $0.offset != 2 })
             #expect(await eventually { received.count == 4 })
             let committedWhileRunning = await eventually {
-                (try? await consumer.committedOffsets(for: [TopicPartition("gaps", 0)]))?[TopicPartition("gaps", 0)] == 2
+                (try? await consumer.committedOffsets(for: [TopicPartition("gaps", 0)]))?[TopicPartition("gaps", 0)]
+                    == 2
             }
             #expect(committedWhileRunning)
             consumer.triggerShutdown()

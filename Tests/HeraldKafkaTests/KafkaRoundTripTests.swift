@@ -62,19 +62,26 @@ struct KafkaRoundTripTests {
     func badConfiguration() throws {
         var configuration = KafkaProducerConfiguration()
         configuration.client.properties["linger.ms"] = "not-a-number"
-        let error = #expect(throws: KafkaError.self) { try KafkaProducer(configuration: configuration, logger: .init(label: "t")) }
+        let error = #expect(throws: KafkaError.self) {
+            try KafkaProducer(configuration: configuration, logger: .init(label: "t"))
+        }
         #expect(error?.code == .configuration)
         #expect(error?.message.contains("linger.ms") == true)
 
         var secret = KafkaConsumerConfiguration(groupID: "g", topics: ["t"])
         secret.client.properties["sasl.password.bogus"] = "hunter2-very-secret"
-        let secretError = #expect(throws: KafkaError.self) { try KafkaConsumer(configuration: secret, logger: .init(label: "t")) }
+        let secretError = #expect(throws: KafkaError.self) {
+            try KafkaConsumer(configuration: secret, logger: .init(label: "t"))
+        }
         #expect(secretError?.message.contains("sasl.password.bogus") == true)
         #expect(secretError?.message.contains("hunter2") == false)
         #expect(secretError?.description.contains("hunter2") == false)
 
         let empty = #expect(throws: KafkaError.self) {
-            try KafkaConsumer(configuration: KafkaConsumerConfiguration(groupID: "", topics: ["t"]), logger: .init(label: "t"))
+            try KafkaConsumer(
+                configuration: KafkaConsumerConfiguration(groupID: "", topics: ["t"]),
+                logger: .init(label: "t")
+            )
         }
         #expect(empty?.message.contains("groupID") == true)
     }

@@ -1,4 +1,5 @@
 import CRdKafka
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)

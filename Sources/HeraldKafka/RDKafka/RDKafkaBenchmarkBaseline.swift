@@ -1,6 +1,5 @@
 import CRdKafka
 
-
 /// The physical-limit baseline for `herald bench kafka`: a feeder and a consume→produce passthrough
 /// written directly against librdkafka's C API, with no Swift concurrency, no buffering and no offset
 /// tracking beyond the highest delivered offset per partition.
@@ -38,7 +37,15 @@ package enum RDKafkaBenchmarkBaseline {
             writeID(produced, into: &message, at: idOffset)
             let error = message.withUnsafeBytes { bytes in
                 herald_produce(
-                    producer, topic, Int32(produced) % partitions, nil, 0, bytes.baseAddress, bytes.count, nil, nil
+                    producer,
+                    topic,
+                    Int32(produced) % partitions,
+                    nil,
+                    0,
+                    bytes.baseAddress,
+                    bytes.count,
+                    nil,
+                    nil
                 )
             }
             if error == RD_KAFKA_RESP_ERR__QUEUE_FULL {
@@ -85,7 +92,11 @@ package enum RDKafkaBenchmarkBaseline {
             ],
             role: "bench raw consumer"
         )
-        let consumer = try RDKafkaConfig.makeHandle(type: RD_KAFKA_CONSUMER, conf: consumerConf, role: "bench raw consumer")
+        let consumer = try RDKafkaConfig.makeHandle(
+            type: RD_KAFKA_CONSUMER,
+            conf: consumerConf,
+            role: "bench raw consumer"
+        )
         let producerConf = try RDKafkaConfig.make(
             [
                 ("bootstrap.servers", bootstrapServers), ("client.id", "herald-bench-raw"), ("linger.ms", "5"),
@@ -111,7 +122,11 @@ package enum RDKafkaBenchmarkBaseline {
                 state.failed += 1
             }
         }
-        let producer = try RDKafkaConfig.makeHandle(type: RD_KAFKA_PRODUCER, conf: producerConf, role: "bench raw producer")
+        let producer = try RDKafkaConfig.makeHandle(
+            type: RD_KAFKA_PRODUCER,
+            conf: producerConf,
+            role: "bench raw producer"
+        )
         defer {
             rd_kafka_consumer_close(consumer)
             rd_kafka_destroy(consumer)
@@ -140,7 +155,12 @@ package enum RDKafkaBenchmarkBaseline {
         var stored = [Int64](repeating: -1, count: partitions)
         var started: ContinuousClock.Instant?
         while state.delivered < count {
-            let received = RDKafkaConsumerClient.consumeReady(queue, into: messages, capacity: batchSize, timeout: .milliseconds(100))
+            let received = RDKafkaConsumerClient.consumeReady(
+                queue,
+                into: messages,
+                capacity: batchSize,
+                timeout: .milliseconds(100)
+            )
             if received > 0 && started == nil { started = .now }
             for index in 0..<max(received, 0) {
                 let message = messages[index]!
@@ -148,8 +168,15 @@ package enum RDKafkaBenchmarkBaseline {
                     let opaque = UInt(message.pointee.partition) << 40 | UInt(message.pointee.offset)
                     while true {
                         let error = herald_produce(
-                            producer, output, message.pointee.partition, message.pointee.key, message.pointee.key_len,
-                            message.pointee.payload, message.pointee.len, nil, UnsafeMutableRawPointer(bitPattern: opaque)
+                            producer,
+                            output,
+                            message.pointee.partition,
+                            message.pointee.key,
+                            message.pointee.key_len,
+                            message.pointee.payload,
+                            message.pointee.len,
+                            nil,
+                            UnsafeMutableRawPointer(bitPattern: opaque)
                         )
                         if error != RD_KAFKA_RESP_ERR__QUEUE_FULL { break }
                         rd_kafka_poll(producer, 10)

@@ -17,7 +17,10 @@ enum RDKafkaConfig {
                 if KafkaClientOptions.isSecret(key) {
                     reason = result == RD_KAFKA_CONF_UNKNOWN ? "unknown property" : "invalid value (not shown: secret)"
                 } else {
-                    reason = String(decoding: errorBuffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+                    reason = String(
+                        decoding: errorBuffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) },
+                        as: UTF8.self
+                    )
                 }
                 throw KafkaError.configuration("kafka \(role) property '\(key)': \(reason)")
             }

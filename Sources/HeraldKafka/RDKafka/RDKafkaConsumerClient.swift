@@ -133,7 +133,10 @@ final class RDKafkaConsumerClient: @unchecked Sendable {
         let list = RDKafkaTopicPartitionList.make(offsets: offsets)
         defer { rd_kafka_topic_partition_list_destroy(list) }
         if let error = rd_kafka_seek_partitions(handle, list, 0) {
-            logger.info("kafka seek failed", metadata: ["kafka.error": "\(KafkaError(consuming: error, context: "seek"))"])
+            logger.info(
+                "kafka seek failed",
+                metadata: ["kafka.error": "\(KafkaError(consuming: error, context: "seek"))"]
+            )
         }
     }
 

@@ -60,3 +60,10 @@ extension KafkaError {
         isRetriable = isRetriable || rd_kafka_error_is_retriable(error) != 0
     }
 }
+
+extension KafkaError {
+    /// The group coordinator refused the request because the group is rebalancing.
+    var isRebalanceInProgress: Bool {
+        librdkafkaCode == RD_KAFKA_RESP_ERR_REBALANCE_IN_PROGRESS.rawValue
+    }
+}

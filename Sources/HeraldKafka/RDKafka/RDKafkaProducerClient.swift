@@ -157,7 +157,10 @@ final class RDKafkaProducerClient: @unchecked Sendable {
         var error = KafkaError(rdkafka: code, context: "producer")
         if code == RD_KAFKA_RESP_ERR__FATAL {
             var buffer = [CChar](repeating: 0, count: 512)
-            error = KafkaError(rdkafka: rd_kafka_fatal_error(handle, &buffer, buffer.count), context: "producer fatal error")
+            error = KafkaError(
+                rdkafka: rd_kafka_fatal_error(handle, &buffer, buffer.count),
+                context: "producer fatal error"
+            )
             error.isFatal = true
         }
         error.message += " (\(reason))"

@@ -3,7 +3,9 @@ import CRdKafka
 /// Conversions between Swift partition sets and `rd_kafka_topic_partition_list_t`.
 enum RDKafkaTopicPartitionList {
     /// Creates a list; the caller destroys it with `rd_kafka_topic_partition_list_destroy`.
-    static func make(_ partitions: some Collection<TopicPartition>) -> UnsafeMutablePointer<rd_kafka_topic_partition_list_t> {
+    static func make(
+        _ partitions: some Collection<TopicPartition>
+    ) -> UnsafeMutablePointer<rd_kafka_topic_partition_list_t> {
         let list = rd_kafka_topic_partition_list_new(Int32(partitions.count))!
         for partition in partitions {
             rd_kafka_topic_partition_list_add(list, partition.topic, partition.partition)

@@ -1,0 +1,48 @@
+# Herald's two entry points. Both install what is missing first (Debian packages; this runs as root
+# on the project's machines and CI, otherwise through sudo), so a fresh clone needs nothing else.
+
+SWIFT ?= swift
+APT_PACKAGES := librdkafka-dev kcat pkg-config
+SUDO := $(shell [ "$$(id -u)" = "0" ] || echo sudo)
+
+.PHONY: run test build release deps format lint bench-kafka broker clean
+
+## run: build and run Herald's main job on embedded defaults (for now: the embedded broker).
+run: deps
+	$(SWIFT) build --product herald
+	.build/debug/herald broker
+
+## test: build and run the whole test suite.
+test: deps
+	$(SWIFT) build --build-tests
+	$(SWIFT) test
+
+build: deps
+	$(SWIFT) build
+
+release: deps
+	$(SWIFT) build -c release --product herald
+
+## bench-kafka: the Kafka passthrough baseline (release build, 3 rounds of 1,000,000 messages).
+bench-kafka: release
+	.build/release/herald bench kafka
+
+broker: build
+	.build/debug/herald broker
+
+## deps: install the Debian packages Herald builds and tests against, if any is missing.
+deps:
+	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+		echo "installing:$$missing"; \
+		$(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing; \
+	fi
+
+format:
+	$(SWIFT) format --in-place --recursive --configuration .swift-format Package.swift Sources Tests
+
+lint:
+	$(SWIFT) format lint --strict --recursive --configuration .swift-format Package.swift Sources Tests
+
+clean:
+	rm -rf .build
