@@ -139,7 +139,7 @@ public struct KafkaBenchmark: Sendable {
                 let (bootstrap, messages, partitions, batchSize) = (
                     cluster.bootstrapServers, messages, partitions, batchSize
                 )
-                let result = await DedicatedThread.run(name: "herald.bench") {
+                let result = await DedicatedThread.run(name: "herald.bench.raw") {
                     Result { () throws(KafkaError) in
                         try RDKafkaBenchmarkBaseline.passthrough(
                             bootstrapServers: bootstrap,
@@ -170,7 +170,7 @@ public struct KafkaBenchmark: Sendable {
         let done = ProgressCounter()
         let (bootstrap, messages, partitions, window) = (cluster.bootstrapServers, messages, partitions, window)
         let feeder = Task.detached {
-            await DedicatedThread.run(name: "herald.bench") {
+            await DedicatedThread.run(name: "herald.feeder") {
                 Result { () throws(KafkaError) in
                     try RDKafkaBenchmarkBaseline.feed(
                         bootstrapServers: bootstrap,

@@ -214,6 +214,17 @@ extension KafkaConsumer {
             return .none
         }
 
+        /// Whether every message's partition is assigned, looked up once per run of one partition.
+        private func allAssigned(_ messages: [KafkaMessage]) -> Bool {
+            var previous: KafkaMessage?
+            for message in messages {
+                if let previous, previous.partition == message.partition, previous.topic == message.topic { continue }
+                if trackers[message.topicPartition] == nil { return false }
+                previous = message
+            }
+            return true
+        }
+
         // MARK: Application
 
         enum NextAction {

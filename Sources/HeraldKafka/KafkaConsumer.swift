@@ -144,7 +144,7 @@ public final class KafkaConsumer: Service, Sendable {
         timeout: Duration = .seconds(10)
     ) async throws(KafkaError) -> [TopicPartition: Int64] {
         let client = self.client
-        let result = await DedicatedThread.run(name: "herald.kafka.committed") {
+        let result = await DedicatedThread.run(name: "herald.commits") {
             Result { () throws(KafkaError) in try client.committed(partitions, timeout: timeout) }
         }
         return try result.get()
@@ -163,7 +163,7 @@ public final class KafkaConsumer: Service, Sendable {
             await withGracefulShutdownHandler {
                 await withCheckedContinuation { continuation in
                     stopped.withLock { $0 = continuation }
-                    DedicatedThread.start(name: "herald.kafka.consumer") { [self] in
+                    DedicatedThread.start(name: "herald.consumer") { [self] in
                         pollLoop()
                         let continuation = stopped.withLock { slot in
                             defer { slot = nil }

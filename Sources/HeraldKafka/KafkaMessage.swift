@@ -16,8 +16,9 @@ public struct KafkaMessage: Sendable {
     /// The message value, or `nil` for a null value (a tombstone).
     public let value: KafkaBytes?
 
-    let arena: [UInt8]
-    let headersStart: Int32
+    /// The encoded headers (see `HeaderEncoding`), `nil` when there are none, so that a message
+    /// without headers holds no extra reference to its batch's buffer.
+    let encodedHeaders: KafkaBytes?
     let headersCount: Int32
 
     init(
@@ -27,8 +28,7 @@ public struct KafkaMessage: Sendable {
         timestampMilliseconds: Int64?,
         key: KafkaBytes?,
         value: KafkaBytes?,
-        arena: [UInt8],
-        headersStart: Int32,
+        headers encodedHeaders: KafkaBytes?,
         headersCount: Int32
     ) {
         self.topic = topic
@@ -37,8 +37,7 @@ public struct KafkaMessage: Sendable {
         self.timestampMilliseconds = timestampMilliseconds
         self.key = key
         self.value = value
-        self.arena = arena
-        self.headersStart = headersStart
+        self.encodedHeaders = encodedHeaders
         self.headersCount = headersCount
     }
 
@@ -52,8 +51,8 @@ public struct KafkaMessage: Sendable {
         value: KafkaBytes?,
         headers: [KafkaHeader] = []
     ) {
-        var arena: [UInt8] = []
-        HeaderEncoding.append(headers, to: &arena)
+        var encoded: [UInt8] = []
+        HeaderEncoding.append(headers, to: &encoded)
         self.init(
             topic: topic,
             partition: partition,
@@ -61,8 +60,7 @@ public struct KafkaMessage: Sendable {
             timestampMilliseconds: timestampMilliseconds,
             key: key,
             value: value,
-            arena: arena,
-            headersStart: 0,
+            headers: headers.isEmpty ? nil : KafkaBytes(encoded),
             headersCount: Int32(headers.count)
         )
     }
@@ -72,14 +70,19 @@ public struct KafkaMessage: Sendable {
 
     /// The message's headers, in the order the producer wrote them.
     public var headers: [KafkaHeader] {
-        guard headersCount > 0 else { return [] }
-        return HeaderEncoding.decode(from: arena, start: Int(headersStart), count: Int(headersCount))
+        guard let encodedHeaders else { return [] }
+        return HeaderEncoding.decode(from: encodedHeaders.base, start: encodedHeaders.start, count: Int(headersCount))
     }
 
     /// The value of the first header called `name`, without decoding the others.
     public func header(_ name: String) -> KafkaBytes? {
-        guard headersCount > 0 else { return nil }
-        return HeaderEncoding.first(named: name, in: arena, start: Int(headersStart), count: Int(headersCount))
+        guard let encodedHeaders else { return nil }
+        return HeaderEncoding.first(
+            named: name,
+            in: encodedHeaders.base,
+            start: encodedHeaders.start,
+            count: Int(headersCount)
+        )
     }
 }
 

@@ -175,7 +175,7 @@ public final class KafkaProducer: Service, Sendable {
             await withGracefulShutdownHandler {
                 await withCheckedContinuation { continuation in
                     stopped.withLock { $0 = continuation }
-                    DedicatedThread.start(name: "herald.kafka.producer") { [self] in
+                    DedicatedThread.start(name: "herald.producer") { [self] in
                         pollLoop()
                         stopped.withLock { slot in
                             defer { slot = nil }

@@ -51,6 +51,8 @@ struct OffsetTracker: Sendable {
     }
 
     private func position(of offset: Int64) -> Int? {
+        // Messages are mostly finished in order: try the front before searching.
+        if let first = pending.first, first.offset == offset { return pending.startIndex }
         var low = pending.startIndex
         var high = pending.endIndex
         while low < high {

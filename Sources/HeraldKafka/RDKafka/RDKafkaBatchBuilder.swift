@@ -12,6 +12,7 @@ import Darwin
 /// owned by the consumer's poll thread and caches topic names, so a topic's `String` is made once.
 struct RDKafkaBatchBuilder {
     private var topicNames: [OpaquePointer: String] = [:]
+    private var lastTopic: (handle: OpaquePointer, name: String)?
 
     /// Builds messages from `count` C messages. Messages carrying an error are skipped and returned
     /// separately. Does not destroy the C messages.
@@ -44,7 +45,7 @@ struct RDKafkaBatchBuilder {
         built.reserveCapacity(count)
         // Every message's bytes land in `arena`; the views are created after it is filled, because
         // a view holds the array and a later write would copy it.
-        var layout: [(key: Int, value: Int, headers: Int, headerCount: Int)] = []
+        var layout: [(key: Int, value: Int, headers: Int, headersEnd: Int, headerCount: Int)] = []
         layout.reserveCapacity(count)
         let arena = [UInt8](unsafeUninitializedCapacity: max(size, 1)) { buffer, initialized in
             var cursor = 0
@@ -82,7 +83,7 @@ struct RDKafkaBatchBuilder {
                         headerCount += 1
                     }
                 }
-                layout.append((keyStart, valueStart, headersStart, headerCount))
+                layout.append((keyStart, valueStart, headersStart, cursor, headerCount))
             }
             initialized = max(size, 1)
         }
@@ -108,8 +109,8 @@ struct RDKafkaBatchBuilder {
                         ? nil : KafkaBytes(base: arena, start: place.key, count: message.pointee.key_len),
                     value: message.pointee.payload == nil
                         ? nil : KafkaBytes(base: arena, start: place.value, count: message.pointee.len),
-                    arena: arena,
-                    headersStart: Int32(place.headers),
+                    headers: place.headerCount == 0
+                        ? nil : KafkaBytes(base: arena, start: place.headers, count: place.headersEnd - place.headers),
                     headersCount: Int32(place.headerCount)
                 )
             )
@@ -119,9 +120,15 @@ struct RDKafkaBatchBuilder {
 
     private mutating func topicName(_ topic: OpaquePointer?) -> String {
         guard let topic else { return "" }
-        if let name = topicNames[topic] { return name }
+        // Batches come in runs of one partition, so the last topic is nearly always the one.
+        if let lastTopic, lastTopic.handle == topic { return lastTopic.name }
+        if let name = topicNames[topic] {
+            lastTopic = (topic, name)
+            return name
+        }
         let name = String(cString: rd_kafka_topic_name(topic))
         topicNames[topic] = name
+        lastTopic = (topic, name)
         return name
     }
 

@@ -26,7 +26,11 @@ package enum RDKafkaBenchmarkBaseline {
             role: "bench feeder"
         )
         let producer = try RDKafkaConfig.makeHandle(type: RD_KAFKA_PRODUCER, conf: conf, role: "bench feeder")
-        defer { rd_kafka_destroy(producer) }
+        let topicHandle = rd_kafka_topic_new(producer, topic, nil)
+        defer {
+            rd_kafka_topic_destroy(topicHandle)
+            rd_kafka_destroy(producer)
+        }
         var message = payload
         var produced = 0
         while produced < count {
@@ -36,9 +40,9 @@ package enum RDKafkaBenchmarkBaseline {
             }
             writeID(produced, into: &message, at: idOffset)
             let error = message.withUnsafeBytes { bytes in
-                herald_produce(
+                herald_produce_topic(
                     producer,
-                    topic,
+                    topicHandle,
                     Int32(produced) % partitions,
                     nil,
                     0,
@@ -127,16 +131,18 @@ package enum RDKafkaBenchmarkBaseline {
             conf: producerConf,
             role: "bench raw producer"
         )
+        let outputHandle = rd_kafka_topic_new(producer, output, nil)
         defer {
             rd_kafka_consumer_close(consumer)
             rd_kafka_destroy(consumer)
+            rd_kafka_topic_destroy(outputHandle)
             rd_kafka_destroy(producer)
         }
         // Warm up: the idempotent producer's first delivery waits for its producer id, which is
         // start-up cost, not passthrough throughput (the wrapper variant warms up the same way).
         let warmUp = Array("warm-up".utf8)
         warmUp.withUnsafeBytes { bytes in
-            _ = herald_produce(producer, output, 0, nil, 0, bytes.baseAddress, bytes.count, nil, nil)
+            _ = herald_produce_topic(producer, outputHandle, 0, nil, 0, bytes.baseAddress, bytes.count, nil, nil)
         }
         rd_kafka_flush(producer, 30_000)
         state.delivered = 0
@@ -167,9 +173,9 @@ package enum RDKafkaBenchmarkBaseline {
                 if message.pointee.err == RD_KAFKA_RESP_ERR_NO_ERROR {
                     let opaque = UInt(message.pointee.partition) << 40 | UInt(message.pointee.offset)
                     while true {
-                        let error = herald_produce(
+                        let error = herald_produce_topic(
                             producer,
-                            output,
+                            outputHandle,
                             message.pointee.partition,
                             message.pointee.key,
                             message.pointee.key_len,

@@ -6,11 +6,14 @@ import Logging
 /// It exists before `rd_kafka_new` (librdkafka may log while creating the handle) and outlives the
 /// handle; the client it reports to is attached once the handle exists.
 final class RDKafkaCallbackContext: @unchecked Sendable {
-    // @unchecked: `logger` is immutable; the weak client references are set once, before the owning
-    // client's poll thread starts, and only read afterwards.
+    // @unchecked: `logger` is immutable; the client references are set once, before the owning
+    // client's poll thread starts, and only read afterwards. They are unowned(unsafe) because a
+    // delivery report arrives for every message and a weak load costs atomics each time; it is safe
+    // because each client sets its reference to nil at the start of its deinit, and the handle is destroyed
+    // (after which no callback runs) before the client's memory is freed.
     let logger: Logger
-    weak var consumer: RDKafkaConsumerClient?
-    weak var producer: RDKafkaProducerClient?
+    unowned(unsafe) var consumer: RDKafkaConsumerClient?
+    unowned(unsafe) var producer: RDKafkaProducerClient?
 
     init(logger: Logger) {
         self.logger = logger

@@ -58,6 +58,8 @@ final class RDKafkaConsumerClient: @unchecked Sendable {
     private let contextPointer: UnsafeMutableRawPointer
 
     deinit {
+        // No callback may reach this object while it is being torn down.
+        RDKafkaCallbackContext.from(contextPointer)?.consumer = nil
         let destroyed = lifecycle.withLock { $0 == .destroyed }
         if !destroyed {
             rd_kafka_queue_destroy(queue)

@@ -52,6 +52,8 @@ final class RDKafkaProducerClient: @unchecked Sendable {
     }
 
     deinit {
+        // No callback may reach this object while it is being torn down.
+        RDKafkaCallbackContext.from(contextPointer)?.producer = nil
         topics.withLock { topics in
             for topic in topics.values { rd_kafka_topic_destroy(topic.handle) }
         }
