@@ -31,6 +31,16 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
+        // ICU MessageFormat, plural rules and number/money/date formatting over the system ICU
+        // (Debian: libicu-dev), behind a small C API.
+        .target(
+            name: "CHeraldICU",
+            linkerSettings: [.linkedLibrary("icui18n"), .linkedLibrary("icuuc"), .linkedLibrary("icudata")]
+        ),
+        .target(
+            name: "HeraldCatalog",
+            dependencies: ["CHeraldICU"]
+        ),
         .target(
             name: "HeraldApp",
             dependencies: [
@@ -61,6 +71,10 @@ let package = Package(
             dependencies: ["herald"]
         ),
         .testTarget(
+            name: "HeraldCatalogTests",
+            dependencies: ["HeraldCatalog"]
+        ),
+        .testTarget(
             name: "HeraldKafkaTests",
             dependencies: [
                 "HeraldKafka",
@@ -70,5 +84,6 @@ let package = Package(
             ]
         ),
     ],
-    swiftLanguageModes: [.v6]
+    swiftLanguageModes: [.v6],
+    cxxLanguageStandard: .cxx17
 )

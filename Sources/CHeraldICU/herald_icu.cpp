@@ -1,0 +1,334 @@
+// The C API of herald_icu.h over ICU4C. Every ICU object is created once, at catalog load, and reused.
+
+#include "herald_icu.h"
+
+#include <unicode/datefmt.h>
+#include <unicode/decimfmt.h>
+#include <unicode/dcfmtsym.h>
+#include <unicode/locid.h>
+#include <unicode/messagepattern.h>
+#include <unicode/msgfmt.h>
+#include <unicode/numberformatter.h>
+#include <unicode/plurrule.h>
+#include <unicode/timezone.h>
+#include <unicode/unistr.h>
+#include <unicode/utypes.h>
+
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+using icu::UnicodeString;
+
+namespace {
+
+void set_error(herald_icu_error *error, const std::string &message, int32_t offset = -1) {
+    if (error == nullptr) return;
+    std::strncpy(error->message, message.c_str(), sizeof(error->message) - 1);
+    error->message[sizeof(error->message) - 1] = '\0';
+    error->offset = offset;
+}
+
+void set_error(herald_icu_error *error, const char *what, UErrorCode status, int32_t offset = -1) {
+    set_error(error, std::string(what) + ": " + u_errorName(status), offset);
+}
+
+/// Copies UTF-8 into `output` (NUL-terminated when it fits) and returns the length it needs.
+int32_t copy_out(const std::string &text, char *output, int32_t capacity) {
+    int32_t length = static_cast<int32_t>(text.size());
+    if (output != nullptr && capacity > 0) {
+        int32_t count = length < capacity - 1 ? length : capacity - 1;
+        std::memcpy(output, text.data(), static_cast<size_t>(count));
+        output[count] = '\0';
+    }
+    return length;
+}
+
+int32_t copy_out(const UnicodeString &text, char *output, int32_t capacity) {
+    std::string utf8;
+    text.toUTF8String(utf8);
+    return copy_out(utf8, output, capacity);
+}
+
+/// A locale from a BCP 47 tag ("nb-NO"); an invalid tag yields the root locale.
+icu::Locale make_locale(const char *locale) {
+    UErrorCode status = U_ZERO_ERROR;
+    icu::Locale result = icu::Locale::forLanguageTag(locale == nullptr ? "und" : locale, status);
+    return U_FAILURE(status) ? icu::Locale::getRoot() : result;
+}
+
+struct ArgumentUse {
+    std::string name;
+    herald_argument_kind kind;
+    std::string keywords;
+};
+
+} // namespace
+
+struct herald_message {
+    std::unique_ptr<icu::MessageFormat> format;
+    std::vector<ArgumentUse> arguments;
+    // MessageFormat::format is const but creates and caches sub-formatters lazily.
+    std::mutex lock;
+};
+
+extern "C" herald_message *herald_message_open(const char *locale, const char *pattern, int32_t pattern_length,
+                                               herald_icu_error *error) {
+    UErrorCode status = U_ZERO_ERROR;
+    UParseError parse_error{};
+    UnicodeString text = UnicodeString::fromUTF8(icu::StringPiece(pattern, pattern_length));
+    icu::MessagePattern inspected(text, &parse_error, status);
+    if (U_FAILURE(status)) {
+        // parse_error.offset counts UTF-16 units; report it in UTF-8 bytes.
+        std::string prefix;
+        text.tempSubString(0, parse_error.offset).toUTF8String(prefix);
+        std::string context;
+        UnicodeString(parse_error.preContext).toUTF8String(context);
+        set_error(error, std::string("invalid MessageFormat syntax near \"") + context + "\" (" + u_errorName(status) + ")",
+                  static_cast<int32_t>(prefix.size()));
+        return nullptr;
+    }
+    if (inspected.hasNumberedArguments()) {
+        set_error(error, "numbered arguments like {0} are not allowed; use field names like {orderId}");
+        return nullptr;
+    }
+    auto message = std::make_unique<herald_message>();
+    int32_t parts = inspected.countParts();
+    for (int32_t index = 0; index < parts; ++index) {
+        const icu::MessagePattern::Part &part = inspected.getPart(index);
+        if (part.getType() != UMSGPAT_PART_TYPE_ARG_START) continue;
+        ArgumentUse use;
+        std::string name;
+        inspected.getSubstring(inspected.getPart(index + 1)).toUTF8String(name);
+        use.name = name;
+        switch (part.getArgType()) {
+        case UMSGPAT_ARG_TYPE_NONE:
+            use.kind = HERALD_ARGUMENT_SIMPLE;
+            break;
+        case UMSGPAT_ARG_TYPE_SIMPLE: {
+            std::string type;
+            inspected.getSubstring(inspected.getPart(index + 2)).toUTF8String(type);
+            use.kind = type == "number" ? HERALD_ARGUMENT_NUMBER
+                       : type == "date" ? HERALD_ARGUMENT_DATE
+                       : type == "time" ? HERALD_ARGUMENT_TIME
+                                        : HERALD_ARGUMENT_OTHER;
+            break;
+        }
+        case UMSGPAT_ARG_TYPE_PLURAL:
+            use.kind = HERALD_ARGUMENT_PLURAL;
+            break;
+        case UMSGPAT_ARG_TYPE_SELECTORDINAL:
+            use.kind = HERALD_ARGUMENT_SELECTORDINAL;
+            break;
+        case UMSGPAT_ARG_TYPE_SELECT: {
+            use.kind = HERALD_ARGUMENT_SELECT;
+            // The selectors directly inside this argument: each is followed by its sub-message.
+            int32_t limit = inspected.getLimitPartIndex(index);
+            for (int32_t inner = index + 2; inner < limit; ++inner) {
+                const icu::MessagePattern::Part &candidate = inspected.getPart(inner);
+                if (candidate.getType() == UMSGPAT_PART_TYPE_ARG_SELECTOR) {
+                    std::string keyword;
+                    inspected.getSubstring(candidate).toUTF8String(keyword);
+                    if (!use.keywords.empty()) use.keywords += ",";
+                    use.keywords += keyword;
+                } else if (candidate.getType() == UMSGPAT_PART_TYPE_MSG_START) {
+                    inner = inspected.getLimitPartIndex(inner);
+                }
+            }
+            break;
+        }
+        default:
+            use.kind = HERALD_ARGUMENT_OTHER;
+        }
+        message->arguments.push_back(use);
+    }
+    message->format = std::make_unique<icu::MessageFormat>(text, make_locale(locale), parse_error, status);
+    if (U_FAILURE(status)) {
+        set_error(error, "invalid MessageFormat", status, parse_error.offset);
+        return nullptr;
+    }
+    return message.release();
+}
+
+extern "C" void herald_message_close(herald_message *message) { delete message; }
+
+extern "C" int32_t herald_message_argument_count(const herald_message *message) {
+    return static_cast<int32_t>(message->arguments.size());
+}
+
+extern "C" void herald_message_argument(const herald_message *message, int32_t index, char *name,
+                                        int32_t name_capacity, herald_argument_kind *kind, char *keywords,
+                                        int32_t keywords_capacity) {
+    const ArgumentUse &use = message->arguments[static_cast<size_t>(index)];
+    copy_out(use.name, name, name_capacity);
+    *kind = use.kind;
+    copy_out(use.keywords, keywords, keywords_capacity);
+}
+
+extern "C" int32_t herald_message_format(const herald_message *message, const herald_argument *arguments,
+                                         int32_t count, char *output, int32_t capacity,
+                                         herald_icu_error *error) {
+    std::vector<UnicodeString> names;
+    std::vector<icu::Formattable> values;
+    names.reserve(static_cast<size_t>(count));
+    values.reserve(static_cast<size_t>(count));
+    for (int32_t index = 0; index < count; ++index) {
+        const herald_argument &argument = arguments[index];
+        names.push_back(UnicodeString::fromUTF8(argument.name));
+        switch (argument.kind) {
+        case HERALD_VALUE_STRING:
+            values.emplace_back(UnicodeString::fromUTF8(icu::StringPiece(argument.string, argument.string_length)));
+            break;
+        case HERALD_VALUE_DOUBLE:
+            values.emplace_back(argument.number);
+            break;
+        case HERALD_VALUE_INT64:
+            values.emplace_back(static_cast<int64_t>(argument.integer));
+            break;
+        case HERALD_VALUE_DECIMAL: {
+            UErrorCode status = U_ZERO_ERROR;
+            values.emplace_back(icu::StringPiece(argument.string, argument.string_length), status);
+            if (U_FAILURE(status)) {
+                set_error(error, std::string("argument ") + argument.name + " is not a decimal number");
+                return -1;
+            }
+            break;
+        }
+        }
+    }
+    UErrorCode status = U_ZERO_ERROR;
+    UnicodeString result;
+    {
+        std::lock_guard<std::mutex> guard(const_cast<herald_message *>(message)->lock);
+        message->format->format(names.data(), values.data(), count, result, status);
+    }
+    if (U_FAILURE(status)) {
+        set_error(error, "format", status);
+        return -1;
+    }
+    return copy_out(result, output, capacity);
+}
+
+extern "C" int32_t herald_plural_category(const char *locale, double number, int32_t ordinal, char *category,
+                                          int32_t capacity) {
+    UErrorCode status = U_ZERO_ERROR;
+    std::unique_ptr<icu::PluralRules> rules(icu::PluralRules::forLocale(
+        make_locale(locale), ordinal ? UPLURAL_TYPE_ORDINAL : UPLURAL_TYPE_CARDINAL, status));
+    if (U_FAILURE(status)) return -1;
+    copy_out(rules->select(number), category, capacity);
+    return 0;
+}
+
+struct herald_number_formatter {
+    icu::number::LocalizedNumberFormatter formatter;
+};
+
+extern "C" herald_number_formatter *herald_number_formatter_open(const char *locale, const char *currency,
+                                                                 const char *pattern, herald_icu_error *error) {
+    UErrorCode status = U_ZERO_ERROR;
+    icu::Locale resolved = make_locale(locale);
+    if (pattern != nullptr) {
+        // A custom pattern with the locale's symbols; converted to the thread-safe number formatter.
+        icu::DecimalFormat format(UnicodeString::fromUTF8(pattern), new icu::DecimalFormatSymbols(resolved, status),
+                                  status);
+        if (U_FAILURE(status)) {
+            set_error(error, std::string("invalid number pattern '") + pattern + "'");
+            return nullptr;
+        }
+        if (currency != nullptr) {
+            UnicodeString code = UnicodeString::fromUTF8(currency);
+            icu::CurrencyUnit unit(code.getTerminatedBuffer(), status);
+            if (U_FAILURE(status) || code.length() != 3) {
+                set_error(error, std::string("unknown currency code '") + currency + "'");
+                return nullptr;
+            }
+            format.setCurrency(code.getTerminatedBuffer(), status);
+        }
+        const icu::number::LocalizedNumberFormatter *converted = format.toNumberFormatter(status);
+        if (U_FAILURE(status) || converted == nullptr) {
+            set_error(error, "number pattern", status);
+            return nullptr;
+        }
+        return new herald_number_formatter{*converted};
+    }
+    auto formatter = icu::number::NumberFormatter::withLocale(resolved);
+    if (currency != nullptr) {
+        UnicodeString code = UnicodeString::fromUTF8(currency);
+        icu::CurrencyUnit unit(code.getTerminatedBuffer(), status);
+        if (U_FAILURE(status) || code.length() != 3) {
+            set_error(error, std::string("unknown currency code '") + currency + "'");
+            return nullptr;
+        }
+        formatter = formatter.unit(unit);
+    }
+    return new herald_number_formatter{formatter};
+}
+
+extern "C" void herald_number_formatter_close(herald_number_formatter *formatter) { delete formatter; }
+
+extern "C" int32_t herald_number_format_decimal(const herald_number_formatter *formatter, const char *decimal,
+                                                int32_t decimal_length, char *output, int32_t capacity,
+                                                herald_icu_error *error) {
+    UErrorCode status = U_ZERO_ERROR;
+    UnicodeString result =
+        formatter->formatter.formatDecimal(icu::StringPiece(decimal, decimal_length), status).toString(status);
+    if (U_FAILURE(status)) {
+        set_error(error, "not a decimal number", status);
+        return -1;
+    }
+    return copy_out(result, output, capacity);
+}
+
+struct herald_date_formatter {
+    std::unique_ptr<icu::DateFormat> format;
+    // DateFormat::format is const but uses a mutable Calendar inside.
+    std::mutex lock;
+};
+
+extern "C" herald_date_formatter *herald_date_formatter_open(const char *locale, const char *time_zone,
+                                                             const char *skeleton, herald_icu_error *error) {
+    UErrorCode status = U_ZERO_ERROR;
+    icu::Locale resolved = make_locale(locale);
+    std::unique_ptr<icu::TimeZone> zone(icu::TimeZone::createTimeZone(UnicodeString::fromUTF8(time_zone)));
+    UnicodeString zoneID;
+    zone->getID(zoneID);
+    if (zoneID == UNICODE_STRING_SIMPLE("Etc/Unknown")) {
+        set_error(error, std::string("unknown time zone '") + time_zone + "'");
+        return nullptr;
+    }
+    std::string style(skeleton);
+    std::unique_ptr<icu::DateFormat> format;
+    icu::DateFormat::EStyle dateStyle = icu::DateFormat::kNone;
+    if (style == "short") dateStyle = icu::DateFormat::kShort;
+    else if (style == "medium") dateStyle = icu::DateFormat::kMedium;
+    else if (style == "long") dateStyle = icu::DateFormat::kLong;
+    else if (style == "full") dateStyle = icu::DateFormat::kFull;
+    if (dateStyle != icu::DateFormat::kNone) {
+        format.reset(icu::DateFormat::createDateTimeInstance(dateStyle, icu::DateFormat::kShort, resolved));
+    } else {
+        format.reset(icu::DateFormat::createInstanceForSkeleton(UnicodeString::fromUTF8(skeleton), resolved, status));
+    }
+    if (U_FAILURE(status) || !format) {
+        set_error(error, std::string("invalid date skeleton '") + skeleton + "'");
+        return nullptr;
+    }
+    format->adoptTimeZone(zone.release());
+    auto result = new herald_date_formatter();
+    result->format = std::move(format);
+    return result;
+}
+
+extern "C" void herald_date_formatter_close(herald_date_formatter *formatter) { delete formatter; }
+
+extern "C" int32_t herald_date_format(herald_date_formatter *formatter, double epoch_milliseconds, char *output,
+                                      int32_t capacity, herald_icu_error *error) {
+    UnicodeString result;
+    {
+        std::lock_guard<std::mutex> guard(formatter->lock);
+        formatter->format->format(static_cast<UDate>(epoch_milliseconds), result);
+    }
+    (void)error;
+    return copy_out(result, output, capacity);
+}

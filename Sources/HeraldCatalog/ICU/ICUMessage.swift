@@ -1,0 +1,142 @@
+import CHeraldICU
+
+/// A compiled ICU MessageFormat message for one locale. Immutable; formatting is thread-safe.
+final class ICUMessage: @unchecked Sendable {
+    // @unchecked: the ICU object is only read after construction, and the C layer serializes format
+    // calls (ICU's MessageFormat caches sub-formatters lazily).
+    private let handle: OpaquePointer
+
+    /// Every use of an argument in the message, in order.
+    let arguments: [ArgumentUse]
+
+    /// One use of a named argument.
+    struct ArgumentUse: Sendable, Equatable {
+        enum Kind: Sendable, Equatable {
+            case simple, number, date, time, plural, select, selectOrdinal, other
+        }
+        var name: String
+        var kind: Kind
+        /// For `select`: the case keywords, including `other`.
+        var selectKeywords: [String]
+    }
+
+    /// Compiles `pattern` for `locale` (a BCP 47 tag).
+    ///
+    /// - Throws: ``ICUError`` naming the problem and its byte offset in `pattern`.
+    init(locale: String, pattern: String) throws(ICUError) {
+        var error = herald_icu_error()
+        var pattern = pattern
+        let handle = pattern.withUTF8 { bytes in
+            bytes.withMemoryRebound(to: CChar.self) {
+                herald_message_open(locale, $0.baseAddress, Int32($0.count), &error)
+            }
+        }
+        guard let handle else { throw ICUError(error) }
+        self.handle = handle
+        var uses: [ArgumentUse] = []
+        let count = herald_message_argument_count(handle)
+        for index in 0..<count {
+            var kind = HERALD_ARGUMENT_SIMPLE
+            var name = [CChar](repeating: 0, count: 256)
+            var keywords = [CChar](repeating: 0, count: 1024)
+            herald_message_argument(handle, index, &name, 256, &kind, &keywords, 1024)
+            let keywordText = String(decoding: keywords.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            uses.append(
+                ArgumentUse(
+                    name: String(decoding: name.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self),
+                    kind: Self.kind(kind),
+                    selectKeywords: keywordText.isEmpty ? [] : keywordText.split(separator: ",").map(String.init)
+                )
+            )
+        }
+        arguments = uses
+    }
+
+    deinit {
+        herald_message_close(handle)
+    }
+
+    private static func kind(_ kind: herald_argument_kind) -> ArgumentUse.Kind {
+        switch kind {
+        case HERALD_ARGUMENT_SIMPLE: .simple
+        case HERALD_ARGUMENT_NUMBER: .number
+        case HERALD_ARGUMENT_DATE: .date
+        case HERALD_ARGUMENT_TIME: .time
+        case HERALD_ARGUMENT_PLURAL: .plural
+        case HERALD_ARGUMENT_SELECT: .select
+        case HERALD_ARGUMENT_SELECTORDINAL: .selectOrdinal
+        default: .other
+        }
+    }
+
+    /// Formats the message with named values.
+    ///
+    /// - Throws: ``ICUError`` if ICU cannot format it (for example a decimal that is not a number).
+    func format(_ values: [(name: String, value: ICUValue)]) throws(ICUError) -> String {
+        // All names and strings go into one buffer, so the C arguments point into a single
+        // allocation that lives for the whole call.
+        var storage: [UInt8] = []
+        var spans: [(name: Int, string: Int, length: Int)] = []
+        spans.reserveCapacity(values.count)
+        for (name, value) in values {
+            let nameStart = storage.count
+            storage.append(contentsOf: name.utf8)
+            storage.append(0)
+            var stringStart = -1
+            var length = 0
+            switch value {
+            case .string(let text), .decimal(let text):
+                stringStart = storage.count
+                storage.append(contentsOf: text.utf8)
+                length = storage.count - stringStart
+                storage.append(0)
+            case .double, .integer:
+                break
+            }
+            spans.append((nameStart, stringStart, length))
+        }
+        var error = herald_icu_error()
+        let text: String? = storage.withUnsafeBufferPointer { buffer in
+            buffer.withMemoryRebound(to: CChar.self) { chars in
+                var arguments: [herald_argument] = []
+                arguments.reserveCapacity(values.count)
+                for (index, (_, value)) in values.enumerated() {
+                    let span = spans[index]
+                    var argument = herald_argument()
+                    argument.name = chars.baseAddress! + span.name
+                    switch value {
+                    case .string:
+                        argument.kind = HERALD_VALUE_STRING
+                    case .decimal:
+                        argument.kind = HERALD_VALUE_DECIMAL
+                    case .double(let number):
+                        argument.kind = HERALD_VALUE_DOUBLE
+                        argument.number = number
+                    case .integer(let number):
+                        argument.kind = HERALD_VALUE_INT64
+                        argument.integer = number
+                    }
+                    if span.string >= 0 {
+                        argument.string = chars.baseAddress! + span.string
+                        argument.string_length = Int32(span.length)
+                    }
+                    arguments.append(argument)
+                }
+                return withGrowingBuffer { output, capacity in
+                    herald_message_format(handle, arguments, Int32(arguments.count), output, capacity, &error)
+                }
+            }
+        }
+        guard let text else { throw ICUError(error) }
+        return text
+    }
+}
+
+/// A value passed to an ICU message.
+enum ICUValue: Sendable, Equatable {
+    case string(String)
+    case double(Double)
+    case integer(Int64)
+    /// An exact decimal number, e.g. "1234.50".
+    case decimal(String)
+}
