@@ -37,9 +37,10 @@ let package = Package(
             name: "CHeraldICU",
             linkerSettings: [.linkedLibrary("icui18n"), .linkedLibrary("icuuc"), .linkedLibrary("icudata")]
         ),
+        .target(name: "HeraldEvents"),
         .target(
             name: "HeraldCatalog",
-            dependencies: ["CHeraldICU"]
+            dependencies: ["CHeraldICU", "HeraldEvents"]
         ),
         .target(
             name: "HeraldApp",
@@ -73,6 +74,10 @@ let package = Package(
         .testTarget(
             name: "HeraldCatalogTests",
             dependencies: ["HeraldCatalog"]
+        ),
+        .testTarget(
+            name: "HeraldEventsTests",
+            dependencies: ["HeraldEvents"]
         ),
         .testTarget(
             name: "HeraldKafkaTests",

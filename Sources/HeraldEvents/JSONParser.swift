@@ -1,0 +1,256 @@
+/// A strict JSON parser (RFC 8259) over UTF-8 bytes.
+///
+/// It rejects invalid UTF-8, unescaped control characters, trailing data and nesting deeper than
+/// `maxDepth` (hostile input must not exhaust the stack), and reports the byte offset of the
+/// first problem.
+public struct JSONParser {
+    /// Why the bytes are not JSON, and where.
+    public struct Failure: Error, Sendable, Equatable, CustomStringConvertible {
+        public var reason: String
+        public var offset: Int
+        public var description: String { "\(reason) at byte \(offset)" }
+    }
+
+    /// How deep arrays and objects may nest. Default 64.
+    public var maxDepth = 64
+
+    public init() {}
+
+    /// Parses one JSON value that fills `bytes` (surrounding whitespace allowed).
+    public func parse(_ bytes: UnsafeRawBufferPointer) throws(Failure) -> JSONValue {
+        var cursor = Cursor(bytes: bytes, maxDepth: maxDepth)
+        cursor.skipWhitespace()
+        let value = try cursor.parseValue(depth: 0)
+        cursor.skipWhitespace()
+        guard cursor.index == bytes.count else { throw cursor.failure("unexpected data after the JSON value") }
+        return value
+    }
+
+    /// Parses one JSON value from `bytes`.
+    public func parse(_ bytes: some Collection<UInt8>) throws(Failure) -> JSONValue {
+        let contiguous = Array(bytes)
+        let result = contiguous.withUnsafeBytes { buffer in Result { () throws(Failure) in try parse(buffer) } }
+        return try result.get()
+    }
+}
+
+private struct Cursor {
+    let bytes: UnsafeRawBufferPointer
+    let maxDepth: Int
+    var index = 0
+
+    init(bytes: UnsafeRawBufferPointer, maxDepth: Int) {
+        self.bytes = bytes
+        self.maxDepth = maxDepth
+    }
+
+    func failure(_ reason: String) -> JSONParser.Failure {
+        JSONParser.Failure(reason: reason, offset: index)
+    }
+
+    var current: UInt8? { index < bytes.count ? bytes[index] : nil }
+
+    mutating func skipWhitespace() {
+        while index < bytes.count {
+            switch bytes[index] {
+            case 0x20, 0x09, 0x0A, 0x0D: index += 1
+            default: return
+            }
+        }
+    }
+
+    mutating func parseValue(depth: Int) throws(JSONParser.Failure) -> JSONValue {
+        guard let byte = current else { throw failure("unexpected end of input") }
+        switch byte {
+        case UInt8(ascii: "{"): return .object(try parseObject(depth: depth + 1))
+        case UInt8(ascii: "["): return .array(try parseArray(depth: depth + 1))
+        case UInt8(ascii: "\""): return .string(try parseString())
+        case UInt8(ascii: "t"):
+            try expectLiteral("true")
+            return .bool(true)
+        case UInt8(ascii: "f"):
+            try expectLiteral("false")
+            return .bool(false)
+        case UInt8(ascii: "n"):
+            try expectLiteral("null")
+            return .null
+        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return .number(try parseNumber())
+        default: throw failure("unexpected character")
+        }
+    }
+
+    mutating func expectLiteral(_ literal: StaticString) throws(JSONParser.Failure) {
+        let length = literal.utf8CodeUnitCount
+        guard index + length <= bytes.count else { throw failure("unexpected end of input") }
+        for offset in 0..<length where bytes[index + offset] != literal.utf8Start[offset] {
+            throw failure("invalid literal")
+        }
+        index += length
+    }
+
+    mutating func parseObject(depth: Int) throws(JSONParser.Failure) -> JSONObject {
+        guard depth <= maxDepth else { throw failure("nested deeper than \(maxDepth)") }
+        index += 1
+        var members: [(key: String, value: JSONValue)] = []
+        skipWhitespace()
+        if current == UInt8(ascii: "}") {
+            index += 1
+            return JSONObject(members)
+        }
+        while true {
+            skipWhitespace()
+            guard current == UInt8(ascii: "\"") else { throw failure("expected a member name") }
+            let key = try parseString()
+            skipWhitespace()
+            guard current == UInt8(ascii: ":") else { throw failure("expected ':'") }
+            index += 1
+            skipWhitespace()
+            members.append((key, try parseValue(depth: depth)))
+            skipWhitespace()
+            switch current {
+            case UInt8(ascii: ","): index += 1
+            case UInt8(ascii: "}"):
+                index += 1
+                return JSONObject(members)
+            default: throw failure("expected ',' or '}'")
+            }
+        }
+    }
+
+    mutating func parseArray(depth: Int) throws(JSONParser.Failure) -> [JSONValue] {
+        guard depth <= maxDepth else { throw failure("nested deeper than \(maxDepth)") }
+        index += 1
+        var elements: [JSONValue] = []
+        skipWhitespace()
+        if current == UInt8(ascii: "]") {
+            index += 1
+            return elements
+        }
+        while true {
+            skipWhitespace()
+            elements.append(try parseValue(depth: depth))
+            skipWhitespace()
+            switch current {
+            case UInt8(ascii: ","): index += 1
+            case UInt8(ascii: "]"):
+                index += 1
+                return elements
+            default: throw failure("expected ',' or ']'")
+            }
+        }
+    }
+
+    mutating func parseNumber() throws(JSONParser.Failure) -> String {
+        let start = index
+        if current == UInt8(ascii: "-") { index += 1 }
+        guard let first = current, isDigit(first) else { throw failure("invalid number") }
+        if first == UInt8(ascii: "0") {
+            index += 1
+        } else {
+            while let byte = current, isDigit(byte) { index += 1 }
+        }
+        if current == UInt8(ascii: ".") {
+            index += 1
+            guard let byte = current, isDigit(byte) else { throw failure("invalid number") }
+            while let byte = current, isDigit(byte) { index += 1 }
+        }
+        if current == UInt8(ascii: "e") || current == UInt8(ascii: "E") {
+            index += 1
+            if current == UInt8(ascii: "+") || current == UInt8(ascii: "-") { index += 1 }
+            guard let byte = current, isDigit(byte) else { throw failure("invalid number") }
+            while let byte = current, isDigit(byte) { index += 1 }
+        }
+        return String(decoding: UnsafeRawBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self)
+    }
+
+    private func isDigit(_ byte: UInt8) -> Bool { byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9") }
+
+    mutating func parseString() throws(JSONParser.Failure) -> String {
+        index += 1
+        let start = index
+        // Fast path: no escapes. Scan to the closing quote, then validate the UTF-8 once.
+        while index < bytes.count {
+            let byte = bytes[index]
+            if byte == UInt8(ascii: "\"") {
+                let raw = UnsafeRawBufferPointer(rebasing: bytes[start..<index])
+                index += 1
+                guard let text = String(validating: raw, as: UTF8.self) else {
+                    throw JSONParser.Failure(reason: "invalid UTF-8 in a string", offset: start)
+                }
+                return text
+            }
+            if byte == UInt8(ascii: "\\") { break }
+            if byte < 0x20 { throw failure("unescaped control character in a string") }
+            index += 1
+        }
+        guard index < bytes.count else { throw failure("unterminated string") }
+        // Slow path: the string has escapes.
+        var utf8 = Array(UnsafeRawBufferPointer(rebasing: bytes[start..<index]))
+        while index < bytes.count {
+            let byte = bytes[index]
+            switch byte {
+            case UInt8(ascii: "\""):
+                index += 1
+                guard let text = String(validating: utf8, as: UTF8.self) else {
+                    throw JSONParser.Failure(reason: "invalid UTF-8 in a string", offset: start)
+                }
+                return text
+            case UInt8(ascii: "\\"):
+                index += 1
+                guard let escaped = current else { throw failure("unterminated string") }
+                index += 1
+                switch escaped {
+                case UInt8(ascii: "\""): utf8.append(0x22)
+                case UInt8(ascii: "\\"): utf8.append(0x5C)
+                case UInt8(ascii: "/"): utf8.append(0x2F)
+                case UInt8(ascii: "b"): utf8.append(0x08)
+                case UInt8(ascii: "f"): utf8.append(0x0C)
+                case UInt8(ascii: "n"): utf8.append(0x0A)
+                case UInt8(ascii: "r"): utf8.append(0x0D)
+                case UInt8(ascii: "t"): utf8.append(0x09)
+                case UInt8(ascii: "u"): try appendUnicodeEscape(to: &utf8)
+                default: throw failure("invalid escape")
+                }
+            default:
+                if byte < 0x20 { throw failure("unescaped control character in a string") }
+                utf8.append(byte)
+                index += 1
+            }
+        }
+        throw failure("unterminated string")
+    }
+
+    mutating func readHex4() throws(JSONParser.Failure) -> UInt32 {
+        guard index + 4 <= bytes.count else { throw failure("invalid \\u escape") }
+        var value: UInt32 = 0
+        for _ in 0..<4 {
+            let byte = bytes[index]
+            let digit: UInt32
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = UInt32(byte - UInt8(ascii: "0"))
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = UInt32(byte - UInt8(ascii: "a") + 10)
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = UInt32(byte - UInt8(ascii: "A") + 10)
+            default: throw failure("invalid \\u escape")
+            }
+            value = value << 4 | digit
+            index += 1
+        }
+        return value
+    }
+
+    mutating func appendUnicodeEscape(to utf8: inout [UInt8]) throws(JSONParser.Failure) {
+        var scalar = try readHex4()
+        if (0xD800...0xDBFF).contains(scalar) {
+            // A high surrogate must be followed by an escaped low surrogate.
+            guard index + 2 <= bytes.count, bytes[index] == UInt8(ascii: "\\"), bytes[index + 1] == UInt8(ascii: "u")
+            else { throw failure("unpaired surrogate") }
+            index += 2
+            let low = try readHex4()
+            guard (0xDC00...0xDFFF).contains(low) else { throw failure("unpaired surrogate") }
+            scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
+        } else if (0xDC00...0xDFFF).contains(scalar) {
+            throw failure("unpaired surrogate")
+        }
+        utf8.append(contentsOf: String(Character(Unicode.Scalar(scalar)!)).utf8)
+    }
+}

@@ -1,0 +1,136 @@
+/// A moment, as milliseconds since the Unix epoch (UTC).
+public struct Timestamp: Sendable, Hashable, Comparable, CustomStringConvertible {
+    /// Milliseconds since 1970-01-01T00:00:00Z.
+    public var epochMilliseconds: Int64
+
+    public init(epochMilliseconds: Int64) {
+        self.epochMilliseconds = epochMilliseconds
+    }
+
+    public static func < (lhs: Timestamp, rhs: Timestamp) -> Bool { lhs.epochMilliseconds < rhs.epochMilliseconds }
+
+    /// Parses an RFC 3339 date-time (`2026-11-21T12:00:00Z`, `2026-11-21T13:00:00.250+01:00`).
+    /// Returns `nil` for anything else, including impossible dates such as February 30.
+    public init?(rfc3339 text: String) {
+        var utf8 = Array(text.utf8)
+        guard let parsed = utf8.withUnsafeMutableBufferPointer({ Self.parse(UnsafeBufferPointer($0)) }) else {
+            return nil
+        }
+        self = parsed
+    }
+
+    /// RFC 3339 in UTC with milliseconds, e.g. `2026-11-21T12:00:00.000Z`.
+    public var description: String {
+        let (days, millisecondOfDay) = epochMilliseconds.floorDivided(by: 86_400_000)
+        let (year, month, day) = Self.civil(fromDays: days)
+        let hour = millisecondOfDay / 3_600_000
+        let minute = millisecondOfDay / 60_000 % 60
+        let second = millisecondOfDay / 1000 % 60
+        let millisecond = millisecondOfDay % 1000
+        func pad(_ value: Int64, _ width: Int) -> String {
+            let digits = String(value)
+            return String(repeating: "0", count: max(0, width - digits.count)) + digits
+        }
+        return
+            "\(pad(year, 4))-\(pad(month, 2))-\(pad(day, 2))T\(pad(hour, 2)):\(pad(minute, 2)):\(pad(second, 2)).\(pad(millisecond, 3))Z"
+    }
+
+    private static func parse(_ bytes: UnsafeBufferPointer<UInt8>) -> Timestamp? {
+        var index = 0
+        func digits(_ count: Int) -> Int64? {
+            guard index + count <= bytes.count else { return nil }
+            var value: Int64 = 0
+            for _ in 0..<count {
+                let byte = bytes[index]
+                guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") else { return nil }
+                value = value * 10 + Int64(byte - UInt8(ascii: "0"))
+                index += 1
+            }
+            return value
+        }
+        func expect(_ characters: UInt8...) -> Bool {
+            guard index < bytes.count, characters.contains(bytes[index]) else { return false }
+            index += 1
+            return true
+        }
+        guard let year = digits(4), expect(UInt8(ascii: "-")), let month = digits(2), expect(UInt8(ascii: "-")),
+            let day = digits(2), expect(UInt8(ascii: "T"), UInt8(ascii: "t"), UInt8(ascii: " ")),
+            let hour = digits(2), expect(UInt8(ascii: ":")), let minute = digits(2), expect(UInt8(ascii: ":")),
+            let second = digits(2)
+        else { return nil }
+        var millisecond: Int64 = 0
+        if index < bytes.count, bytes[index] == UInt8(ascii: ".") {
+            index += 1
+            var scale: Int64 = 100
+            var count = 0
+            while index < bytes.count, bytes[index] >= UInt8(ascii: "0"), bytes[index] <= UInt8(ascii: "9") {
+                millisecond += Int64(bytes[index] - UInt8(ascii: "0")) * scale
+                scale /= 10
+                index += 1
+                count += 1
+            }
+            guard count > 0 else { return nil }
+        }
+        var offsetMinutes: Int64 = 0
+        guard index < bytes.count else { return nil }
+        switch bytes[index] {
+        case UInt8(ascii: "Z"), UInt8(ascii: "z"):
+            index += 1
+        case UInt8(ascii: "+"), UInt8(ascii: "-"):
+            let sign: Int64 = bytes[index] == UInt8(ascii: "-") ? -1 : 1
+            index += 1
+            guard let offsetHour = digits(2), expect(UInt8(ascii: ":")), let offsetMinute = digits(2),
+                offsetHour < 24, offsetMinute < 60
+            else { return nil }
+            offsetMinutes = sign * (offsetHour * 60 + offsetMinute)
+        default:
+            return nil
+        }
+        guard index == bytes.count, (1...12).contains(month), day >= 1, day <= daysIn(month: month, year: year),
+            hour < 24, minute < 60, second <= 60
+        else { return nil }
+        let days = Self.days(fromCivil: year, month, day)
+        // A leap second (:60) is folded into the next second.
+        let seconds = days * 86_400 + hour * 3600 + minute * 60 + second - offsetMinutes * 60
+        return Timestamp(epochMilliseconds: seconds * 1000 + millisecond)
+    }
+
+    private static func daysIn(month: Int64, year: Int64) -> Int64 {
+        switch month {
+        case 2: (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 ? 29 : 28
+        case 4, 6, 9, 11: 30
+        default: 31
+        }
+    }
+
+    /// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
+    static func days(fromCivil year: Int64, _ month: Int64, _ day: Int64) -> Int64 {
+        let y = month <= 2 ? year - 1 : year
+        let era = (y >= 0 ? y : y - 399) / 400
+        let yearOfEra = y - era * 400
+        let dayOfYear = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1
+        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
+        return era * 146_097 + dayOfEra - 719_468
+    }
+
+    static func civil(fromDays days: Int64) -> (Int64, Int64, Int64) {
+        let z = days + 719_468
+        let era = (z >= 0 ? z : z - 146_096) / 146_097
+        let dayOfEra = z - era * 146_097
+        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+        let monthPart = (5 * dayOfYear + 2) / 153
+        let day = dayOfYear - (153 * monthPart + 2) / 5 + 1
+        let month = monthPart < 10 ? monthPart + 3 : monthPart - 9
+        return (yearOfEra + era * 400 + (month <= 2 ? 1 : 0), month, day)
+    }
+}
+
+extension Int64 {
+    /// Floor division and the non-negative remainder.
+    fileprivate func floorDivided(by divisor: Int64) -> (Int64, Int64) {
+        let quotient = self / divisor
+        let remainder = self % divisor
+        return remainder < 0 ? (quotient - 1, remainder + divisor) : (quotient, remainder)
+    }
+}

@@ -1,0 +1,136 @@
+import Testing
+
+@testable import HeraldEvents
+
+@Suite("CloudEvents decoding")
+struct EventDecoderTests {
+    let structured = """
+        {"specversion":"1.0","id":"evt-1","source":"/orders","type":"order.confirmed",
+         "time":"2026-11-21T13:00:00.250+01:00","subject":"ord-7","datacontenttype":"application/json",
+         "tenant":"acme","data":{"orderId":"ord-7","total":{"amount":1234.50,"currency":"NOK"}}}
+        """
+
+    func header(_ name: String, _ value: String) -> EventDecoder.Header {
+        EventDecoder.Header(name: name, value: Array(value.utf8))
+    }
+
+    @Test("structured and binary mode decode to the same event")
+    func bothModes() throws {
+        let fromStructured = try EventDecoder().decode(value: Array(structured.utf8))
+        let binaryHeaders = [
+            header("ce_specversion", "1.0"), header("ce_id", "evt-1"), header("ce_source", "/orders"),
+            header("ce_type", "order.confirmed"), header("ce_time", "2026-11-21T13:00:00.250+01:00"),
+            header("ce_subject", "ord-7"), header("content-type", "application/json"), header("ce_tenant", "acme"),
+        ]
+        let data = #"{"orderId":"ord-7","total":{"amount":1234.50,"currency":"NOK"}}"#
+        let fromBinary = try EventDecoder().decode(value: Array(data.utf8), headers: binaryHeaders)
+        #expect(fromStructured == fromBinary)
+        #expect(fromStructured.type == "order.confirmed")
+        #expect(fromStructured.time == Timestamp(rfc3339: "2026-11-21T12:00:00.250Z"))
+        #expect(fromStructured.extensions == ["tenant": "acme"])
+        // Amounts stay exact: the number's text is kept.
+        #expect(fromStructured.data?["total"]?["amount"] == .number("1234.50"))
+    }
+
+    @Test(
+        "each envelope failure has its own stable code",
+        arguments: [
+            ("{not json", EventError.Code.notJSON),
+            ("", EventError.Code.notJSON),
+            ("[1,2]", EventError.Code.badAttribute),
+            (#"{"specversion":"1.0","source":"/s","type":"t"}"#, EventError.Code.missingAttribute),
+            (#"{"specversion":"1.0","id":"","source":"/s","type":"t"}"#, EventError.Code.missingAttribute),
+            (#"{"specversion":"0.3","id":"1","source":"/s","type":"t"}"#, EventError.Code.unsupportedSpecVersion),
+            (#"{"specversion":"1.0","id":"1","source":"/s","type":"t","time":"yesterday"}"#, EventError.Code.badTime),
+            (
+                #"{"specversion":"1.0","id":"1","source":"/s","type":"t","time":"2026-02-30T00:00:00Z"}"#,
+                EventError.Code.badTime
+            ),
+            (#"{"specversion":"1.0","id":7,"source":"/s","type":"t"}"#, EventError.Code.badAttribute),
+            (
+                #"{"specversion":"1.0","id":"1","source":"/s","type":"t","datacontenttype":"text/xml","data":"<a/>"}"#,
+                EventError.Code.badAttribute
+            ),
+        ]
+    )
+    func errorCodes(input: String, code: EventError.Code) {
+        let error = #expect(throws: EventError.self) { try EventDecoder().decode(value: Array(input.utf8)) }
+        #expect(error?.code == code)
+    }
+
+    @Test("an event over the size limit is rejected as oversize before it is parsed")
+    func oversize() {
+        var decoder = EventDecoder()
+        decoder.maxSize = 100
+        let error = #expect(throws: EventError.self) { try decoder.decode(value: Array(structured.utf8)) }
+        #expect(error?.code == .oversize)
+    }
+
+    @Test("binary mode with data that is not JSON is not_json; a missing ce_type is missing_attribute")
+    func binaryErrors() {
+        let headers = [header("ce_specversion", "1.0"), header("ce_id", "1"), header("ce_source", "/s")]
+        let missing = #expect(throws: EventError.self) {
+            try EventDecoder().decode(value: Array("{}".utf8), headers: headers)
+        }
+        #expect(missing?.code == .missingAttribute)
+        let notJSON = #expect(throws: EventError.self) {
+            try EventDecoder().decode(value: Array("oops".utf8), headers: headers + [header("ce_type", "t")])
+        }
+        #expect(notJSON?.code == .notJSON)
+    }
+}
+
+@Suite("JSON parser")
+struct JSONParserTests {
+    func parse(_ text: String) throws -> JSONValue { try JSONParser().parse(Array(text.utf8)) }
+
+    @Test("escapes, unicode and surrogate pairs decode; object order is kept")
+    func strings() throws {
+        let value = try parse(#"{"b":"tab\tquote\" slash\/ é 😀","a":"\u00e9\ud83d\ude00"}"#)
+        #expect(value["b"] == .string("tab\tquote\" slash/ é 😀"))
+        #expect(value["a"] == .string("é😀"))
+        if case .object(let object) = value { #expect(object.members.map(\.key) == ["b", "a"]) }
+    }
+
+    @Test(
+        "malformed input is rejected with a position",
+        arguments: [
+            "{\"a\":1,}", "[1 2]", "\"unterminated", "01", "1.", "-", "{\"a\" 1}", "\"\\x\"", "\"\\ud800\"", "tru",
+            "{} {}", "\"control\u{01}char\"",
+        ]
+    )
+    func malformed(text: String) {
+        #expect(throws: JSONParser.Failure.self) { try parse(text) }
+    }
+
+    @Test("invalid UTF-8 and deep nesting are rejected, not crashed on")
+    func hostile() {
+        #expect(throws: JSONParser.Failure.self) { try JSONParser().parse([0x22, 0xFF, 0xFE, 0x22]) }
+        let deep = String(repeating: "[", count: 100_000) + String(repeating: "]", count: 100_000)
+        let failure = #expect(throws: JSONParser.Failure.self) { try parse(deep) }
+        #expect(failure?.reason.contains("nested") == true)
+    }
+}
+
+@Suite("RFC 3339 timestamps")
+struct TimestampTests {
+    @Test("offsets, fractions and leap years parse; impossible dates do not")
+    func parsing() {
+        #expect(Timestamp(rfc3339: "1970-01-01T00:00:00Z")?.epochMilliseconds == 0)
+        #expect(Timestamp(rfc3339: "2026-11-21T13:00:00+01:00") == Timestamp(rfc3339: "2026-11-21T12:00:00Z"))
+        #expect(Timestamp(rfc3339: "2024-02-29T00:00:00.5Z")?.epochMilliseconds == 1_709_164_800_500)
+        #expect(Timestamp(rfc3339: "1969-12-31T23:59:59.999Z")?.epochMilliseconds == -1)
+        for bad in [
+            "2023-02-29T00:00:00Z", "2026-13-01T00:00:00Z", "2026-11-21T24:00:00Z", "2026-11-21 12:00", "",
+            "2026-11-21T12:00:00",
+        ] {
+            #expect(Timestamp(rfc3339: bad) == nil, "\(bad)")
+        }
+    }
+
+    @Test("prints RFC 3339 in UTC")
+    func printing() {
+        #expect(Timestamp(epochMilliseconds: 1_709_164_800_500).description == "2024-02-29T00:00:00.500Z")
+        #expect(Timestamp(epochMilliseconds: -1).description == "1969-12-31T23:59:59.999Z")
+    }
+}
