@@ -14,6 +14,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-collections", from: "1.6.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
     ],
     targets: [
         // The system librdkafka (Debian: librdkafka-dev). Only HeraldKafka/RDKafka/ imports it.
@@ -40,7 +41,7 @@ let package = Package(
         .target(name: "HeraldEvents"),
         .target(
             name: "HeraldCatalog",
-            dependencies: ["CHeraldICU", "HeraldEvents"]
+            dependencies: ["CHeraldICU", "HeraldEvents", .product(name: "Yams", package: "Yams")]
         ),
         .target(
             name: "HeraldApp",

@@ -63,6 +63,15 @@ struct ArgumentUse {
     std::string name;
     herald_argument_kind kind;
     std::string keywords;
+    bool guarded = false;
+};
+
+/// A complex argument (select, plural, ...) the part iteration is inside of.
+struct Enclosing {
+    std::string name;
+    UMessagePatternArgType type;
+    std::string selector;
+    int32_t limit;
 };
 
 } // namespace
@@ -96,13 +105,30 @@ extern "C" herald_message *herald_message_open(const char *locale, const char *p
     }
     auto message = std::make_unique<herald_message>();
     int32_t parts = inspected.countParts();
+    std::vector<Enclosing> stack;
     for (int32_t index = 0; index < parts; ++index) {
         const icu::MessagePattern::Part &part = inspected.getPart(index);
+        while (!stack.empty() && index > stack.back().limit) stack.pop_back();
+        if (part.getType() == UMSGPAT_PART_TYPE_ARG_SELECTOR && !stack.empty()) {
+            stack.back().selector.clear();
+            inspected.getSubstring(part).toUTF8String(stack.back().selector);
+            continue;
+        }
         if (part.getType() != UMSGPAT_PART_TYPE_ARG_START) continue;
         ArgumentUse use;
         std::string name;
         inspected.getSubstring(inspected.getPart(index + 1)).toUTF8String(name);
         use.name = name;
+        for (const Enclosing &enclosing : stack) {
+            if (enclosing.type == UMSGPAT_ARG_TYPE_SELECT && enclosing.name == name && enclosing.selector != "absent") {
+                use.guarded = true;
+            }
+        }
+        UMessagePatternArgType argType = part.getArgType();
+        if (argType == UMSGPAT_ARG_TYPE_SELECT || argType == UMSGPAT_ARG_TYPE_PLURAL ||
+            argType == UMSGPAT_ARG_TYPE_SELECTORDINAL || argType == UMSGPAT_ARG_TYPE_CHOICE) {
+            stack.push_back(Enclosing{name, argType, "", inspected.getLimitPartIndex(index)});
+        }
         switch (part.getArgType()) {
         case UMSGPAT_ARG_TYPE_NONE:
             use.kind = HERALD_ARGUMENT_SIMPLE;
@@ -160,11 +186,12 @@ extern "C" int32_t herald_message_argument_count(const herald_message *message) 
 
 extern "C" void herald_message_argument(const herald_message *message, int32_t index, char *name,
                                         int32_t name_capacity, herald_argument_kind *kind, char *keywords,
-                                        int32_t keywords_capacity) {
+                                        int32_t keywords_capacity, int32_t *guarded) {
     const ArgumentUse &use = message->arguments[static_cast<size_t>(index)];
     copy_out(use.name, name, name_capacity);
     *kind = use.kind;
     copy_out(use.keywords, keywords, keywords_capacity);
+    *guarded = use.guarded ? 1 : 0;
 }
 
 extern "C" int32_t herald_message_format(const herald_message *message, const herald_argument *arguments,

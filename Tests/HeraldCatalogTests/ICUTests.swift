@@ -43,6 +43,23 @@ struct ICUTests {
         #expect(select.arguments[0].selectKeywords == ["sms", "push", "other"])
     }
 
+    @Test("a use inside a non-absent case of a select on the same argument is guarded")
+    func guardedUses() throws {
+        let message = try ICUMessage(
+            locale: "en",
+            pattern: "Order {id}{note, select, absent {} other { · {note}}}{gift, select, absent {{gift}} other {}}"
+        )
+        let uses = message.arguments.map { "\($0.name):\($0.isGuarded)" }
+        #expect(uses == ["id:false", "note:false", "note:true", "gift:false", "gift:false"])
+        #expect(
+            try message.format([("id", .string("7")), ("note", .string("absent")), ("gift", .string("x"))]) == "Order 7"
+        )
+        #expect(
+            try message.format([("id", .string("7")), ("note", .string("leave at door")), ("gift", .string("x"))])
+                == "Order 7 · leave at door"
+        )
+    }
+
     @Test("invalid syntax and numbered arguments are rejected with a position")
     func invalidPatterns() {
         let unclosed = #expect(throws: ICUError.self) { try ICUMessage(locale: "en", pattern: "Hello {name") }

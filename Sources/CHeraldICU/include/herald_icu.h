@@ -43,10 +43,13 @@ void herald_message_close(herald_message *message);
 
 /// The number of argument uses in the message (an argument used twice appears twice).
 int32_t herald_message_argument_count(const herald_message *message);
-/// One argument use: its name (NUL-terminated, truncated to `name_capacity`) and kind, and for a
-/// `select` the keywords of its cases (comma-separated, in `keywords`).
+/// One argument use: its name (NUL-terminated, truncated to `name_capacity`) and kind, for a
+/// `select` the keywords of its cases (comma-separated, in `keywords`), and whether the use sits
+/// inside a case other than `absent` of a `select` on the same argument (`guarded`), which is how a
+/// message shows an optional field only when it is present.
 void herald_message_argument(const herald_message *message, int32_t index, char *name, int32_t name_capacity,
-                             herald_argument_kind *kind, char *keywords, int32_t keywords_capacity);
+                             herald_argument_kind *kind, char *keywords, int32_t keywords_capacity,
+                             int32_t *guarded);
 
 /// A value for one named argument.
 typedef enum herald_value_kind {

@@ -18,6 +18,8 @@ final class ICUMessage: @unchecked Sendable {
         var kind: Kind
         /// For `select`: the case keywords, including `other`.
         var selectKeywords: [String]
+        /// Inside a case other than `absent` of a `select` on the same argument.
+        var isGuarded: Bool = false
     }
 
     /// Compiles `pattern` for `locale` (a BCP 47 tag).
@@ -39,13 +41,15 @@ final class ICUMessage: @unchecked Sendable {
             var kind = HERALD_ARGUMENT_SIMPLE
             var name = [CChar](repeating: 0, count: 256)
             var keywords = [CChar](repeating: 0, count: 1024)
-            herald_message_argument(handle, index, &name, 256, &kind, &keywords, 1024)
+            var guarded: Int32 = 0
+            herald_message_argument(handle, index, &name, 256, &kind, &keywords, 1024, &guarded)
             let keywordText = String(decoding: keywords.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
             uses.append(
                 ArgumentUse(
                     name: String(decoding: name.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self),
                     kind: Self.kind(kind),
-                    selectKeywords: keywordText.isEmpty ? [] : keywordText.split(separator: ",").map(String.init)
+                    selectKeywords: keywordText.isEmpty ? [] : keywordText.split(separator: ",").map(String.init),
+                    isGuarded: guarded != 0
                 )
             )
         }

@@ -1,0 +1,464 @@
+import Foundation
+import HeraldEvents
+import Yams
+
+/// Loads a catalog directory and type-checks it before anything is consumed.
+///
+/// Layout: `catalog.yaml` (settings), `kinds/*.yaml` (one notification kind each) and
+/// `messages/<locale>.json` (one ICU MessageFormat bundle per locale). See `docs/catalog.md`.
+public enum CatalogLoader {
+    /// Loads and checks the catalog at `directory`.
+    ///
+    /// - Returns: the catalog and its warnings.
+    /// - Throws: ``CatalogError`` listing every error (and warning) with its file and key.
+    public static func load(directory: String) throws(CatalogError) -> (catalog: Catalog, warnings: [CatalogDiagnostic])
+    {
+        var context = Context(directory: directory)
+        let catalog = context.load()
+        let errors = context.diagnostics.filter { $0.severity == .error }
+        guard errors.isEmpty, let catalog else { throw CatalogError(diagnostics: context.diagnostics) }
+        return (catalog, context.diagnostics)
+    }
+}
+
+// MARK: Raw file formats
+
+private struct RawSettings: Decodable {
+    var defaultLocale: String
+    var locales: [String]
+    var categories: [String]
+    var channels: [String]
+    var apps: [String: RawApp]
+    var moneyPatterns: [String: String]?
+}
+
+private struct RawApp: Decodable {
+    var scheme: String?
+    var universalLinkHost: String?
+}
+
+private struct RawKind: Decodable {
+    var kind: String
+    var events: [String]
+    var when: String?
+    var category: String
+    var app: String
+    var recipients: String
+    var fields: [String: RawField]
+    var deepLink: String?
+    var push: RawPush
+    var digest: RawDigest?
+}
+
+private struct RawField: Decodable {
+    var type: String
+    var path: String
+    var required: Bool?
+    var values: [String]?
+    var style: String?
+}
+
+private struct RawPush: Decodable {
+    var title: String
+    var subtitle: String?
+    var body: String
+    var threadId: String?
+    var iosCategory: String?
+    var sound: String?
+    var interruptionLevel: String?
+    var androidChannel: String?
+    var collapseKey: String?
+    var ttl: Int?
+    var priority: String?
+    var data: [String]?
+}
+
+private struct RawDigest: Decodable {
+    var summary: String
+}
+
+// MARK: Loading and checking
+
+private struct Context {
+    let directory: String
+    var diagnostics: [CatalogDiagnostic] = []
+
+    init(directory: String) {
+        self.directory = directory
+    }
+
+    mutating func error(_ file: String, _ key: String, _ message: String) {
+        diagnostics.append(CatalogDiagnostic(.error, file: file, key: key, message))
+    }
+
+    mutating func warning(_ file: String, _ key: String, _ message: String) {
+        diagnostics.append(CatalogDiagnostic(.warning, file: file, key: key, message))
+    }
+
+    func read(_ file: String) -> Data? {
+        FileManager.default.contents(atPath: (directory as NSString).appendingPathComponent(file))
+    }
+
+    mutating func decodeYAML<T: Decodable>(_ type: T.Type, file: String) -> T? {
+        guard let data = read(file), let text = String(data: data, encoding: .utf8) else {
+            error(file, "", "cannot read the file")
+            return nil
+        }
+        do {
+            return try YAMLDecoder().decode(T.self, from: text)
+        } catch let decoding as DecodingError {
+            let (key, message) = Self.describe(decoding)
+            error(file, key, message)
+        } catch {
+            self.error(file, "", "invalid YAML: \(error)")
+        }
+        return nil
+    }
+
+    static func describe(_ error: DecodingError) -> (String, String) {
+        func path(_ codingPath: [any CodingKey]) -> String {
+            codingPath.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }.joined(separator: ".")
+        }
+        switch error {
+        case .keyNotFound(let key, let context):
+            return (path(context.codingPath + [key]), "is required")
+        case .typeMismatch(let type, let context):
+            return (path(context.codingPath), "must be \(type)")
+        case .valueNotFound(let type, let context):
+            return (path(context.codingPath), "must be \(type), not empty")
+        case .dataCorrupted(let context):
+            return (path(context.codingPath), context.debugDescription)
+        @unknown default:
+            return ("", "\(error)")
+        }
+    }
+
+    mutating func load() -> Catalog? {
+        guard let raw = decodeYAML(RawSettings.self, file: "catalog.yaml") else { return nil }
+        let settings = CatalogSettings(
+            defaultLocale: raw.defaultLocale,
+            locales: raw.locales,
+            categories: raw.categories,
+            channels: raw.channels,
+            apps: raw.apps.mapValues {
+                CatalogSettings.App(scheme: $0.scheme, universalLinkHost: $0.universalLinkHost)
+            },
+            moneyPatterns: raw.moneyPatterns ?? [:]
+        )
+        if !settings.locales.contains(settings.defaultLocale) {
+            error("catalog.yaml", "defaultLocale", "'\(settings.defaultLocale)' is not one of the locales")
+        }
+        for (name, app) in settings.apps where app.scheme == nil && app.universalLinkHost == nil {
+            error("catalog.yaml", "apps.\(name)", "needs a scheme, a universalLinkHost, or both")
+        }
+        let bundles = loadBundles(settings)
+        let kinds = loadKinds(settings)
+        checkMessages(kinds: kinds, bundles: bundles, settings: settings)
+        checkEventTypes(kinds)
+        return Catalog(settings: settings, kinds: kinds, bundles: bundles)
+    }
+
+    // MARK: Bundles
+
+    mutating func loadBundles(_ settings: CatalogSettings) -> [String: MessageBundle] {
+        var bundles: [String: MessageBundle] = [:]
+        for locale in settings.locales {
+            let file = "messages/\(locale).json"
+            guard let data = read(file) else {
+                error(file, "", "the bundle of locale '\(locale)' is missing")
+                continue
+            }
+            let json: JSONValue
+            do {
+                json = try JSONParser().parse(Array(data))
+            } catch {
+                self.error(file, "", "invalid JSON: \(error)")
+                continue
+            }
+            guard case .object(let object) = json else {
+                error(file, "", "a bundle must be a JSON object of message keys")
+                continue
+            }
+            var messages: [String: ICUMessage] = [:]
+            var patterns: [String: String] = [:]
+            for (key, value) in object {
+                guard case .string(let pattern) = value else {
+                    error(file, key, "a message must be a string, not \(value.typeName)")
+                    continue
+                }
+                // Kept even when invalid, so the key is not also reported as missing.
+                patterns[key] = pattern
+                do {
+                    messages[key] = try ICUMessage(locale: locale, pattern: pattern)
+                } catch {
+                    self.error(file, key, "invalid MessageFormat: \(error)")
+                }
+            }
+            bundles[locale] = MessageBundle(locale: locale, file: file, messages: messages, patterns: patterns)
+        }
+        guard let defaults = bundles[settings.defaultLocale] else { return bundles }
+        for (locale, bundle) in bundles.sorted(by: { $0.key < $1.key }) where locale != settings.defaultLocale {
+            for key in defaults.patterns.keys.sorted() where bundle.patterns[key] == nil {
+                error(bundle.file, key, "missing: the default locale '\(settings.defaultLocale)' has this key")
+            }
+            for key in bundle.patterns.keys.sorted() where defaults.patterns[key] == nil {
+                warning(bundle.file, key, "not in the default locale '\(settings.defaultLocale)'; it is never used")
+            }
+        }
+        return bundles
+    }
+
+    // MARK: Kinds
+
+    mutating func loadKinds(_ settings: CatalogSettings) -> [NotificationKind] {
+        let kindsDirectory = (directory as NSString).appendingPathComponent("kinds")
+        let files = ((try? FileManager.default.contentsOfDirectory(atPath: kindsDirectory)) ?? [])
+            .filter { $0.hasSuffix(".yaml") || $0.hasSuffix(".yml") }.sorted()
+        if files.isEmpty { error("kinds/", "", "no notification kinds (kinds/*.yaml)") }
+        var kinds: [NotificationKind] = []
+        for name in files {
+            let file = "kinds/\(name)"
+            guard let raw = decodeYAML(RawKind.self, file: file) else { continue }
+            if let kind = makeKind(raw, file: file, settings: settings) { kinds.append(kind) }
+        }
+        return kinds
+    }
+
+    mutating func makeKind(_ raw: RawKind, file: String, settings: CatalogSettings) -> NotificationKind? {
+        let errorsBefore = diagnostics.count
+        if !settings.categories.contains(raw.category) {
+            error(
+                file,
+                "category",
+                "unknown category '\(raw.category)' (catalog.yaml declares \(settings.categories.joined(separator: ", ")))"
+            )
+        }
+        if settings.apps[raw.app] == nil {
+            error(file, "app", "unknown app '\(raw.app)'")
+        }
+        if let channel = raw.push.androidChannel, !settings.channels.contains(channel) {
+            error(
+                file,
+                "push.androidChannel",
+                "unknown channel '\(channel)' (catalog.yaml declares \(settings.channels.joined(separator: ", ")))"
+            )
+        }
+        if raw.events.isEmpty { error(file, "events", "must name at least one event type") }
+        let recipients = FieldPath(raw.recipients)
+        if recipients == nil { error(file, "recipients", "'\(raw.recipients)' is not a path such as data.userId") }
+        var fields: [FieldDefinition] = []
+        // Names declared, even those with a broken definition (reported once, not again by every
+        // place that uses them).
+        let declared = Set(raw.fields.keys)
+        for (name, field) in raw.fields.sorted(by: { $0.key < $1.key }) {
+            guard let path = FieldPath(field.path) else {
+                error(file, "fields.\(name).path", "'\(field.path)' is not a path such as data.order.id")
+                continue
+            }
+            let type: FieldType
+            switch field.type {
+            case "string": type = .string
+            case "int": type = .int
+            case "decimal": type = .decimal
+            case "money": type = .money
+            case "datetime": type = .datetime
+            case "url": type = .url
+            case "list": type = .list
+            case "enum":
+                guard let values = field.values, !values.isEmpty else {
+                    error(file, "fields.\(name).values", "an enum needs its values")
+                    continue
+                }
+                type = .enumeration(values)
+            default:
+                error(
+                    file,
+                    "fields.\(name).type",
+                    "unknown type '\(field.type)' (string, int, decimal, money, datetime, url, enum, list)"
+                )
+                continue
+            }
+            fields.append(
+                FieldDefinition(
+                    name: name,
+                    type: type,
+                    path: path,
+                    required: field.required ?? true,
+                    style: field.style ?? "medium"
+                )
+            )
+        }
+        var condition: (path: FieldPath, value: String)?
+        if let when = raw.when {
+            let parts = when.components(separatedBy: "==").map { $0.trimmingCharacters(in: .whitespaces) }
+            if parts.count == 2, let path = FieldPath(parts[0]), !parts[1].isEmpty {
+                condition = (path, parts[1].trimmingCharacters(in: CharacterSet(charactersIn: "\"'")))
+            } else {
+                error(file, "when", "'\(when)' is not a condition such as data.channel == sms")
+            }
+        }
+        if let pattern = raw.deepLink {
+            switch DeepLinkPattern.parse(pattern) {
+            case .success(let parsed):
+                for parameter in parsed.parameters where !declared.contains(parameter) {
+                    error(file, "deepLink", "parameter '\(parameter)' is not a declared field")
+                }
+                for parameter in parsed.parameters {
+                    if let field = fields.first(where: { $0.name == parameter }), !field.required {
+                        error(file, "deepLink", "parameter '\(parameter)' must be a required field")
+                    }
+                }
+            case .failure(let reason):
+                error(file, "deepLink", reason.message)
+            }
+        }
+        for name in raw.push.data ?? [] where !declared.contains(name) {
+            error(file, "push.data", "'\(name)' is not a declared field")
+        }
+        let priority = raw.push.priority ?? "high"
+        if !["high", "normal"].contains(priority) { error(file, "push.priority", "must be high or normal") }
+        if let level = raw.push.interruptionLevel, !["passive", "active", "time-sensitive", "critical"].contains(level)
+        {
+            error(file, "push.interruptionLevel", "must be passive, active, time-sensitive or critical")
+        }
+        guard diagnostics[errorsBefore...].allSatisfy({ $0.severity != .error }), let recipients else { return nil }
+        return NotificationKind(
+            name: raw.kind,
+            file: file,
+            eventTypes: raw.events,
+            condition: condition,
+            category: raw.category,
+            app: raw.app,
+            recipients: recipients,
+            fields: fields,
+            deepLink: raw.deepLink,
+            presentation: Presentation(
+                title: raw.push.title,
+                subtitle: raw.push.subtitle,
+                body: raw.push.body,
+                threadID: raw.push.threadId,
+                iosCategory: raw.push.iosCategory,
+                sound: raw.push.sound,
+                interruptionLevel: raw.push.interruptionLevel,
+                androidChannel: raw.push.androidChannel,
+                collapseKey: raw.push.collapseKey,
+                timeToLive: raw.push.ttl,
+                priority: priority,
+                dataFields: raw.push.data ?? []
+            ),
+            digestSummary: raw.digest?.summary
+        )
+    }
+
+    // MARK: Type check of messages against kinds
+
+    /// The arguments a digest summary may use besides the kind's fields.
+    static let digestArguments: [String: FieldType] = ["count": .int, "others": .int, "sender": .string]
+
+    mutating func checkMessages(kinds: [NotificationKind], bundles: [String: MessageBundle], settings: CatalogSettings)
+    {
+        for kind in kinds {
+            var keys: [(key: String, extra: [String: FieldType])] = [
+                (kind.presentation.title, [:]), (kind.presentation.body, [:]),
+            ]
+            if let subtitle = kind.presentation.subtitle { keys.append((subtitle, [:])) }
+            if let digest = kind.digestSummary { keys.append((digest, Self.digestArguments)) }
+            for (key, extra) in keys {
+                if bundles[settings.defaultLocale]?.patterns[key] == nil, bundles[settings.defaultLocale] != nil {
+                    error(
+                        kind.file,
+                        "push",
+                        "message '\(key)' is not in the default bundle messages/\(settings.defaultLocale).json"
+                    )
+                }
+                for bundle in bundles.values.sorted(by: { $0.locale < $1.locale }) {
+                    guard let message = bundle.messages[key] else { continue }
+                    check(message, key: key, bundle: bundle, kind: kind, extra: extra)
+                }
+            }
+        }
+    }
+
+    mutating func check(
+        _ message: ICUMessage,
+        key: String,
+        bundle: MessageBundle,
+        kind: NotificationKind,
+        extra: [String: FieldType]
+    ) {
+        for use in message.arguments {
+            let type: FieldType
+            let required: Bool
+            if let field = kind.field(named: use.name) {
+                type = field.type
+                required = field.required
+            } else if let builtIn = extra[use.name] {
+                type = builtIn
+                required = true
+            } else {
+                error(bundle.file, key, "uses '\(use.name)', which kind \(kind.name) does not declare (\(kind.file))")
+                continue
+            }
+            switch use.kind {
+            case .plural, .selectOrdinal, .number:
+                if !type.isNumeric {
+                    error(
+                        bundle.file,
+                        key,
+                        "'\(use.name)' is \(type) and cannot be used as a number (plural, selectordinal, number)"
+                    )
+                }
+            case .date, .time:
+                error(
+                    bundle.file,
+                    key,
+                    "'\(use.name)': write {\(use.name)}; Herald formats \(type) fields itself, in the recipient's locale and time zone"
+                )
+            case .select:
+                if case .enumeration(let values) = type {
+                    for keyword in use.selectKeywords
+                    where keyword != "other" && keyword != "absent" && !values.contains(keyword) {
+                        error(
+                            bundle.file,
+                            key,
+                            "'\(use.name)' has no value '\(keyword)' (\(values.joined(separator: ", ")))"
+                        )
+                    }
+                }
+                if use.selectKeywords.contains("absent") && required {
+                    warning(bundle.file, key, "'\(use.name)' is required, so its 'absent' case never applies")
+                }
+            case .simple, .other:
+                break
+            }
+            let isSelectOnItself = use.kind == .select
+            if !required && !isSelectOnItself && !use.isGuarded {
+                error(
+                    bundle.file,
+                    key,
+                    "optional field '\(use.name)' may be missing: show it only inside {\(use.name), select, absent {…} other {…}}"
+                )
+            }
+        }
+    }
+
+    mutating func checkEventTypes(_ kinds: [NotificationKind]) {
+        var claims: [String: [NotificationKind]] = [:]
+        for kind in kinds {
+            for type in kind.eventTypes { claims[type, default: []].append(kind) }
+        }
+        for (type, claimants) in claims.sorted(by: { $0.key < $1.key }) where claimants.count > 1 {
+            let unconditional = claimants.filter { $0.condition == nil }
+            if unconditional.count > 1 || claimants.allSatisfy({ $0.condition == nil }) {
+                let files = claimants.map(\.file).joined(separator: ", ")
+                for kind in unconditional {
+                    error(
+                        kind.file,
+                        "events",
+                        "event type '\(type)' is claimed by \(files) with no 'when' rule to choose"
+                    )
+                }
+            }
+        }
+    }
+}

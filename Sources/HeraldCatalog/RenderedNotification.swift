@@ -1,0 +1,43 @@
+/// One notification as a phone would show it, in one locale, before any provider payload is built.
+public struct RenderedNotification: Sendable, Hashable {
+    public var kind: String
+    public var category: String
+    public var app: String
+    /// The bundle locale used, after fallback.
+    public var locale: String
+    /// Whether the requested locale was missing and a fallback was used.
+    public var usedFallbackLocale: Bool
+    public var title: String
+    public var subtitle: String?
+    public var body: String
+    public var deepLink: DeepLink?
+    /// Data for the app, as strings, in a stable order.
+    public var data: [(key: String, value: String)]
+    public var presentation: Presentation
+
+    /// A deep link in each of the app's forms.
+    public struct DeepLink: Sendable, Hashable {
+        /// The encoded path, e.g. `/orders/ord-7`.
+        public var path: String
+        /// The custom-scheme URL, e.g. `drop://orders/ord-7`.
+        public var schemeURL: String?
+        /// The universal/app link, e.g. `https://getdrop.no/orders/ord-7`.
+        public var universalURL: String?
+
+        /// The link to hand to the app: the universal link when there is one.
+        public var preferred: String { universalURL ?? schemeURL ?? path }
+    }
+
+    public static func == (lhs: RenderedNotification, rhs: RenderedNotification) -> Bool {
+        lhs.kind == rhs.kind && lhs.locale == rhs.locale && lhs.title == rhs.title && lhs.subtitle == rhs.subtitle
+            && lhs.body == rhs.body && lhs.deepLink == rhs.deepLink
+            && lhs.data.map(\.key) == rhs.data.map(\.key) && lhs.data.map(\.value) == rhs.data.map(\.value)
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(kind)
+        hasher.combine(locale)
+        hasher.combine(title)
+        hasher.combine(body)
+    }
+}

@@ -1,0 +1,268 @@
+import HeraldEvents
+import Synchronization
+
+/// Renders events with a catalog: extracts the kind's typed fields, formats money and dates in the
+/// recipient's locale and time zone, formats the messages with ICU, and builds the deep link.
+///
+/// Compiled messages come from the catalog; number and date formatters are created once per
+/// locale, currency, time zone and style and reused. Thread-safe.
+public final class Renderer: Sendable {
+    public let catalog: Catalog
+    private let moneyFormatters = Mutex<[String: ICUNumberFormatter]>([:])
+    private let dateFormatters = Mutex<[String: ICUDateFormatter]>([:])
+
+    public init(catalog: Catalog) {
+        self.catalog = catalog
+    }
+
+    /// A typed field value taken from an event.
+    public enum FieldValue: Sendable, Hashable {
+        case string(String)
+        case int(Int64)
+        case decimal(String)
+        case money(amount: String, currency: String)
+        case datetime(Timestamp)
+        case list([String])
+    }
+
+    /// Extracts the kind's fields from `event`. Missing optional fields are left out.
+    ///
+    /// - Throws: ``RenderError`` `.missingField` or `.fieldTypeMismatch`, naming the field.
+    public func fields(of event: CloudEvent, kind: NotificationKind) throws(RenderError) -> [String: FieldValue] {
+        var values: [String: FieldValue] = [:]
+        for field in kind.fields {
+            guard let raw = field.path.value(in: event) else {
+                if field.required {
+                    throw RenderError(
+                        code: .missingField,
+                        message: "required field '\(field.name)' (\(field.path)) is missing"
+                    )
+                }
+                continue
+            }
+            guard let value = Self.typed(raw, as: field.type) else {
+                throw RenderError(
+                    code: .fieldTypeMismatch,
+                    message: "field '\(field.name)' (\(field.path)) is \(raw.typeName), not a valid \(field.type)"
+                )
+            }
+            values[field.name] = value
+        }
+        return values
+    }
+
+    static func typed(_ raw: JSONValue, as type: FieldType) -> FieldValue? {
+        switch (type, raw) {
+        case (.string, .string(let text)), (.url, .string(let text)): return .string(text)
+        case (.int, .number(let text)): return Int64(text).map(FieldValue.int)
+        case (.decimal, .number(let text)): return .decimal(text)
+        case (.decimal, .string(let text)) where Double(text) != nil: return .decimal(text)
+        case (.money, .object(let object)):
+            guard case .string(let currency)? = object["currency"], currency.count == 3 else { return nil }
+            switch object["amount"] {
+            case .number(let amount)?: return .money(amount: amount, currency: currency)
+            case .string(let amount)? where Double(amount) != nil: return .money(amount: amount, currency: currency)
+            default: return nil
+            }
+        case (.datetime, .string(let text)): return Timestamp(rfc3339: text).map(FieldValue.datetime)
+        case (.enumeration(let values), .string(let text)) where values.contains(text): return .string(text)
+        case (.list, .array(let elements)):
+            var strings: [String] = []
+            for element in elements {
+                guard case .string(let text) = element else { return nil }
+                strings.append(text)
+            }
+            return .list(strings)
+        default: return nil
+        }
+    }
+
+    /// Renders `event` as `kind` for a recipient.
+    ///
+    /// - Parameters:
+    ///   - locale: the recipient's locale (BCP 47); falls back to its language, then the default.
+    ///   - timeZone: the recipient's IANA time zone.
+    ///   - extra: arguments beyond the kind's fields (a digest's `count`, `others`, `sender`).
+    ///   - useDigestSummary: render the kind's digest summary as the body.
+    /// - Throws: ``RenderError``.
+    public func render(
+        _ event: CloudEvent,
+        as kind: NotificationKind,
+        locale requested: String?,
+        timeZone: String,
+        extra: [(name: String, value: FieldValue)] = [],
+        useDigestSummary: Bool = false
+    ) throws(RenderError) -> RenderedNotification {
+        let values = try fields(of: event, kind: kind)
+        let (locale, isFallback) = catalog.resolveLocale(requested)
+        let formattingLocale = requested.map { $0.replacingOccurrences(of: "_", with: "-") } ?? locale
+        var arguments: [(name: String, value: ICUValue)] = []
+        arguments.reserveCapacity(kind.fields.count + extra.count)
+        for field in kind.fields {
+            guard let value = values[field.name] else {
+                // Messages show optional fields only inside {name, select, absent {…} other {…}}.
+                arguments.append((field.name, .string("absent")))
+                continue
+            }
+            arguments.append(
+                (field.name, try icuValue(value, field: field, locale: formattingLocale, timeZone: timeZone))
+            )
+        }
+        for (name, value) in extra {
+            arguments.append((name, try icuValue(value, field: nil, locale: formattingLocale, timeZone: timeZone)))
+        }
+        let bundle = catalog.bundles[locale]!
+        func format(_ key: String) throws(RenderError) -> String {
+            // The type check guarantees the default bundle has every key; other bundles fall back.
+            guard let message = bundle.messages[key] ?? catalog.bundles[catalog.settings.defaultLocale]?.messages[key]
+            else {
+                throw RenderError(code: .formatFailed, message: "message '\(key)' is missing")
+            }
+            do {
+                return try message.format(arguments)
+            } catch {
+                throw RenderError(code: .formatFailed, message: "message '\(key)' in \(locale): \(error)")
+            }
+        }
+        let presentation = kind.presentation
+        let body = try format(useDigestSummary ? (kind.digestSummary ?? presentation.body) : presentation.body)
+        var rendered = RenderedNotification(
+            kind: kind.name,
+            category: kind.category,
+            app: kind.app,
+            locale: locale,
+            usedFallbackLocale: isFallback,
+            title: try format(presentation.title),
+            subtitle: try presentation.subtitle.map { key throws(RenderError) in try format(key) },
+            body: body,
+            deepLink: nil,
+            data: [],
+            presentation: presentation
+        )
+        let plain = values.mapValues(Self.plainText)
+        if let pattern = kind.deepLink, case .success(let parsed) = DeepLinkPattern.parse(pattern) {
+            guard let path = parsed.render(plain) else {
+                throw RenderError(code: .missingField, message: "a deep-link parameter of \(kind.name) is missing")
+            }
+            let app = catalog.settings.apps[kind.app]
+            rendered.deepLink = RenderedNotification.DeepLink(
+                path: path,
+                schemeURL: app?.scheme.map { "\($0):/\(path)" },
+                universalURL: app?.universalLinkHost.map { "https://\($0)\(path)" }
+            )
+        }
+        var data: [(key: String, value: String)] = [
+            ("notificationType", kind.name), ("eventId", event.id),
+        ]
+        if let link = rendered.deepLink { data.append(("deepLinkPath", link.path)) }
+        if let time = event.time { data.append(("timestamp", time.description)) }
+        for name in presentation.dataFields {
+            if let value = plain[name] { data.append((name, value)) }
+        }
+        data.append(("version", "1"))
+        rendered.data = data
+        if let collapseKey = presentation.collapseKey {
+            rendered.presentation.collapseKey = Self.substitute(collapseKey, plain)
+        }
+        if let threadID = presentation.threadID {
+            rendered.presentation.threadID = Self.substitute(threadID, plain)
+        }
+        return rendered
+    }
+
+    private func icuValue(
+        _ value: FieldValue,
+        field: FieldDefinition?,
+        locale: String,
+        timeZone: String
+    ) throws(RenderError) -> ICUValue {
+        switch value {
+        case .string(let text): return .string(text)
+        case .int(let number): return .integer(number)
+        case .decimal(let text): return .decimal(text)
+        case .list(let items): return .string(items.joined(separator: ", "))
+        case .money(let amount, let currency):
+            do {
+                return .string(try moneyFormatter(locale: locale, currency: currency).format(decimal: amount))
+            } catch {
+                throw RenderError(
+                    code: .fieldTypeMismatch,
+                    message: "field '\(field?.name ?? "?")' is not valid money: \(error)"
+                )
+            }
+        case .datetime(let moment):
+            let formatter = try dateFormatter(locale: locale, timeZone: timeZone, style: field?.style ?? "medium")
+            return .string(formatter.format(epochMilliseconds: Double(moment.epochMilliseconds)))
+        }
+    }
+
+    private func moneyFormatter(locale: String, currency: String) throws(ICUError) -> ICUNumberFormatter {
+        let key = "\(locale)|\(currency)"
+        if let cached = moneyFormatters.withLock({ $0[key] }) { return cached }
+        let patterns = catalog.settings.moneyPatterns
+        let language = locale.split(separator: "-").first.map(String.init) ?? locale
+        let formatter = try ICUNumberFormatter(
+            locale: locale,
+            currency: currency,
+            pattern: patterns[locale] ?? patterns[language]
+        )
+        moneyFormatters.withLock { $0[key] = formatter }
+        return formatter
+    }
+
+    private func dateFormatter(locale: String, timeZone: String, style: String) throws(RenderError) -> ICUDateFormatter
+    {
+        let key = "\(locale)|\(timeZone)|\(style)"
+        if let cached = dateFormatters.withLock({ $0[key] }) { return cached }
+        do {
+            let formatter = try ICUDateFormatter(locale: locale, timeZone: timeZone, style: style)
+            dateFormatters.withLock { $0[key] = formatter }
+            return formatter
+        } catch {
+            throw RenderError(code: .badTimeZone, message: "cannot format dates for time zone '\(timeZone)': \(error)")
+        }
+    }
+
+    /// A field value as plain text, for deep links, data and collapse keys.
+    static func plainText(_ value: FieldValue) -> String {
+        switch value {
+        case .string(let text): text
+        case .int(let number): String(number)
+        case .decimal(let text): text
+        case .money(let amount, let currency): "\(amount) \(currency)"
+        case .datetime(let moment): moment.description
+        case .list(let items): items.joined(separator: ",")
+        }
+    }
+
+    static func substitute(_ template: String, _ values: [String: String]) -> String {
+        var result = template
+        for (name, value) in values { result = result.replacingOccurrences(of: "{\(name)}", with: value) }
+        return result
+    }
+}
+
+extension String {
+    fileprivate func replacingOccurrences(of target: String, with replacement: String) -> String {
+        guard !target.isEmpty else { return self }
+        var result = ""
+        var remainder = self[...]
+        while let range = remainder.range(of: target) {
+            result += remainder[..<range.lowerBound]
+            result += replacement
+            remainder = remainder[range.upperBound...]
+        }
+        return result + remainder
+    }
+}
+
+extension Substring {
+    fileprivate func range(of target: String) -> Range<Substring.Index>? {
+        var index = startIndex
+        while index < endIndex {
+            if self[index...].hasPrefix(target) { return index..<self.index(index, offsetBy: target.count) }
+            index = self.index(after: index)
+        }
+        return nil
+    }
+}

@@ -1,0 +1,166 @@
+import Foundation
+import HeraldEvents
+import Testing
+
+@testable import HeraldCatalog
+
+@Suite("Rendering the example catalog")
+struct RenderTests {
+    let catalog: Catalog
+    let renderer: Renderer
+
+    init() throws {
+        let (catalog, warnings) = try CatalogLoader.load(directory: exampleCatalog)
+        #expect(warnings.isEmpty, "\(warnings)")
+        self.catalog = catalog
+        renderer = Renderer(catalog: catalog)
+    }
+
+    @Test("every example kind renders in every example locale; the output matches the reviewed goldens")
+    func goldens() throws {
+        var lines: [String] = []
+        for kind in catalog.kinds {
+            let event = try sampleEvent(kind.name)
+            #expect(catalog.kind(for: event)?.name == kind.name)
+            for locale in catalog.settings.locales {
+                let rendered = try renderer.render(event, as: kind, locale: locale, timeZone: "Europe/Oslo")
+                #expect(rendered.locale == locale && !rendered.usedFallbackLocale)
+                for text in [rendered.title, rendered.body] {
+                    #expect(!text.isEmpty && !text.contains("{") && !text.contains("absent") && !text.contains("null"))
+                }
+                lines.append(
+                    [kind.name, locale, rendered.title, rendered.body, rendered.deepLink?.preferred ?? "-"].joined(
+                        separator: " | "
+                    )
+                )
+            }
+        }
+        let golden = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent(
+            "Goldens/render.txt"
+        )
+        let actual = lines.joined(separator: "\n") + "\n"
+        if ProcessInfo.processInfo.environment["HERALD_UPDATE_GOLDENS"] != nil {
+            try actual.write(to: golden, atomically: true, encoding: .utf8)
+        }
+        let expected = try String(contentsOf: golden, encoding: .utf8)
+        #expect(actual == expected, "rendering changed; review and run with HERALD_UPDATE_GOLDENS=1 to accept")
+    }
+
+    @Test("nb renders amounts like 1 234,50 kr and times in Oslo time")
+    func norwegian() throws {
+        let order = try renderer.render(
+            try sampleEvent("order.confirmed"),
+            as: catalog.kind(named: "order.confirmed")!,
+            locale: "nb",
+            timeZone: "Europe/Oslo"
+        )
+        #expect(order.body.contains("1\u{A0}234,50\u{A0}kr"))
+        // 22:15 UTC is 23:15 in Oslo in November (CET).
+        let login = try renderer.render(
+            try sampleEvent("security.login"),
+            as: catalog.kind(named: "security.login")!,
+            locale: "nb",
+            timeZone: "Europe/Oslo"
+        )
+        #expect(login.body.contains("21. nov. 2026, 23:15"))
+        let newYork = try renderer.render(
+            try sampleEvent("security.login"),
+            as: catalog.kind(named: "security.login")!,
+            locale: "en",
+            timeZone: "America/New_York"
+        )
+        #expect(newYork.body.contains("Nov 21, 2026, 5:15\u{202F}PM"))
+    }
+
+    @Test("a missing optional field renders without null, absent or a dangling separator")
+    func optionalField() throws {
+        var event = try sampleEvent("order.confirmed")
+        guard case .object(var data) = event.data else {
+            Issue.record("no data")
+            return
+        }
+        data.members.removeAll { $0.key == "deliveryNote" }
+        event.data = .object(data)
+        let rendered = try renderer.render(
+            event,
+            as: catalog.kind(named: "order.confirmed")!,
+            locale: "en",
+            timeZone: "UTC"
+        )
+        #expect(rendered.body == "Your order ord-7f3a of NOK\u{A0}1,234.50 (3 items) is confirmed.")
+    }
+
+    @Test("hostile deep-link values are encoded as one path segment")
+    func hostileDeepLinks() throws {
+        let kind = catalog.kind(named: "order.confirmed")!
+        for (orderId, path) in [
+            ("../x?y=1", "/orders/..%2Fx%3Fy%3D1"), ("..", "/orders/%2E%2E"), ("a b#c", "/orders/a%20b%23c"),
+            ("ord-7", "/orders/ord-7"), ("ø/å", "/orders/%C3%B8%2F%C3%A5"),
+        ] {
+            var event = try sampleEvent("order.confirmed")
+            guard case .object(var data) = event.data else { return }
+            data.members = data.members.map { $0.key == "orderId" ? ($0.key, .string(orderId)) : $0 }
+            event.data = .object(data)
+            let link = try renderer.render(event, as: kind, locale: "en", timeZone: "UTC").deepLink
+            #expect(link?.path == path)
+            #expect(link?.schemeURL == "drop:/\(path)")
+            #expect(link?.universalURL == "https://getdrop.no\(path)")
+        }
+    }
+
+    @Test("locale fallback: language-REGION, then language, then the catalog default")
+    func fallback() {
+        #expect(catalog.resolveLocale("nb-NO") == ("nb", true))
+        #expect(catalog.resolveLocale("pl_PL") == ("pl", true))
+        #expect(catalog.resolveLocale("de") == ("de", false))
+        #expect(catalog.resolveLocale("fr-FR") == ("nb", true))
+        #expect(catalog.resolveLocale(nil) == ("nb", true))
+    }
+
+    @Test("digest summaries pluralize in en and pl")
+    func digests() throws {
+        let kind = catalog.kind(named: "message.received")!
+        let event = try sampleEvent("message.received")
+        func summary(_ locale: String, count: Int64, others: Int64) throws -> String {
+            try renderer.render(
+                event,
+                as: kind,
+                locale: locale,
+                timeZone: "UTC",
+                extra: [("count", .int(count)), ("others", .int(others))],
+                useDigestSummary: true
+            ).body
+        }
+        #expect(try summary("en", count: 1, others: 0) == "1 new message from Ana")
+        #expect(try summary("en", count: 5, others: 2) == "5 new messages from Ana and 2 others")
+        #expect(try summary("pl", count: 2, others: 1) == "2 nowe wiadomości od Ana i 1 innej osoby")
+        #expect(try summary("pl", count: 5, others: 3) == "5 nowych wiadomości od Ana i 3 innych osób")
+        #expect(try summary("pl", count: 22, others: 0) == "22 nowe wiadomości od Ana")
+    }
+
+    @Test("a field of the wrong type or a missing required field fails with its code and name")
+    func fieldErrors() throws {
+        let kind = catalog.kind(named: "order.confirmed")!
+        var event = try sampleEvent("order.confirmed")
+        guard case .object(var data) = event.data else { return }
+        data.members = data.members.map { $0.key == "itemCount" ? ($0.key, .string("three")) : $0 }
+        event.data = .object(data)
+        let mismatch = #expect(throws: RenderError.self) {
+            try renderer.render(event, as: kind, locale: "en", timeZone: "UTC")
+        }
+        #expect(mismatch?.code == .fieldTypeMismatch)
+        #expect(mismatch?.message.contains("itemCount") == true)
+        #expect(mismatch?.message.contains("three") == false, "event data never appears in errors")
+
+        var withoutOrder = try sampleEvent("order.confirmed")
+        guard case .object(var original) = withoutOrder.data else { return }
+        original.members.removeAll { $0.key == "orderId" }
+        withoutOrder.data = .object(original)
+        event = withoutOrder
+        let missing = #expect(throws: RenderError.self) {
+            try renderer.render(event, as: kind, locale: "en", timeZone: "UTC")
+        }
+        #expect(missing?.code == .missingField)
+        #expect(missing?.message.contains("orderId") == true)
+    }
+}

@@ -1,0 +1,135 @@
+import Testing
+
+@testable import HeraldCatalog
+
+/// Each type-check rule, shown by a copy of the example catalog with one thing broken.
+@Suite("Catalog type check")
+struct TypeCheckTests {
+    func diagnostics(_ edits: [String: (String) -> String?]) throws -> [CatalogDiagnostic] {
+        let directory = try brokenCatalog(edits)
+        do {
+            let (_, warnings) = try CatalogLoader.load(directory: directory)
+            return warnings
+        } catch {
+            return error.diagnostics
+        }
+    }
+
+    func only(_ edits: [String: (String) -> String?]) throws -> CatalogDiagnostic? {
+        let found = try diagnostics(edits)
+        #expect(found.count == 1, "\(found)")
+        return found.first
+    }
+
+    func replacing(_ old: String, _ new: String) -> (String) -> String? {
+        { text in
+            #expect(text.contains(old), "the example catalog no longer contains \(old)")
+            return text.replacingOccurrences(of: old, with: new)
+        }
+    }
+
+    @Test("a message that uses a field the kind does not declare")
+    func undeclaredField() throws {
+        let found = try only(["messages/de.json": replacing("{sender} hat Ihnen", "{absender} hat Ihnen")])
+        #expect(found?.severity == .error)
+        #expect(found?.file == "messages/de.json")
+        #expect(found?.key == "payment.received.body")
+        #expect(found?.message.contains("'absender'") == true)
+    }
+
+    @Test("plural or number over a non-numeric field")
+    func pluralOverString() throws {
+        let found = try only([
+            "messages/en.json": replacing("{sender} sent you", "{sender, plural, one {#} other {#}} sent you")
+        ])
+        #expect(found?.file == "messages/en.json")
+        #expect(found?.key == "payment.received.body")
+        #expect(found?.message.contains("cannot be used as a number") == true)
+    }
+
+    @Test("invalid MessageFormat syntax")
+    func invalidSyntax() throws {
+        let found = try only(["messages/pl.json": replacing("\"{discount}% zniżki", "\"{discount% zniżki")])
+        #expect(found?.file == "messages/pl.json")
+        #expect(found?.key == "promo.offer.body")
+        #expect(found?.message.contains("invalid MessageFormat") == true)
+    }
+
+    @Test("a locale missing a key of the default locale is an error; an extra key is a warning")
+    func missingAndExtraKeys() throws {
+        let missing = try only(["messages/ar.json": replacing("\"promo.offer.title\": \"{headline}\",", "")])
+        #expect(missing?.severity == .error)
+        #expect(missing?.file == "messages/ar.json")
+        #expect(missing?.key == "promo.offer.title")
+
+        let extra = try only(["messages/de.json": replacing("{\n", "{\n  \"promo.offer.footer\": \"Nur heute\",\n")])
+        #expect(extra?.severity == .warning)
+        #expect(extra?.key == "promo.offer.footer")
+    }
+
+    @Test("an unknown category or channel")
+    func unknownCategoryAndChannel() throws {
+        let category = try only(["kinds/promo.offer.yaml": replacing("category: marketing", "category: advertising")])
+        #expect(category?.file == "kinds/promo.offer.yaml")
+        #expect(category?.key == "category")
+        let channel = try only([
+            "kinds/promo.offer.yaml": replacing("androidChannel: marketing", "androidChannel: promos")
+        ])
+        #expect(channel?.key == "push.androidChannel")
+    }
+
+    @Test("two kinds claiming one event type without a rule to choose")
+    func ambiguousEventType() throws {
+        let found = try diagnostics([
+            "kinds/order.shipped.yaml": replacing("events: [order.shipped]", "events: [order.shipped, order.confirmed]")
+        ])
+        #expect(found.count == 2)
+        #expect(found.allSatisfy { $0.key == "events" && $0.message.contains("'order.confirmed'") })
+        #expect(Set(found.map(\.file)) == ["kinds/order.shipped.yaml", "kinds/order.confirmed.yaml"])
+    }
+
+    @Test("a 'when' rule lets two kinds share an event type")
+    func conditionalKinds() throws {
+        let found = try diagnostics([
+            "kinds/order.shipped.yaml": replacing(
+                "events: [order.shipped]",
+                "events: [order.shipped, order.confirmed]\nwhen: data.carrier == Posten"
+            )
+        ])
+        #expect(found.isEmpty, "\(found)")
+    }
+
+    @Test("a deep-link parameter that is not a field")
+    func deepLinkParameter() throws {
+        let found = try only(["kinds/order.confirmed.yaml": replacing("/orders/{orderId}", "/orders/{order}")])
+        #expect(found?.file == "kinds/order.confirmed.yaml")
+        #expect(found?.key == "deepLink")
+        #expect(found?.message.contains("'order'") == true)
+    }
+
+    @Test("an optional field shown outside its absent/other select")
+    func unguardedOptionalField() throws {
+        let found = try only([
+            "messages/nb.json": replacing("{location, select, absent {} other { nær {location}}}", " nær {location}")
+        ])
+        #expect(found?.file == "messages/nb.json")
+        #expect(found?.key == "security.login.body")
+        #expect(found?.message.contains("optional field 'location'") == true)
+    }
+
+    @Test("a bad field type and a malformed path name their keys")
+    func badFieldDefinitions() throws {
+        let type = try only(["kinds/order.confirmed.yaml": replacing("type: int", "type: integer")])
+        #expect(type?.key == "fields.itemCount.type")
+        let path = try only(["kinds/order.confirmed.yaml": replacing("path: data.orderId", "path: payload.orderId")])
+        #expect(path?.key == "fields.orderId.path")
+    }
+
+    @Test("a missing required key in a kind names it")
+    func missingKey() throws {
+        let found = try only(["kinds/promo.offer.yaml": replacing("category: marketing\n", "")])
+        #expect(found?.file == "kinds/promo.offer.yaml")
+        #expect(found?.key == "category")
+        #expect(found?.message == "is required")
+    }
+}
