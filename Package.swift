@@ -47,6 +47,8 @@ let package = Package(
             name: "HeraldApp",
             dependencies: [
                 "HeraldKafka",
+                "HeraldEvents",
+                "HeraldCatalog",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]

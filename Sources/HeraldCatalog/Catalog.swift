@@ -43,7 +43,8 @@ public final class Catalog: Sendable {
     /// else the default locale. The second value says whether a fallback was used.
     public func resolveLocale(_ requested: String?) -> (locale: String, isFallback: Bool) {
         guard let requested, !requested.isEmpty else { return (settings.defaultLocale, true) }
-        let tag = requested.replacingUnderscores()
+        if bundles[requested] != nil { return (requested, false) }
+        let tag = requested.utf8.contains(UInt8(ascii: "_")) ? requested.replacingUnderscores() : requested
         if bundles[tag] != nil { return (tag, false) }
         var parts = tag.split(separator: "-")
         while parts.count > 1 {

@@ -297,9 +297,11 @@ private struct Context {
                 error(file, "when", "'\(when)' is not a condition such as data.channel == sms")
             }
         }
+        var deepLinkPattern: DeepLinkPattern?
         if let pattern = raw.deepLink {
             switch DeepLinkPattern.parse(pattern) {
             case .success(let parsed):
+                deepLinkPattern = parsed
                 for parameter in parsed.parameters where !declared.contains(parameter) {
                     error(file, "deepLink", "parameter '\(parameter)' is not a declared field")
                 }
@@ -314,6 +316,18 @@ private struct Context {
         }
         for name in raw.push.data ?? [] where !declared.contains(name) {
             error(file, "push.data", "'\(name)' is not a declared field")
+        }
+        var templates: [String: TextTemplate] = [:]
+        for (key, text) in [("push.collapseKey", raw.push.collapseKey), ("push.threadId", raw.push.threadId)] {
+            guard let text else { continue }
+            guard let template = TextTemplate(text) else {
+                error(file, key, "'\(text)' has a malformed placeholder; write {fieldName}")
+                continue
+            }
+            for name in template.parameters where !declared.contains(name) {
+                error(file, key, "placeholder '\(name)' is not a declared field")
+            }
+            templates[key] = template
         }
         let priority = raw.push.priority ?? "high"
         if !["high", "normal"].contains(priority) { error(file, "push.priority", "must be high or normal") }
@@ -332,6 +346,9 @@ private struct Context {
             recipients: recipients,
             fields: fields,
             deepLink: raw.deepLink,
+            deepLinkPattern: deepLinkPattern,
+            collapseKeyTemplate: templates["push.collapseKey"],
+            threadIDTemplate: templates["push.threadId"],
             presentation: Presentation(
                 title: raw.push.title,
                 subtitle: raw.push.subtitle,

@@ -1,16 +1,9 @@
 /// A deep-link path pattern such as `/orders/{orderId}`: literal text and field parameters, each
 /// parameter a whole path segment's worth of percent-encoded value.
 public struct DeepLinkPattern: Sendable, Hashable {
-    public enum Piece: Sendable, Hashable {
-        case literal(String)
-        case parameter(String)
-    }
+    public var template: TextTemplate
 
-    public var pieces: [Piece]
-
-    public var parameters: [String] {
-        pieces.compactMap { if case .parameter(let name) = $0 { name } else { nil } }
-    }
+    public var parameters: [String] { template.parameters }
 
     public struct Invalid: Error, Sendable {
         public var message: String
@@ -19,49 +12,16 @@ public struct DeepLinkPattern: Sendable, Hashable {
     /// Parses a pattern; it must start with `/` and its `{name}` parameters must be identifiers.
     public static func parse(_ text: String) -> Result<DeepLinkPattern, Invalid> {
         guard text.hasPrefix("/") else { return .failure(Invalid(message: "'\(text)' must start with /")) }
-        var pieces: [Piece] = []
-        var literal = ""
-        var iterator = text.makeIterator()
-        while let character = iterator.next() {
-            switch character {
-            case "{":
-                var name = ""
-                var closed = false
-                while let next = iterator.next() {
-                    if next == "}" {
-                        closed = true
-                        break
-                    }
-                    name.append(next)
-                }
-                guard closed, !name.isEmpty, name.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" }) else {
-                    return .failure(Invalid(message: "'\(text)' has a malformed parameter; write {fieldName}"))
-                }
-                if !literal.isEmpty { pieces.append(.literal(literal)) }
-                literal = ""
-                pieces.append(.parameter(name))
-            case "}":
-                return .failure(Invalid(message: "'\(text)' has an unmatched }"))
-            default:
-                literal.append(character)
-            }
+        guard let template = TextTemplate(text) else {
+            return .failure(Invalid(message: "'\(text)' has a malformed parameter; write {fieldName}"))
         }
-        if !literal.isEmpty { pieces.append(.literal(literal)) }
-        return .success(DeepLinkPattern(pieces: pieces))
+        return .success(DeepLinkPattern(template: template))
     }
 
-    /// The path with each parameter's value percent-encoded as a path segment.
-    func render(_ values: [String: String]) -> String? {
-        var path = ""
-        for piece in pieces {
-            switch piece {
-            case .literal(let text): path += text
-            case .parameter(let name):
-                guard let value = values[name], !value.isEmpty else { return nil }
-                path += Self.encodeSegment(value)
-            }
-        }
-        return path
+    /// The path with each parameter's value percent-encoded as a path segment; `nil` if one is
+    /// missing or empty.
+    func render(_ value: (String) -> String?) -> String? {
+        template.render(value, encode: Self.encodeSegment)
     }
 
     /// Percent-encodes everything but RFC 3986's unreserved characters, so a value can never add a

@@ -84,6 +84,10 @@ public struct NotificationKind: Sendable, Hashable {
     public var fields: [FieldDefinition]
     /// A deep-link path pattern such as `/orders/{orderId}`.
     public var deepLink: String?
+    /// `deepLink`, `presentation.collapseKey` and `presentation.threadID`, parsed at load.
+    var deepLinkPattern: DeepLinkPattern?
+    var collapseKeyTemplate: TextTemplate?
+    var threadIDTemplate: TextTemplate?
     public var presentation: Presentation
     /// The digest summary's message key, for kinds that are digested.
     public var digestSummary: String?

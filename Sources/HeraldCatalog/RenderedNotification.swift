@@ -15,14 +15,19 @@ public struct RenderedNotification: Sendable, Hashable {
     public var data: [(key: String, value: String)]
     public var presentation: Presentation
 
-    /// A deep link in each of the app's forms.
+    /// A deep link in each of the app's forms (the URLs are built when asked for).
     public struct DeepLink: Sendable, Hashable {
         /// The encoded path, e.g. `/orders/ord-7`.
         public var path: String
+        /// The app's custom URL scheme, e.g. `drop`.
+        public var scheme: String?
+        /// The app's universal/app link host, e.g. `getdrop.no`.
+        public var universalLinkHost: String?
+
         /// The custom-scheme URL, e.g. `drop://orders/ord-7`.
-        public var schemeURL: String?
+        public var schemeURL: String? { scheme.map { "\($0):/\(path)" } }
         /// The universal/app link, e.g. `https://getdrop.no/orders/ord-7`.
-        public var universalURL: String?
+        public var universalURL: String? { universalLinkHost.map { "https://\($0)\(path)" } }
 
         /// The link to hand to the app: the universal link when there is one.
         public var preferred: String { universalURL ?? schemeURL ?? path }

@@ -8,8 +8,15 @@ import Synchronization
 /// locale, currency, time zone and style and reused. Thread-safe.
 public final class Renderer: Sendable {
     public let catalog: Catalog
-    private let moneyFormatters = Mutex<[String: ICUNumberFormatter]>([:])
-    private let dateFormatters = Mutex<[String: ICUDateFormatter]>([:])
+    private let moneyFormatters = Mutex<[FormatterKey: ICUNumberFormatter]>([:])
+    private let dateFormatters = Mutex<[FormatterKey: ICUDateFormatter]>([:])
+
+    /// A formatter cache key: locale, currency or time zone, and style.
+    private struct FormatterKey: Hashable {
+        var locale: String
+        var detail: String
+        var style: String = ""
+    }
 
     public init(catalog: Catalog) {
         self.catalog = catalog
@@ -30,7 +37,13 @@ public final class Renderer: Sendable {
     /// - Throws: ``RenderError`` `.missingField` or `.fieldTypeMismatch`, naming the field.
     public func fields(of event: CloudEvent, kind: NotificationKind) throws(RenderError) -> [String: FieldValue] {
         var values: [String: FieldValue] = [:]
+        values.reserveCapacity(kind.fields.count)
         for field in kind.fields {
+            // The event's own time needs no round trip through text.
+            if field.path.root == "time", case .datetime = field.type, let time = event.time {
+                values[field.name] = .datetime(time)
+                continue
+            }
             guard let raw = field.path.value(in: event) else {
                 if field.required {
                     throw RenderError(
@@ -95,7 +108,9 @@ public final class Renderer: Sendable {
     ) throws(RenderError) -> RenderedNotification {
         let values = try fields(of: event, kind: kind)
         let (locale, isFallback) = catalog.resolveLocale(requested)
-        let formattingLocale = requested.map { $0.replacingOccurrences(of: "_", with: "-") } ?? locale
+        let formattingLocale =
+            requested.map { $0.utf8.contains(UInt8(ascii: "_")) ? String($0.map { $0 == "_" ? "-" : $0 }) : $0 }
+            ?? locale
         var arguments: [(name: String, value: ICUValue)] = []
         arguments.reserveCapacity(kind.fields.count + extra.count)
         for field in kind.fields {
@@ -139,16 +154,16 @@ public final class Renderer: Sendable {
             data: [],
             presentation: presentation
         )
-        let plain = values.mapValues(Self.plainText)
-        if let pattern = kind.deepLink, case .success(let parsed) = DeepLinkPattern.parse(pattern) {
-            guard let path = parsed.render(plain) else {
+        let plain = { (name: String) in values[name].map(Self.plainText) }
+        if let pattern = kind.deepLinkPattern {
+            guard let path = pattern.render(plain) else {
                 throw RenderError(code: .missingField, message: "a deep-link parameter of \(kind.name) is missing")
             }
             let app = catalog.settings.apps[kind.app]
             rendered.deepLink = RenderedNotification.DeepLink(
                 path: path,
-                schemeURL: app?.scheme.map { "\($0):/\(path)" },
-                universalURL: app?.universalLinkHost.map { "https://\($0)\(path)" }
+                scheme: app?.scheme,
+                universalLinkHost: app?.universalLinkHost
             )
         }
         var data: [(key: String, value: String)] = [
@@ -157,16 +172,13 @@ public final class Renderer: Sendable {
         if let link = rendered.deepLink { data.append(("deepLinkPath", link.path)) }
         if let time = event.time { data.append(("timestamp", time.description)) }
         for name in presentation.dataFields {
-            if let value = plain[name] { data.append((name, value)) }
+            if let value = plain(name) { data.append((name, value)) }
         }
         data.append(("version", "1"))
         rendered.data = data
-        if let collapseKey = presentation.collapseKey {
-            rendered.presentation.collapseKey = Self.substitute(collapseKey, plain)
-        }
-        if let threadID = presentation.threadID {
-            rendered.presentation.threadID = Self.substitute(threadID, plain)
-        }
+        // A placeholder without a value leaves the option out rather than sending a broken key.
+        rendered.presentation.collapseKey = kind.collapseKeyTemplate?.render(plain)
+        rendered.presentation.threadID = kind.threadIDTemplate?.render(plain)
         return rendered
     }
 
@@ -197,7 +209,7 @@ public final class Renderer: Sendable {
     }
 
     private func moneyFormatter(locale: String, currency: String) throws(ICUError) -> ICUNumberFormatter {
-        let key = "\(locale)|\(currency)"
+        let key = FormatterKey(locale: locale, detail: currency)
         if let cached = moneyFormatters.withLock({ $0[key] }) { return cached }
         let patterns = catalog.settings.moneyPatterns
         let language = locale.split(separator: "-").first.map(String.init) ?? locale
@@ -212,7 +224,7 @@ public final class Renderer: Sendable {
 
     private func dateFormatter(locale: String, timeZone: String, style: String) throws(RenderError) -> ICUDateFormatter
     {
-        let key = "\(locale)|\(timeZone)|\(style)"
+        let key = FormatterKey(locale: locale, detail: timeZone, style: style)
         if let cached = dateFormatters.withLock({ $0[key] }) { return cached }
         do {
             let formatter = try ICUDateFormatter(locale: locale, timeZone: timeZone, style: style)
@@ -233,36 +245,5 @@ public final class Renderer: Sendable {
         case .datetime(let moment): moment.description
         case .list(let items): items.joined(separator: ",")
         }
-    }
-
-    static func substitute(_ template: String, _ values: [String: String]) -> String {
-        var result = template
-        for (name, value) in values { result = result.replacingOccurrences(of: "{\(name)}", with: value) }
-        return result
-    }
-}
-
-extension String {
-    fileprivate func replacingOccurrences(of target: String, with replacement: String) -> String {
-        guard !target.isEmpty else { return self }
-        var result = ""
-        var remainder = self[...]
-        while let range = remainder.range(of: target) {
-            result += remainder[..<range.lowerBound]
-            result += replacement
-            remainder = remainder[range.upperBound...]
-        }
-        return result + remainder
-    }
-}
-
-extension Substring {
-    fileprivate func range(of target: String) -> Range<Substring.Index>? {
-        var index = startIndex
-        while index < endIndex {
-            if self[index...].hasPrefix(target) { return index..<self.index(index, offsetBy: target.count) }
-            index = self.index(after: index)
-        }
-        return nil
     }
 }

@@ -42,10 +42,41 @@ public struct EventDecoder: Sendable {
         return try result.get()
     }
 
-    private static let knownAttributes: Set<String> = [
-        "specversion", "id", "source", "type", "time", "subject", "datacontenttype", "dataschema", "data",
-        "data_base64",
-    ]
+    /// The attributes of one event as they are read, without a dictionary for the known ones.
+    private struct Attributes {
+        var specVersion: String?
+        var id: String?
+        var source: String?
+        var type: String?
+        var time: String?
+        var subject: String?
+        var dataContentType: String?
+        var dataSchema: String?
+        var extensions: [String: String] = [:]
+
+        static func isKnown(_ name: String) -> Bool {
+            switch name {
+            case "specversion", "id", "source", "type", "time", "subject", "datacontenttype", "dataschema", "data",
+                "data_base64":
+                true
+            default: false
+            }
+        }
+
+        mutating func set(_ name: String, _ value: String) {
+            switch name {
+            case "specversion": specVersion = value
+            case "id": id = value
+            case "source": source = value
+            case "type": type = value
+            case "time": time = value
+            case "subject": subject = value
+            case "datacontenttype": dataContentType = value
+            case "dataschema": dataSchema = value
+            default: extensions[name] = value
+            }
+        }
+    }
 
     private func decodeStructured(value: UnsafeRawBufferPointer?) throws(EventError) -> CloudEvent {
         guard let value, !value.isEmpty else {
@@ -63,13 +94,16 @@ public struct EventDecoder: Sendable {
                 message: "a structured event must be a JSON object, not \(json.typeName)"
             )
         }
-        var attributes: [String: String] = [:]
-        for (key, member) in object where key != "data" && key != "data_base64" {
+        var attributes = Attributes()
+        for (key, member) in object {
             switch member {
-            case .string(let text): attributes[key] = text
-            case .number(let text) where !Self.knownAttributes.contains(key): attributes[key] = text
-            case .bool(let flag) where !Self.knownAttributes.contains(key): attributes[key] = flag ? "true" : "false"
+            case .string(let text): attributes.set(key, text)
             case .null: continue
+            case _ where key == "data": continue
+            case _ where key == "data_base64":
+                throw EventError(code: .badAttribute, message: "data_base64 is not supported: Herald reads JSON data")
+            case .number(let text) where !Attributes.isKnown(key): attributes.set(key, text)
+            case .bool(let flag) where !Attributes.isKnown(key): attributes.set(key, flag ? "true" : "false")
             default:
                 throw EventError(
                     code: .badAttribute,
@@ -77,14 +111,11 @@ public struct EventDecoder: Sendable {
                 )
             }
         }
-        if object["data_base64"] != nil {
-            throw EventError(code: .badAttribute, message: "data_base64 is not supported: Herald reads JSON data")
-        }
         return try makeEvent(attributes: attributes, data: object["data"])
     }
 
     private func decodeBinary(value: UnsafeRawBufferPointer?, headers: [Header]) throws(EventError) -> CloudEvent {
-        var attributes: [String: String] = [:]
+        var attributes = Attributes()
         var contentType: String?
         for header in headers {
             guard let bytes = header.value else { continue }
@@ -92,12 +123,12 @@ public struct EventDecoder: Sendable {
                 guard let text = String(validating: bytes, as: UTF8.self) else {
                     throw EventError(code: .badAttribute, message: "header '\(header.name)' is not UTF-8")
                 }
-                attributes[String(header.name.dropFirst(3))] = text
+                attributes.set(String(header.name.dropFirst(3)), text)
             } else if header.name.lowercased() == "content-type" {
                 contentType = String(decoding: bytes, as: UTF8.self)
             }
         }
-        if let contentType { attributes["datacontenttype"] = contentType }
+        if let contentType { attributes.dataContentType = contentType }
         var data: JSONValue?
         if let value, !value.isEmpty {
             do {
@@ -109,54 +140,53 @@ public struct EventDecoder: Sendable {
         return try makeEvent(attributes: attributes, data: data)
     }
 
-    private func makeEvent(attributes: [String: String], data: JSONValue?) throws(EventError) -> CloudEvent {
-        func required(_ name: String) throws(EventError) -> String {
-            guard let value = attributes[name], !value.isEmpty else {
+    private func makeEvent(attributes: Attributes, data: JSONValue?) throws(EventError) -> CloudEvent {
+        func required(_ value: String?, _ name: String) throws(EventError) -> String {
+            guard let value, !value.isEmpty else {
                 throw EventError(code: .missingAttribute, message: "required attribute '\(name)' is missing")
             }
             return value
         }
-        let specVersion = try required("specversion")
+        let specVersion = try required(attributes.specVersion, "specversion")
         guard specVersion == "1.0" else {
             throw EventError(
                 code: .unsupportedSpecVersion,
                 message: "specversion '\(specVersion.prefix(16))' is not supported (only 1.0)"
             )
         }
-        let id = try required("id")
-        let source = try required("source")
-        let type = try required("type")
+        let id = try required(attributes.id, "id")
+        let source = try required(attributes.source, "source")
+        let type = try required(attributes.type, "type")
         var time: Timestamp?
-        if let text = attributes["time"] {
+        if let text = attributes.time {
             guard let parsed = Timestamp(rfc3339: text) else {
                 throw EventError(code: .badTime, message: "time '\(text.prefix(40))' is not an RFC 3339 date-time")
             }
             time = parsed
         }
-        if let contentType = attributes["datacontenttype"], data != nil, !Self.isJSON(contentType) {
+        if let contentType = attributes.dataContentType, data != nil, !Self.isJSON(contentType) {
             throw EventError(
                 code: .badAttribute,
                 message: "datacontenttype '\(contentType.prefix(60))' is not JSON; Herald reads JSON data"
             )
         }
-        var extensions: [String: String] = [:]
-        for (key, value) in attributes where !Self.knownAttributes.contains(key) { extensions[key] = value }
         var event = CloudEvent(
             id: id,
             source: source,
             type: type,
             time: time,
-            subject: attributes["subject"],
-            dataContentType: attributes["datacontenttype"],
-            dataSchema: attributes["dataschema"],
+            subject: attributes.subject,
+            dataContentType: attributes.dataContentType,
+            dataSchema: attributes.dataSchema,
             data: data,
-            extensions: extensions
+            extensions: attributes.extensions
         )
         event.specVersion = specVersion
         return event
     }
 
     private static func isJSON(_ contentType: String) -> Bool {
+        if contentType == "application/json" { return true }
         let mediaType =
             contentType.split(separator: ";").first.map { $0.trimmingCharacters(in: " ").lowercased() } ?? ""
         return mediaType == "application/json" || mediaType.hasSuffix("+json") || mediaType == "text/json"

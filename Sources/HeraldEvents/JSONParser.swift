@@ -92,6 +92,7 @@ private struct Cursor {
         guard depth <= maxDepth else { throw failure("nested deeper than \(maxDepth)") }
         index += 1
         var members: [(key: String, value: JSONValue)] = []
+        members.reserveCapacity(8)
         skipWhitespace()
         if current == UInt8(ascii: "}") {
             index += 1
@@ -168,17 +169,20 @@ private struct Cursor {
     mutating func parseString() throws(JSONParser.Failure) -> String {
         index += 1
         let start = index
-        // Fast path: no escapes. Scan to the closing quote, then validate the UTF-8 once.
+        // Fast path: no escapes. Scan to the closing quote; pure ASCII needs no UTF-8 validation.
+        var ascii = true
         while index < bytes.count {
             let byte = bytes[index]
             if byte == UInt8(ascii: "\"") {
                 let raw = UnsafeRawBufferPointer(rebasing: bytes[start..<index])
                 index += 1
+                if ascii { return String(decoding: raw, as: UTF8.self) }
                 guard let text = String(validating: raw, as: UTF8.self) else {
                     throw JSONParser.Failure(reason: "invalid UTF-8 in a string", offset: start)
                 }
                 return text
             }
+            if byte >= 0x80 { ascii = false }
             if byte == UInt8(ascii: "\\") { break }
             if byte < 0x20 { throw failure("unescaped control character in a string") }
             index += 1

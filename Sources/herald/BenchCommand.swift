@@ -7,7 +7,7 @@ struct BenchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "bench",
         abstract: "Measure Herald's throughput on this machine.",
-        subcommands: [KafkaBenchCommand.self]
+        subcommands: [KafkaBenchCommand.self, RenderBenchCommand.self]
     )
 }
 
@@ -108,5 +108,41 @@ struct KafkaBenchCommand: AsyncParsableCommand {
 
     private func format(_ value: Double, _ decimals: Int) -> String {
         String(format: "%.\(decimals)f", value)
+    }
+}
+
+struct RenderBenchCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "render",
+        abstract: "Decode + render of a typical order.confirmed event on one core, and memory over the run."
+    )
+
+    @Option(help: "Events to decode and render per round.")
+    var events = 200_000
+
+    @Option(help: "Rounds (the median and the best are reported).")
+    var rounds = 5
+
+    @Option(help: "The catalog directory.")
+    var catalog = "catalog"
+
+    @Option(help: "The event file.")
+    var event = "catalog/events/order.confirmed.json"
+
+    func run() throws {
+        var benchmark = RenderBenchmark()
+        benchmark.events = events
+        benchmark.rounds = rounds
+        benchmark.catalogDirectory = catalog
+        benchmark.eventFile = event
+        let report = try benchmark.run()
+        print("herald bench render: \(report.rounds) rounds of \(report.events) events, one thread, locales rotating")
+        print("  rounds: " + report.roundRates.map { String(format: "%.0f", $0) }.joined(separator: ", ") + " events/s")
+        print(
+            "  median \(String(format: "%.0f", report.medianEventsPerSecond)) events/s (\(String(format: "%.2f", 1e6 / report.medianEventsPerSecond)) µs per decode + render), best \(String(format: "%.0f", report.bestEventsPerSecond))"
+        )
+        print(
+            "  resident memory: \(String(format: "%.1f", report.residentAfterWarmUp)) MiB after warm-up, \(String(format: "%.1f", report.residentAtEnd)) MiB at the end"
+        )
     }
 }

@@ -132,4 +132,19 @@ struct TypeCheckTests {
         #expect(found?.key == "category")
         #expect(found?.message == "is required")
     }
+
+    @Test("a select case that is not a value of the enum field")
+    func unknownEnumCase() throws {
+        let found = try only(["messages/en.json": replacing("card_declined {the card was declined}", "card_refused {the card was declined}")])
+        #expect(found?.file == "messages/en.json")
+        #expect(found?.key == "payment.failed.body")
+        #expect(found?.message.contains("'reason' has no value 'card_refused'") == true)
+    }
+
+    @Test("a datetime written as {field, date} instead of {field}")
+    func dateArgument() throws {
+        let found = try only(["messages/de.json": replacing("angemeldet ({at})", "angemeldet ({at, date, short})")])
+        #expect(found?.key == "security.login.body")
+        #expect(found?.message.contains("write {at}") == true)
+    }
 }

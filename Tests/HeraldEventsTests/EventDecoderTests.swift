@@ -134,3 +134,17 @@ struct TimestampTests {
         #expect(Timestamp(epochMilliseconds: -1).description == "1969-12-31T23:59:59.999Z")
     }
 }
+
+@Suite("JSON writer")
+struct JSONWriterTests {
+    @Test("compact, ordered, / unescaped, control characters escaped; parses back to the same value")
+    func roundTrip() throws {
+        let value = JSONValue.object(
+            JSONObject([
+                ("z", .string("a/b \"q\" \\ é 😀\n\u{01}")), ("a", .array([.number("1.50"), .bool(true), .null])),
+            ])
+        )
+        #expect(value.serialized == #"{"z":"a/b \"q\" \\ é 😀\n\u0001","a":[1.50,true,null]}"#)
+        #expect(try JSONParser().parse(value.serializedBytes) == value)
+    }
+}

@@ -8,6 +8,10 @@ final class ICUMessage: @unchecked Sendable {
 
     /// Every use of an argument in the message, in order.
     let arguments: [ArgumentUse]
+    /// The distinct argument names the message uses.
+    let argumentNames: Set<String>
+    /// The text of a message without arguments, formatted once.
+    private let constantText: String?
 
     /// One use of a named argument.
     struct ArgumentUse: Sendable, Equatable {
@@ -54,6 +58,15 @@ final class ICUMessage: @unchecked Sendable {
             )
         }
         arguments = uses
+        argumentNames = Set(uses.map(\.name))
+        if uses.isEmpty {
+            var error = herald_icu_error()
+            constantText = withGrowingBuffer { output, capacity in
+                herald_message_format(handle, nil, 0, output, capacity, &error)
+            }
+        } else {
+            constantText = nil
+        }
     }
 
     deinit {
@@ -77,42 +90,49 @@ final class ICUMessage: @unchecked Sendable {
     ///
     /// - Throws: ``ICUError`` if ICU cannot format it (for example a decimal that is not a number).
     func format(_ values: [(name: String, value: ICUValue)]) throws(ICUError) -> String {
-        // All names and strings go into one buffer, so the C arguments point into a single
-        // allocation that lives for the whole call.
-        var storage: [UInt8] = []
-        var spans: [(name: Int, string: Int, length: Int)] = []
-        spans.reserveCapacity(values.count)
+        if let constantText { return constantText }
+        // Only what the message uses crosses into ICU (each value is converted to UTF-16 there).
+        let values = values.count > arguments.count ? values.filter { argumentNames.contains($0.name) } : values
+        // All names and strings go into one temporary buffer, so the C arguments point into a
+        // single allocation that lives for the whole call.
+        var size = 0
         for (name, value) in values {
-            let nameStart = storage.count
-            storage.append(contentsOf: name.utf8)
-            storage.append(0)
-            var stringStart = -1
-            var length = 0
+            size += name.utf8.count + 1
             switch value {
-            case .string(let text), .decimal(let text):
-                stringStart = storage.count
-                storage.append(contentsOf: text.utf8)
-                length = storage.count - stringStart
-                storage.append(0)
-            case .double, .integer:
-                break
+            case .string(let text), .decimal(let text): size += text.utf8.count + 1
+            case .double, .integer: break
             }
-            spans.append((nameStart, stringStart, length))
         }
         var error = herald_icu_error()
-        let text: String? = storage.withUnsafeBufferPointer { buffer in
-            buffer.withMemoryRebound(to: CChar.self) { chars in
-                var arguments: [herald_argument] = []
-                arguments.reserveCapacity(values.count)
-                for (index, (_, value)) in values.enumerated() {
-                    let span = spans[index]
+        let text: String? = withUnsafeTemporaryAllocation(of: CChar.self, capacity: max(size, 1)) { storage in
+            withUnsafeTemporaryAllocation(of: herald_argument.self, capacity: max(values.count, 1)) { arguments in
+                var cursor = 0
+                func append(_ text: String) -> UnsafePointer<CChar> {
+                    let start = storage.baseAddress! + cursor
+                    var text = text
+                    let count = text.withUTF8 { bytes in
+                        if let source = bytes.baseAddress, bytes.count > 0 {
+                            UnsafeMutableRawPointer(start).copyMemory(from: source, byteCount: bytes.count)
+                        }
+                        return bytes.count
+                    }
+                    cursor += count
+                    storage[cursor] = 0
+                    cursor += 1
+                    return UnsafePointer(start)
+                }
+                for (index, (name, value)) in values.enumerated() {
                     var argument = herald_argument()
-                    argument.name = chars.baseAddress! + span.name
+                    argument.name = append(name)
                     switch value {
-                    case .string:
+                    case .string(let text):
                         argument.kind = HERALD_VALUE_STRING
-                    case .decimal:
+                        argument.string = append(text)
+                        argument.string_length = Int32(text.utf8.count)
+                    case .decimal(let text):
                         argument.kind = HERALD_VALUE_DECIMAL
+                        argument.string = append(text)
+                        argument.string_length = Int32(text.utf8.count)
                     case .double(let number):
                         argument.kind = HERALD_VALUE_DOUBLE
                         argument.number = number
@@ -120,14 +140,10 @@ final class ICUMessage: @unchecked Sendable {
                         argument.kind = HERALD_VALUE_INT64
                         argument.integer = number
                     }
-                    if span.string >= 0 {
-                        argument.string = chars.baseAddress! + span.string
-                        argument.string_length = Int32(span.length)
-                    }
-                    arguments.append(argument)
+                    arguments[index] = argument
                 }
                 return withGrowingBuffer { output, capacity in
-                    herald_message_format(handle, arguments, Int32(arguments.count), output, capacity, &error)
+                    herald_message_format(handle, arguments.baseAddress, Int32(values.count), output, capacity, &error)
                 }
             }
         }
