@@ -135,7 +135,12 @@ struct TypeCheckTests {
 
     @Test("a select case that is not a value of the enum field")
     func unknownEnumCase() throws {
-        let found = try only(["messages/en.json": replacing("card_declined {the card was declined}", "card_refused {the card was declined}")])
+        let found = try only([
+            "messages/en.json": replacing(
+                "card_declined {the card was declined}",
+                "card_refused {the card was declined}"
+            )
+        ])
         #expect(found?.file == "messages/en.json")
         #expect(found?.key == "payment.failed.body")
         #expect(found?.message.contains("'reason' has no value 'card_refused'") == true)
