@@ -31,6 +31,8 @@ public struct RenderBenchmark: Sendable {
         }
         public var bestEventsPerSecond: Double { roundRates.max() ?? 0 }
         public var rounds: Int { roundSeconds.count }
+        /// Decoding alone, measured in the same run: events per second.
+        public var decodeOnlyEventsPerSecond: Double
         /// Resident memory after the warm-up and after the run, in MiB.
         public var residentAfterWarmUp: Double
         public var residentAtEnd: Double
@@ -68,10 +70,16 @@ public struct RenderBenchmark: Sendable {
             let (seconds, attoseconds) = start.duration(to: .now).components
             roundSeconds.append(Double(seconds) + Double(attoseconds) / 1e18)
         }
+        let decodeStart = ContinuousClock.now
+        for _ in 0..<events {
+            checksum &+= try decoder.decode(value: value).id.utf8.count
+        }
+        let (decodeSeconds, decodeAttoseconds) = decodeStart.duration(to: .now).components
         precondition(checksum > 0)
         return Report(
             events: events,
             roundSeconds: roundSeconds,
+            decodeOnlyEventsPerSecond: Double(events) / (Double(decodeSeconds) + Double(decodeAttoseconds) / 1e18),
             residentAfterWarmUp: warm,
             residentAtEnd: Self.residentMegabytes()
         )

@@ -8,6 +8,7 @@ import Synchronization
 /// locale, currency, time zone and style and reused. Thread-safe.
 public final class Renderer: Sendable {
     public let catalog: Catalog
+    private let fallbacks = Atomic<Int>(0)
     private let moneyFormatters = Mutex<[FormatterKey: ICUNumberFormatter]>([:])
     private let dateFormatters = Mutex<[FormatterKey: ICUDateFormatter]>([:])
 
@@ -21,6 +22,10 @@ public final class Renderer: Sendable {
     public init(catalog: Catalog) {
         self.catalog = catalog
     }
+
+    /// How many renders so far used a fallback locale (the recipient's locale was not in the
+    /// catalog), for the metrics that show which translations users are missing.
+    public var fallbackLocaleCount: Int { fallbacks.load(ordering: .relaxed) }
 
     /// A typed field value taken from an event.
     public enum FieldValue: Sendable, Hashable {
@@ -108,6 +113,7 @@ public final class Renderer: Sendable {
     ) throws(RenderError) -> RenderedNotification {
         let values = try fields(of: event, kind: kind)
         let (locale, isFallback) = catalog.resolveLocale(requested)
+        if isFallback { fallbacks.add(1, ordering: .relaxed) }
         let formattingLocale =
             requested.map { $0.utf8.contains(UInt8(ascii: "_")) ? String($0.map { $0 == "_" ? "-" : $0 }) : $0 }
             ?? locale

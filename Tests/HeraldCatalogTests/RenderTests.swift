@@ -108,8 +108,48 @@ struct RenderTests {
         }
     }
 
-    @Test("locale fallback: language-REGION, then language, then the catalog default")
-    func fallback() {
+    @Test("a datetime field renders in the recipient's zone with the right offset on both sides of a DST change")
+    func daylightSaving() throws {
+        let kind = catalog.kind(named: "security.login")!
+        var event = try sampleEvent("security.login")
+        // 00:30 UTC on 29 March 2026 is 01:30 in Oslo (CET); an hour later it is 03:30 (CEST).
+        event.time = Timestamp(rfc3339: "2026-03-29T00:30:00Z")
+        let before = try renderer.render(event, as: kind, locale: "de", timeZone: "Europe/Oslo").body
+        event.time = Timestamp(rfc3339: "2026-03-29T01:30:00Z")
+        let after = try renderer.render(event, as: kind, locale: "de", timeZone: "Europe/Oslo").body
+        #expect(before.contains("29. März 2026, 01:30"))
+        #expect(after.contains("29. März 2026, 03:30"))
+        // New York changes on another day: 8 March 2026, 02:00 local.
+        event.time = Timestamp(rfc3339: "2026-03-08T06:30:00Z")
+        #expect(
+            try renderer.render(event, as: kind, locale: "en", timeZone: "America/New_York").body.contains(
+                "1:30\u{202F}AM"
+            )
+        )
+        event.time = Timestamp(rfc3339: "2026-03-08T07:30:00Z")
+        #expect(
+            try renderer.render(event, as: kind, locale: "en", timeZone: "America/New_York").body.contains(
+                "3:30\u{202F}AM"
+            )
+        )
+    }
+
+    @Test("locale fallback: language-REGION, then language, then the catalog default; fallbacks are counted")
+    func fallback() throws {
+        let before = renderer.fallbackLocaleCount
+        _ = try renderer.render(
+            try sampleEvent("promo.offer"),
+            as: catalog.kind(named: "promo.offer")!,
+            locale: "fr-CA",
+            timeZone: "UTC"
+        )
+        _ = try renderer.render(
+            try sampleEvent("promo.offer"),
+            as: catalog.kind(named: "promo.offer")!,
+            locale: "pl",
+            timeZone: "UTC"
+        )
+        #expect(renderer.fallbackLocaleCount == before + 1)
         #expect(catalog.resolveLocale("nb-NO") == ("nb", true))
         #expect(catalog.resolveLocale("pl_PL") == ("pl", true))
         #expect(catalog.resolveLocale("de") == ("de", false))
