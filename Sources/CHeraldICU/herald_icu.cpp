@@ -11,6 +11,7 @@
 #include <unicode/numberformatter.h>
 #include <unicode/plurrule.h>
 #include <unicode/timezone.h>
+#include <unicode/bytestream.h>
 #include <unicode/unistr.h>
 #include <unicode/utypes.h>
 
@@ -46,7 +47,18 @@ int32_t copy_out(const std::string &text, char *output, int32_t capacity) {
     return length;
 }
 
+/// Writes UTF-8 straight into `output` (NUL-terminated when it fits) and returns the length it
+/// needs; only a result that does not fit goes through a temporary string to learn its length.
 int32_t copy_out(const UnicodeString &text, char *output, int32_t capacity) {
+    if (output != nullptr && capacity > 1) {
+        icu::CheckedArrayByteSink sink(output, capacity - 1);
+        text.toUTF8(sink);
+        if (!sink.Overflowed()) {
+            int32_t length = sink.NumberOfBytesWritten();
+            output[length] = '\0';
+            return length;
+        }
+    }
     std::string utf8;
     text.toUTF8String(utf8);
     return copy_out(utf8, output, capacity);
@@ -197,26 +209,36 @@ extern "C" void herald_message_argument(const herald_message *message, int32_t i
 extern "C" int32_t herald_message_format(const herald_message *message, const herald_argument *arguments,
                                          int32_t count, char *output, int32_t capacity,
                                          herald_icu_error *error) {
-    std::vector<UnicodeString> names;
-    std::vector<icu::Formattable> values;
-    names.reserve(static_cast<size_t>(count));
-    values.reserve(static_cast<size_t>(count));
+    // Messages have few arguments: keep them on the stack unless there are many.
+    constexpr int32_t inline_capacity = 16;
+    UnicodeString inline_names[inline_capacity];
+    icu::Formattable inline_values[inline_capacity];
+    std::vector<UnicodeString> heap_names;
+    std::vector<icu::Formattable> heap_values;
+    UnicodeString *names = inline_names;
+    icu::Formattable *values = inline_values;
+    if (count > inline_capacity) {
+        heap_names.resize(static_cast<size_t>(count));
+        heap_values.resize(static_cast<size_t>(count));
+        names = heap_names.data();
+        values = heap_values.data();
+    }
     for (int32_t index = 0; index < count; ++index) {
         const herald_argument &argument = arguments[index];
-        names.push_back(UnicodeString::fromUTF8(argument.name));
+        names[index] = UnicodeString::fromUTF8(argument.name);
         switch (argument.kind) {
         case HERALD_VALUE_STRING:
-            values.emplace_back(UnicodeString::fromUTF8(icu::StringPiece(argument.string, argument.string_length)));
+            values[index].setString(UnicodeString::fromUTF8(icu::StringPiece(argument.string, argument.string_length)));
             break;
         case HERALD_VALUE_DOUBLE:
-            values.emplace_back(argument.number);
+            values[index].setDouble(argument.number);
             break;
         case HERALD_VALUE_INT64:
-            values.emplace_back(static_cast<int64_t>(argument.integer));
+            values[index].setInt64(static_cast<int64_t>(argument.integer));
             break;
         case HERALD_VALUE_DECIMAL: {
             UErrorCode status = U_ZERO_ERROR;
-            values.emplace_back(icu::StringPiece(argument.string, argument.string_length), status);
+            values[index].setDecimalNumber(icu::StringPiece(argument.string, argument.string_length), status);
             if (U_FAILURE(status)) {
                 set_error(error, std::string("argument ") + argument.name + " is not a decimal number");
                 return -1;
@@ -229,7 +251,7 @@ extern "C" int32_t herald_message_format(const herald_message *message, const he
     UnicodeString result;
     {
         std::lock_guard<std::mutex> guard(const_cast<herald_message *>(message)->lock);
-        message->format->format(names.data(), values.data(), count, result, status);
+        message->format->format(names, values, count, result, status);
     }
     if (U_FAILURE(status)) {
         set_error(error, "format", status);

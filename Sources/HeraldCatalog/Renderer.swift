@@ -41,12 +41,22 @@ public final class Renderer: Sendable {
     ///
     /// - Throws: ``RenderError`` `.missingField` or `.fieldTypeMismatch`, naming the field.
     public func fields(of event: CloudEvent, kind: NotificationKind) throws(RenderError) -> [String: FieldValue] {
-        var values: [String: FieldValue] = [:]
+        var result: [String: FieldValue] = [:]
+        for (field, value) in zip(kind.fields, try fieldValues(of: event, kind: kind)) {
+            if let value { result[field.name] = value }
+        }
+        return result
+    }
+
+    /// The kind's field values in the order of `kind.fields` (`nil` for a missing optional one):
+    /// a few fields are found faster by position than by hashing their names.
+    func fieldValues(of event: CloudEvent, kind: NotificationKind) throws(RenderError) -> [FieldValue?] {
+        var values: [FieldValue?] = []
         values.reserveCapacity(kind.fields.count)
         for field in kind.fields {
             // The event's own time needs no round trip through text.
             if field.path.root == "time", case .datetime = field.type, let time = event.time {
-                values[field.name] = .datetime(time)
+                values.append(.datetime(time))
                 continue
             }
             guard let raw = field.path.value(in: event) else {
@@ -56,6 +66,7 @@ public final class Renderer: Sendable {
                         message: "required field '\(field.name)' (\(field.path)) is missing"
                     )
                 }
+                values.append(nil)
                 continue
             }
             guard let value = Self.typed(raw, as: field.type) else {
@@ -64,7 +75,7 @@ public final class Renderer: Sendable {
                     message: "field '\(field.name)' (\(field.path)) is \(raw.typeName), not a valid \(field.type)"
                 )
             }
-            values[field.name] = value
+            values.append(value)
         }
         return values
     }
@@ -111,7 +122,7 @@ public final class Renderer: Sendable {
         extra: [(name: String, value: FieldValue)] = [],
         useDigestSummary: Bool = false
     ) throws(RenderError) -> RenderedNotification {
-        let values = try fields(of: event, kind: kind)
+        let values = try fieldValues(of: event, kind: kind)
         let (locale, isFallback) = catalog.resolveLocale(requested)
         if isFallback { fallbacks.add(1, ordering: .relaxed) }
         let formattingLocale =
@@ -119,8 +130,8 @@ public final class Renderer: Sendable {
             ?? locale
         var arguments: [(name: String, value: ICUValue)] = []
         arguments.reserveCapacity(kind.fields.count + extra.count)
-        for field in kind.fields {
-            guard let value = values[field.name] else {
+        for (field, value) in zip(kind.fields, values) {
+            guard let value else {
                 // Messages show optional fields only inside {name, select, absent {…} other {…}}.
                 arguments.append((field.name, .string("absent")))
                 continue
@@ -160,7 +171,13 @@ public final class Renderer: Sendable {
             data: [],
             presentation: presentation
         )
-        let plain = { (name: String) in values[name].map(Self.plainText) }
+        let fields = kind.fields
+        let plain = { (name: String) -> String? in
+            guard let index = fields.firstIndex(where: { $0.name == name }), let value = values[index] else {
+                return nil
+            }
+            return Self.plainText(value)
+        }
         if let pattern = kind.deepLinkPattern {
             guard let path = pattern.render(plain) else {
                 throw RenderError(code: .missingField, message: "a deep-link parameter of \(kind.name) is missing")

@@ -141,6 +141,7 @@ struct RenderBenchCommand: ParsableCommand {
         print(
             "  median \(String(format: "%.0f", report.medianEventsPerSecond)) events/s (\(String(format: "%.2f", 1e6 / report.medianEventsPerSecond)) µs per decode + render), best \(String(format: "%.0f", report.bestEventsPerSecond))"
         )
+        print("  decode only (same run): \(String(format: "%.0f", report.decodeOnlyEventsPerSecond)) events/s")
         print(
             "  resident memory: \(String(format: "%.1f", report.residentAfterWarmUp)) MiB after warm-up, \(String(format: "%.1f", report.residentAtEnd)) MiB at the end"
         )

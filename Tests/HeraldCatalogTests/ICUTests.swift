@@ -60,6 +60,16 @@ struct ICUTests {
         )
     }
 
+    @Test("a result longer than the first output buffer comes back whole")
+    func longResult() throws {
+        let message = try ICUMessage(
+            locale: "pl",
+            pattern: "Treść: {text} ({n, plural, one {# znak} few {# znaki} many {# znaków} other {# znaku}})"
+        )
+        let text = String(repeating: "żółć 😀 ", count: 300)
+        #expect(try message.format([("text", .string(text)), ("n", .integer(2400))]) == "Treść: \(text) (2400 znaków)")
+    }
+
     @Test("invalid syntax and numbered arguments are rejected with a position")
     func invalidPatterns() {
         let unclosed = #expect(throws: ICUError.self) { try ICUMessage(locale: "en", pattern: "Hello {name") }
