@@ -67,7 +67,9 @@ struct ICUTests {
             pattern: "Treść: {text} ({n, plural, one {# znak} few {# znaki} many {# znaków} other {# znaku}})"
         )
         let text = String(repeating: "żółć 😀 ", count: 300)
-        #expect(try message.format([("text", .string(text)), ("n", .integer(2400))]) == "Treść: \(text) (2400 znaków)")
+        let formatted = try message.format([("text", .string(text)), ("n", .integer(24))])
+        #expect(formatted.utf8.count > 4_000)
+        #expect(formatted == "Treść: \(text) (24 znaki)")
     }
 
     @Test("invalid syntax and numbered arguments are rejected with a position")
