@@ -6,6 +6,9 @@ public struct RenderError: Error, Sendable, Hashable, CustomStringConvertible {
         public init(_ name: String) { self.name = name }
         public var description: String { name }
 
+        /// The event names no recipient (the kind's `recipients` path is missing, empty, or not a
+        /// string or list of strings).
+        public static let missingRecipient = Code("render.missing_recipient")
         /// A required field is missing from the event.
         public static let missingField = Code("render.missing_field")
         /// A field has the wrong type (a string where an int was declared, an unknown enum value...).

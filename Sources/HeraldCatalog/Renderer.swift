@@ -37,6 +37,40 @@ public final class Renderer: Sendable {
         case list([String])
     }
 
+    /// The user ids `event` is for, from the kind's `recipients` path: one string or a list of
+    /// strings, deduplicated in order.
+    ///
+    /// - Throws: ``RenderError`` `.missingRecipient` if there is none, or the value is not a
+    ///   string or a list of non-empty strings.
+    public func recipients(of event: CloudEvent, kind: NotificationKind) throws(RenderError) -> [String] {
+        var ids: [String] = []
+        switch kind.recipients.value(in: event) {
+        case .string(let id)?:
+            ids = [id]
+        case .array(let elements)?:
+            for element in elements {
+                guard case .string(let id) = element else {
+                    throw RenderError(
+                        code: .missingRecipient,
+                        message: "recipients (\(kind.recipients)) must be strings, not \(element.typeName)"
+                    )
+                }
+                if !ids.contains(id) { ids.append(id) }
+            }
+        case let other?:
+            throw RenderError(
+                code: .missingRecipient,
+                message: "recipients (\(kind.recipients)) is \(other.typeName), not a string or a list"
+            )
+        case nil:
+            break
+        }
+        guard !ids.isEmpty, ids.allSatisfy({ !$0.isEmpty }) else {
+            throw RenderError(code: .missingRecipient, message: "the event names no recipient at \(kind.recipients)")
+        }
+        return ids
+    }
+
     /// Extracts the kind's fields from `event`. Missing optional fields are left out.
     ///
     /// - Throws: ``RenderError`` `.missingField` or `.fieldTypeMismatch`, naming the field.

@@ -178,6 +178,31 @@ struct RenderTests {
         #expect(try summary("pl", count: 22, others: 0) == "22 nowe wiadomości od Ana")
     }
 
+    @Test("recipients come from the kind's path: one id or a list, deduplicated; none is an error")
+    func recipients() throws {
+        #expect(
+            try renderer.recipients(
+                of: try sampleEvent("order.confirmed"),
+                kind: catalog.kind(named: "order.confirmed")!
+            ) == ["u-1024"]
+        )
+        let promo = catalog.kind(named: "promo.offer")!
+        var event = try sampleEvent("promo.offer")
+        #expect(try renderer.recipients(of: event, kind: promo) == ["u-1024", "u-2048"])
+        guard case .object(var data) = event.data else { return }
+        data.members = data.members.map {
+            $0.key == "userIds" ? ($0.key, .array([.string("a"), .string("b"), .string("a")])) : $0
+        }
+        event.data = .object(data)
+        #expect(try renderer.recipients(of: event, kind: promo) == ["a", "b"])
+        for broken: JSONValue in [.array([]), .number("7"), .array([.number("1")]), .string("")] {
+            data.members = data.members.map { $0.key == "userIds" ? ($0.key, broken) : $0 }
+            event.data = .object(data)
+            let error = #expect(throws: RenderError.self) { try renderer.recipients(of: event, kind: promo) }
+            #expect(error?.code == .missingRecipient)
+        }
+    }
+
     @Test("a field of the wrong type or a missing required field fails with its code and name")
     func fieldErrors() throws {
         let kind = catalog.kind(named: "order.confirmed")!
