@@ -274,6 +274,22 @@ struct herald_number_formatter {
     icu::number::LocalizedNumberFormatter formatter;
 };
 
+namespace {
+
+/// An ISO 4217 code ICU accepts, as UTF-16; fills `error` and returns false otherwise.
+bool currency_code(const char *currency, UnicodeString &code, herald_icu_error *error) {
+    UErrorCode status = U_ZERO_ERROR;
+    code = UnicodeString::fromUTF8(currency);
+    icu::CurrencyUnit unit(code.getTerminatedBuffer(), status);
+    if (U_FAILURE(status) || code.length() != 3) {
+        set_error(error, std::string("unknown currency code '") + currency + "'");
+        return false;
+    }
+    return true;
+}
+
+} // namespace
+
 extern "C" herald_number_formatter *herald_number_formatter_open(const char *locale, const char *currency,
                                                                  const char *pattern, herald_icu_error *error) {
     UErrorCode status = U_ZERO_ERROR;
@@ -287,12 +303,8 @@ extern "C" herald_number_formatter *herald_number_formatter_open(const char *loc
             return nullptr;
         }
         if (currency != nullptr) {
-            UnicodeString code = UnicodeString::fromUTF8(currency);
-            icu::CurrencyUnit unit(code.getTerminatedBuffer(), status);
-            if (U_FAILURE(status) || code.length() != 3) {
-                set_error(error, std::string("unknown currency code '") + currency + "'");
-                return nullptr;
-            }
+            UnicodeString code;
+            if (!currency_code(currency, code, error)) return nullptr;
             format.setCurrency(code.getTerminatedBuffer(), status);
         }
         const icu::number::LocalizedNumberFormatter *converted = format.toNumberFormatter(status);
@@ -304,13 +316,9 @@ extern "C" herald_number_formatter *herald_number_formatter_open(const char *loc
     }
     auto formatter = icu::number::NumberFormatter::withLocale(resolved);
     if (currency != nullptr) {
-        UnicodeString code = UnicodeString::fromUTF8(currency);
-        icu::CurrencyUnit unit(code.getTerminatedBuffer(), status);
-        if (U_FAILURE(status) || code.length() != 3) {
-            set_error(error, std::string("unknown currency code '") + currency + "'");
-            return nullptr;
-        }
-        formatter = formatter.unit(unit);
+        UnicodeString code;
+        if (!currency_code(currency, code, error)) return nullptr;
+        formatter = formatter.unit(icu::CurrencyUnit(code.getTerminatedBuffer(), status));
     }
     return new herald_number_formatter{formatter};
 }
