@@ -44,6 +44,10 @@ let package = Package(
             dependencies: ["CHeraldICU", "HeraldEvents", .product(name: "Yams", package: "Yams")]
         ),
         .target(
+            name: "HeraldProviders",
+            dependencies: ["HeraldEvents"]
+        ),
+        .target(
             name: "HeraldApp",
             dependencies: [
                 "HeraldKafka",
@@ -77,6 +81,10 @@ let package = Package(
         .testTarget(
             name: "HeraldCatalogTests",
             dependencies: ["HeraldCatalog"]
+        ),
+        .testTarget(
+            name: "HeraldProvidersTests",
+            dependencies: ["HeraldProviders"]
         ),
         .testTarget(
             name: "HeraldEventsTests",

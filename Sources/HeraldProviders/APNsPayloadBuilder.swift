@@ -1,0 +1,186 @@
+import HeraldEvents
+
+/// One request to APNs: where to send it, its headers and its JSON body.
+public struct APNsRequest: Sendable, Hashable {
+    /// `api.push.apple.com` or `api.sandbox.push.apple.com`.
+    public var host: String
+    /// `/3/device/<token>`.
+    public var path: String
+    /// `apns-*` headers, in a stable order.
+    public var headers: [Header]
+    /// The JSON body, exactly as sent.
+    public var body: [UInt8]
+
+    public struct Header: Sendable, Hashable {
+        public var name: String
+        public var value: String
+    }
+
+    public func header(_ name: String) -> String? { headers.first { $0.name == name }?.value }
+}
+
+/// Builds APNs requests (HTTP/2, token auth) from a ``PushMessage``. Pure.
+///
+/// The body is `{"aps": {...}, <custom keys>}`: `aps` holds alert (title, subtitle, body), badge,
+/// sound (a name, or the critical-sound dictionary), thread-id, category, interruption-level,
+/// relevance-score, mutable-content and content-available; custom keys are `deepLink` and the
+/// message's data. Headers: `apns-push-type`, `apns-priority` (10, or 5 for background and
+/// normal priority), `apns-expiration` (created-at + TTL), `apns-collapse-id` (at most 64 bytes),
+/// `apns-topic` (the bundle id, with the push type's suffix) and `apns-id` (a UUID derived from the
+/// notification id, so a retried request carries the same id).
+///
+/// Size: at most 4096 bytes of body (5120 for VoIP). Optional parts are dropped in this order when
+/// shortening the body is not enough: data entries (last first), the subtitle, the deep link.
+public enum APNsPayloadBuilder {
+    /// The APNs push types Herald sends.
+    public enum PushType: String, Sendable {
+        case alert, background, voip, complication, fileprovider, liveactivity
+
+        var topicSuffix: String {
+            switch self {
+            case .alert, .background: ""
+            case .voip: ".voip"
+            case .complication: ".complication"
+            case .fileprovider: ".pushkit.fileprovider"
+            case .liveactivity: ".push-type.liveactivity"
+            }
+        }
+    }
+
+    /// The body limit for a push type, in bytes.
+    public static func limit(for pushType: PushType) -> Int { pushType == .voip ? 5120 : 4096 }
+
+    /// The longest `apns-collapse-id` APNs accepts, in bytes.
+    public static let maximumCollapseIDBytes = 64
+
+    /// Builds the request for one device.
+    ///
+    /// - Parameter pushType: default `.background` for a silent push, `.alert` otherwise.
+    /// - Throws: ``PayloadError`` (`.invalidToken`, `.payloadTooLarge`).
+    public static func build(
+        _ message: PushMessage,
+        for device: Device,
+        pushType requested: PushType? = nil
+    ) throws(PayloadError) -> APNsRequest {
+        guard isValidToken(device.token) else {
+            throw PayloadError(code: .invalidToken, message: "an APNs device token is 64 or more hex digits")
+        }
+        let pushType = requested ?? (message.contentAvailable ? .background : .alert)
+        let silent = pushType == .background
+        // Optional parts, in the order they are dropped.
+        let droppable = message.data.count + (message.subtitle == nil ? 0 : 1) + (message.deepLink == nil ? 0 : 1)
+        let body = try SizeBudget.fit(
+            body: message.body,
+            optionalParts: droppable,
+            limit: limit(for: pushType),
+            what: "the APNs payload"
+        ) { text, dropped in
+            Self.body(message, alertBody: text, dropped: dropped, silent: silent).serializedBytes
+        }
+        var headers: [APNsRequest.Header] = [
+            .init(name: "apns-push-type", value: pushType.rawValue),
+            .init(name: "apns-priority", value: silent || !message.highPriority ? "5" : "10"),
+        ]
+        if let ttl = message.timeToLive {
+            let expiration = message.createdAt.epochMilliseconds / 1000 + Int64(ttl)
+            headers.append(.init(name: "apns-expiration", value: String(expiration)))
+        }
+        if let collapseKey = message.collapseKey, !collapseKey.isEmpty {
+            headers.append(.init(name: "apns-collapse-id", value: collapseID(collapseKey)))
+        }
+        headers.append(.init(name: "apns-topic", value: device.appID + pushType.topicSuffix))
+        headers.append(.init(name: "apns-id", value: StableHash.uuid(from: message.notificationID)))
+        return APNsRequest(
+            host: device.environment == .sandbox ? "api.sandbox.push.apple.com" : "api.push.apple.com",
+            path: "/3/device/\(device.token)",
+            headers: headers,
+            body: body
+        )
+    }
+
+    /// A collapse id of at most 64 bytes. A longer key keeps a grapheme-safe prefix and a hash of the
+    /// whole key, so two long keys that share a prefix still collapse separately.
+    static func collapseID(_ key: String) -> String {
+        guard key.utf8.count > maximumCollapseIDBytes else { return key }
+        let hash = StableHash.hexString(StableHash.fnv1a(key))
+        return SizeBudget.prefix(key, maximumBytes: maximumCollapseIDBytes - hash.count - 1) + "~" + hash
+    }
+
+    static func isValidToken(_ token: String) -> Bool {
+        token.utf8.count >= 64 && token.utf8.count <= 200 && token.utf8.count % 2 == 0
+            && token.utf8.allSatisfy { byte in
+                (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte)
+                    || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains(byte)
+                    || (UInt8(ascii: "A")...UInt8(ascii: "F")).contains(byte)
+            }
+    }
+
+    static func body(_ message: PushMessage, alertBody: String, dropped: Int, silent: Bool) -> JSONValue {
+        var remainingDrops = dropped
+        var data = message.data
+        while remainingDrops > 0, !data.isEmpty {
+            data.removeLast()
+            remainingDrops -= 1
+        }
+        var subtitle = message.subtitle
+        if remainingDrops > 0, subtitle != nil {
+            subtitle = nil
+            remainingDrops -= 1
+        }
+        let deepLink = remainingDrops > 0 ? nil : message.deepLink
+
+        var aps: [(key: String, value: JSONValue)] = []
+        if silent {
+            aps.append(("content-available", .number("1")))
+        } else {
+            var alert: [(key: String, value: JSONValue)] = [("title", .string(message.title))]
+            if let subtitle { alert.append(("subtitle", .string(subtitle))) }
+            alert.append(("body", .string(alertBody)))
+            aps.append(("alert", .object(JSONObject(alert))))
+            if let badge = message.badge { aps.append(("badge", .number(String(badge)))) }
+            if let sound = message.sound {
+                if let volume = message.criticalSoundVolume {
+                    aps.append(
+                        (
+                            "sound",
+                            .object(
+                                JSONObject([
+                                    ("critical", .number("1")), ("name", .string(sound)),
+                                    ("volume", .number(Self.decimal(min(max(volume, 0), 1)))),
+                                ])
+                            )
+                        )
+                    )
+                } else {
+                    aps.append(("sound", .string(sound)))
+                }
+            }
+            if let threadID = message.threadID { aps.append(("thread-id", .string(threadID))) }
+            if let category = message.category { aps.append(("category", .string(category))) }
+            if let level = message.interruptionLevel { aps.append(("interruption-level", .string(level))) }
+            if let score = message.relevanceScore {
+                aps.append(("relevance-score", .number(Self.decimal(min(max(score, 0), 1)))))
+            }
+            if message.mutableContent { aps.append(("mutable-content", .number("1"))) }
+            if message.contentAvailable { aps.append(("content-available", .number("1"))) }
+        }
+        var members: [(key: String, value: JSONValue)] = [("aps", .object(JSONObject(aps)))]
+        if let deepLink { members.append(("deepLink", .string(deepLink))) }
+        // "aps" is APNs' own key; a data entry of that name would be ignored or break the payload.
+        for entry in data where entry.key != "aps" && entry.key != "deepLink" {
+            members.append((entry.key, .string(entry.value)))
+        }
+        return .object(JSONObject(members))
+    }
+
+    /// A number in [0, 1] written with at most three decimals and no exponent: `1`, `0.5`, `0.025`.
+    static func decimal(_ value: Double) -> String {
+        let thousandths = Int((value * 1000).rounded())
+        let (whole, fraction) = (thousandths / 1000, thousandths % 1000)
+        guard fraction != 0 else { return String(whole) }
+        var digits = String(fraction)
+        digits = String(repeating: "0", count: 3 - digits.count) + digits
+        while digits.hasSuffix("0") { digits.removeLast() }
+        return "\(whole).\(digits)"
+    }
+}

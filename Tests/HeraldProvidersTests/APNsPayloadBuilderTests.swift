@@ -1,0 +1,241 @@
+import HeraldEvents
+import Testing
+
+@testable import HeraldProviders
+
+let token = String(repeating: "ab01", count: 16)
+let device = Device(token: token, appID: "no.getdrop.app", environment: .production)
+let created = Timestamp(rfc3339: "2026-11-21T12:00:00Z")!
+
+func message(
+    body: String = "Your order ord-7 of 1 234,50 kr is confirmed.",
+    configure: (inout PushMessage) -> Void = { _ in }
+) -> PushMessage {
+    var message = PushMessage(
+        notificationID: "n-1",
+        kind: "order.confirmed",
+        title: "Order confirmed",
+        body: body,
+        deepLink: "https://getdrop.no/orders/ord-7",
+        data: [.init("notificationType", "order.confirmed"), .init("orderId", "ord-7")],
+        threadID: "orders",
+        category: "ORDER",
+        sound: "default",
+        interruptionLevel: "active",
+        collapseKey: "order-ord-7",
+        timeToLive: 3600,
+        createdAt: created
+    )
+    configure(&message)
+    return message
+}
+
+func text(_ bytes: [UInt8]) -> String { String(decoding: bytes, as: UTF8.self) }
+
+@Suite("APNs payloads")
+struct APNsPayloadBuilderTests {
+    @Test("an alert: the exact body and headers")
+    func alertGolden() throws {
+        let request = try APNsPayloadBuilder.build(message(), for: device)
+        #expect(
+            text(request.body)
+                == #"{"aps":{"alert":{"title":"Order confirmed","body":"Your order ord-7 of 1 234,50 kr is confirmed."},"sound":"default","thread-id":"orders","category":"ORDER","interruption-level":"active"},"deepLink":"https://getdrop.no/orders/ord-7","notificationType":"order.confirmed","orderId":"ord-7"}"#
+        )
+        #expect(request.host == "api.push.apple.com")
+        #expect(request.path == "/3/device/\(token)")
+        #expect(
+            request.headers.map(\.name) == [
+                "apns-push-type", "apns-priority", "apns-expiration", "apns-collapse-id", "apns-topic", "apns-id",
+            ]
+        )
+        #expect(request.header("apns-push-type") == "alert")
+        #expect(request.header("apns-priority") == "10")
+        #expect(request.header("apns-expiration") == "1795266000")  // 2026-11-21T13:00:00Z
+        #expect(request.header("apns-collapse-id") == "order-ord-7")
+        #expect(request.header("apns-topic") == "no.getdrop.app")
+    }
+
+    @Test("subtitle, badge, critical sound, relevance and mutable content")
+    func presentationOptions() throws {
+        let request = try APNsPayloadBuilder.build(
+            message {
+                $0.subtitle = "3 items"
+                $0.badge = 2
+                $0.criticalSoundVolume = 0.75
+                $0.relevanceScore = 0.5
+                $0.mutableContent = true
+                $0.interruptionLevel = "critical"
+                $0.data = []
+                $0.deepLink = nil
+            },
+            for: Device(token: token, appID: "no.getdrop.app", environment: .sandbox)
+        )
+        #expect(
+            text(request.body)
+                == #"{"aps":{"alert":{"title":"Order confirmed","subtitle":"3 items","body":"Your order ord-7 of 1 234,50 kr is confirmed."},"badge":2,"sound":{"critical":1,"name":"default","volume":0.75},"thread-id":"orders","category":"ORDER","interruption-level":"critical","relevance-score":0.5,"mutable-content":1}}"#
+        )
+        #expect(request.host == "api.sandbox.push.apple.com")
+    }
+
+    @Test("a silent push is background, priority 5, with content-available only")
+    func background() throws {
+        let request = try APNsPayloadBuilder.build(
+            message {
+                $0.contentAvailable = true
+                $0.data = []
+            },
+            for: device
+        )
+        #expect(text(request.body) == #"{"aps":{"content-available":1},"deepLink":"https://getdrop.no/orders/ord-7"}"#)
+        #expect(request.header("apns-push-type") == "background")
+        #expect(request.header("apns-priority") == "5")
+    }
+
+    @Test("normal priority is 5; VoIP and other push types get their topic suffix; no TTL, no expiration")
+    func pushTypes() throws {
+        let normal = try APNsPayloadBuilder.build(
+            message {
+                $0.highPriority = false
+                $0.timeToLive = nil
+            },
+            for: device
+        )
+        #expect(normal.header("apns-priority") == "5")
+        #expect(normal.header("apns-expiration") == nil)
+        let voip = try APNsPayloadBuilder.build(message(), for: device, pushType: .voip)
+        #expect(voip.header("apns-topic") == "no.getdrop.app.voip")
+        #expect(APNsPayloadBuilder.limit(for: .voip) == 5120)
+        let live = try APNsPayloadBuilder.build(message(), for: device, pushType: .liveactivity)
+        #expect(live.header("apns-topic") == "no.getdrop.app.push-type.liveactivity")
+    }
+
+    @Test("apns-id is a UUID derived from the notification id: the same id gives the same UUID")
+    func apnsID() throws {
+        let first = try APNsPayloadBuilder.build(message(), for: device).header("apns-id")!
+        let again = try APNsPayloadBuilder.build(message(), for: device).header("apns-id")!
+        let other = try APNsPayloadBuilder.build(message { $0.notificationID = "n-2" }, for: device).header("apns-id")!
+        #expect(first == again)
+        #expect(first != other)
+        let groups = first.split(separator: "-").map(\.count)
+        #expect(groups == [8, 4, 4, 4, 12])
+        #expect(first.split(separator: "-")[2].first == "8", "version 8")
+        #expect("89AB".contains(first.split(separator: "-")[3].first!), "RFC 4122 variant")
+    }
+
+    @Test("a collapse id over 64 bytes is shortened at a grapheme boundary, and long keys stay distinct")
+    func collapseID() throws {
+        let long = String(repeating: "👩‍👩‍👧‍👦", count: 10) + "-a"
+        let otherLong = String(repeating: "👩‍👩‍👧‍👦", count: 10) + "-b"
+        let id = APNsPayloadBuilder.collapseID(long)
+        #expect(id.utf8.count <= 64)
+        #expect(id != APNsPayloadBuilder.collapseID(otherLong))
+        #expect(id.hasPrefix("👩‍👩‍👧‍👦"))
+        #expect(long.hasPrefix(String(id.split(separator: "~").first!)), "the kept part is whole graphemes of the key")
+        #expect(APNsPayloadBuilder.collapseID("order-7") == "order-7")
+    }
+
+    @Test("a malformed device token is rejected without echoing it")
+    func invalidToken() {
+        for bad in ["", "not-hex", String(repeating: "z", count: 64), String(repeating: "a", count: 63)] {
+            let error = #expect(throws: PayloadError.self) {
+                try APNsPayloadBuilder.build(message(), for: Device(token: bad, appID: "no.getdrop.app"))
+            }
+            #expect(error?.code == .invalidToken)
+            if !bad.isEmpty { #expect(error?.message.contains(bad) == false) }
+        }
+    }
+}
+
+@Suite("Size budget")
+struct SizeBudgetTests {
+    @Test("an oversize body is shortened with an ellipsis at a grapheme boundary; nothing else is dropped")
+    func shortenBody() throws {
+        let body = String(repeating: "Familie 👩‍👩‍👧‍👦 og flagg 🇳🇴 på café (e\u{301}). ", count: 200)
+        let request = try APNsPayloadBuilder.build(message(body: body), for: device)
+        #expect(request.body.count <= 4096)
+        #expect(request.body.count > 4096 - 64, "as much of the body as fits is kept")
+        let json = try JSONParser().parse(request.body)
+        let shortened = json["aps"]?["alert"]?["body"]?.stringValue ?? ""
+        #expect(shortened.hasSuffix("…"))
+        #expect(body.hasPrefix(String(shortened.dropLast())))
+        #expect(json["orderId"] == .string("ord-7"))
+        #expect(json["deepLink"] != nil)
+    }
+
+    @Test("when shortening is not enough, data is dropped last-first, then the subtitle, then the deep link")
+    func dropOrder() throws {
+        let bigData = (0..<6).map { PushMessage.KeyValue("k\($0)", String(repeating: "x", count: 700)) }
+        let request = try APNsPayloadBuilder.build(
+            message {
+                $0.data = bigData
+                $0.subtitle = "sub"
+            },
+            for: device
+        )
+        let json = try JSONParser().parse(request.body)
+        #expect(request.body.count <= 4096)
+        #expect(json["k0"] != nil && json["k4"] != nil)
+        #expect(json["k5"] == nil, "only the last data entry had to go")
+        #expect(json["aps"]?["alert"]?["subtitle"] == .string("sub"))
+    }
+
+    @Test("a title that alone exceeds the limit is payload_too_large, never an oversize request")
+    func tooLarge() {
+        let error = #expect(throws: PayloadError.self) {
+            try APNsPayloadBuilder.build(message { $0.title = String(repeating: "T", count: 5000) }, for: device)
+        }
+        #expect(error?.code == .payloadTooLarge)
+    }
+
+    @Test(
+        "random unicode, emoji and right-to-left text never yields an oversize request, invalid UTF-8 or a split grapheme"
+    )
+    func property() throws {
+        var random = SplitMix64(seed: 0x4845_5241_4C44)
+        let pool = [
+            "a", "Z", " ", "ø", "ß", "e\u{301}", "n\u{303}\u{323}", "👍🏽", "👩‍👩‍👧‍👦", "🏳️‍🌈", "🇳🇴", "🇵🇱",
+            "مرحبا", "ש", "\u{200F}", "中", "日本", "한", "\"", "\\", "\n", "\u{01}", "€", "𝄞",
+        ]
+        func randomText(maximum: Int) -> String {
+            var text = ""
+            for _ in 0..<Int(random.next() % UInt64(maximum + 1)) {
+                text += pool[Int(random.next() % UInt64(pool.count))]
+            }
+            return text
+        }
+        for _ in 0..<300 {
+            let body = randomText(maximum: 3000)
+            let title = randomText(maximum: 40)
+            let data = (0..<Int(random.next() % 6)).map { PushMessage.KeyValue("d\($0)", randomText(maximum: 300)) }
+            let voip = random.next() % 4 == 0
+            let built = message(body: body) {
+                $0.title = title
+                $0.data = data
+            }
+            let request = try APNsPayloadBuilder.build(built, for: device, pushType: voip ? .voip : .alert)
+            #expect(request.body.count <= (voip ? 5120 : 4096))
+            #expect(String(validating: request.body, as: UTF8.self) != nil)
+            let json = try JSONParser().parse(request.body)
+            let rendered = json["aps"]?["alert"]?["body"]?.stringValue ?? ""
+            if rendered != body {
+                #expect(rendered.hasSuffix("…"))
+                let kept = Array(rendered.dropLast())
+                #expect(Array(body).starts(with: kept), "the shortened body is whole graphemes of the original")
+            }
+            #expect(json["aps"]?["alert"]?["title"]?.stringValue == title)
+        }
+    }
+}
+
+/// A small deterministic generator, so a failing case can be reproduced.
+struct SplitMix64 {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
