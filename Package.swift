@@ -53,6 +53,7 @@ let package = Package(
                 "HeraldKafka",
                 "HeraldEvents",
                 "HeraldCatalog",
+                "HeraldProviders",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]

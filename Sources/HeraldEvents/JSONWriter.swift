@@ -44,22 +44,36 @@ enum JSONWriter {
     }
 
     static func writeString(_ text: String, to output: inout [UInt8]) {
-        output.append(UInt8(ascii: "\""))
-        for byte in text.utf8 {
-            switch byte {
-            case UInt8(ascii: "\""): output.append(contentsOf: [0x5C, 0x22])
-            case UInt8(ascii: "\\"): output.append(contentsOf: [0x5C, 0x5C])
-            case 0x0A: output.append(contentsOf: [0x5C, UInt8(ascii: "n")])
-            case 0x0D: output.append(contentsOf: [0x5C, UInt8(ascii: "r")])
-            case 0x09: output.append(contentsOf: [0x5C, UInt8(ascii: "t")])
-            case 0x00..<0x20:
-                let hex = Array("0123456789abcdef".utf8)
-                output.append(contentsOf: [
-                    0x5C, UInt8(ascii: "u"), 0x30, 0x30, hex[Int(byte >> 4)], hex[Int(byte & 0x0F)],
-                ])
-            default: output.append(byte)
+        var text = text
+        text.withUTF8 { bytes in
+            output.append(UInt8(ascii: "\""))
+            // Most strings need no escaping: check the contiguous bytes once and copy them in one go.
+            var clean = true
+            for byte in bytes where byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") {
+                clean = false
+                break
             }
+            if clean {
+                output.append(contentsOf: bytes)
+                output.append(UInt8(ascii: "\""))
+                return
+            }
+            for byte in bytes {
+                switch byte {
+                case UInt8(ascii: "\""): output.append(contentsOf: [0x5C, 0x22])
+                case UInt8(ascii: "\\"): output.append(contentsOf: [0x5C, 0x5C])
+                case 0x0A: output.append(contentsOf: [0x5C, UInt8(ascii: "n")])
+                case 0x0D: output.append(contentsOf: [0x5C, UInt8(ascii: "r")])
+                case 0x09: output.append(contentsOf: [0x5C, UInt8(ascii: "t")])
+                case 0x00..<0x20:
+                    let hex = Array("0123456789abcdef".utf8)
+                    output.append(contentsOf: [
+                        0x5C, UInt8(ascii: "u"), 0x30, 0x30, hex[Int(byte >> 4)], hex[Int(byte & 0x0F)],
+                    ])
+                default: output.append(byte)
+                }
+            }
+            output.append(UInt8(ascii: "\""))
         }
-        output.append(UInt8(ascii: "\""))
     }
 }

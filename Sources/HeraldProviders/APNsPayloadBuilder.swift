@@ -75,7 +75,7 @@ public enum APNsPayloadBuilder {
             limit: limit(for: pushType),
             what: "the APNs payload"
         ) { text, dropped in
-            Self.body(message, alertBody: text, dropped: dropped, silent: silent).serializedBytes
+            Self.body(message, alertBody: text, dropped: dropped, silent: silent)
         }
         var headers: [APNsRequest.Header] = [
             .init(name: "apns-push-type", value: pushType.rawValue),
@@ -107,70 +107,93 @@ public enum APNsPayloadBuilder {
     }
 
     static func isValidToken(_ token: String) -> Bool {
-        token.utf8.count >= 64 && token.utf8.count <= 200 && token.utf8.count % 2 == 0
-            && token.utf8.allSatisfy { byte in
-                (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte)
-                    || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains(byte)
-                    || (UInt8(ascii: "A")...UInt8(ascii: "F")).contains(byte)
-            }
-    }
-
-    static func body(_ message: PushMessage, alertBody: String, dropped: Int, silent: Bool) -> JSONValue {
-        var remainingDrops = dropped
-        var data = message.data
-        while remainingDrops > 0, !data.isEmpty {
-            data.removeLast()
-            remainingDrops -= 1
-        }
-        var subtitle = message.subtitle
-        if remainingDrops > 0, subtitle != nil {
-            subtitle = nil
-            remainingDrops -= 1
-        }
-        let deepLink = remainingDrops > 0 ? nil : message.deepLink
-
-        var aps: [(key: String, value: JSONValue)] = []
-        if silent {
-            aps.append(("content-available", .number("1")))
-        } else {
-            var alert: [(key: String, value: JSONValue)] = [("title", .string(message.title))]
-            if let subtitle { alert.append(("subtitle", .string(subtitle))) }
-            alert.append(("body", .string(alertBody)))
-            aps.append(("alert", .object(JSONObject(alert))))
-            if let badge = message.badge { aps.append(("badge", .number(String(badge)))) }
-            if let sound = message.sound {
-                if let volume = message.criticalSoundVolume {
-                    aps.append(
-                        (
-                            "sound",
-                            .object(
-                                JSONObject([
-                                    ("critical", .number("1")), ("name", .string(sound)),
-                                    ("volume", .number(Self.decimal(min(max(volume, 0), 1)))),
-                                ])
-                            )
-                        )
-                    )
-                } else {
-                    aps.append(("sound", .string(sound)))
+        var token = token
+        return token.withUTF8 { bytes in
+            guard bytes.count >= 64, bytes.count <= 200, bytes.count % 2 == 0 else { return false }
+            for byte in bytes {
+                switch byte {
+                case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "a")...UInt8(ascii: "f"),
+                    UInt8(ascii: "A")...UInt8(ascii: "F"):
+                    continue
+                default:
+                    return false
                 }
             }
-            if let threadID = message.threadID { aps.append(("thread-id", .string(threadID))) }
-            if let category = message.category { aps.append(("category", .string(category))) }
-            if let level = message.interruptionLevel { aps.append(("interruption-level", .string(level))) }
-            if let score = message.relevanceScore {
-                aps.append(("relevance-score", .number(Self.decimal(min(max(score, 0), 1)))))
-            }
-            if message.mutableContent { aps.append(("mutable-content", .number("1"))) }
-            if message.contentAvailable { aps.append(("content-available", .number("1"))) }
+            return true
         }
-        var members: [(key: String, value: JSONValue)] = [("aps", .object(JSONObject(aps)))]
-        if let deepLink { members.append(("deepLink", .string(deepLink))) }
+    }
+
+    /// The serialized body with the first `dropped` optional parts left out.
+    static func body(_ message: PushMessage, alertBody: String, dropped: Int, silent: Bool) -> [UInt8] {
+        let kept = OptionalParts(message, dropped: dropped, subtitleIsDroppable: true)
+        var writer = JSONStreamWriter(capacity: 512)
+        writer.beginObject()
+        writer.key("aps")
+        writeAPS(
+            &writer,
+            message,
+            alertTitle: message.title,
+            subtitle: kept.subtitle,
+            alertBody: alertBody,
+            silent: silent
+        )
+        if let deepLink = kept.deepLink { writer.member("deepLink", deepLink) }
         // "aps" is APNs' own key; a data entry of that name would be ignored or break the payload.
-        for entry in data where entry.key != "aps" && entry.key != "deepLink" {
-            members.append((entry.key, .string(entry.value)))
+        for entry in kept.data where entry.key != "aps" && entry.key != "deepLink" {
+            writer.member(entry.key, entry.value)
         }
-        return .object(JSONObject(members))
+        writer.endObject()
+        return writer.bytes
+    }
+
+    /// Writes the `aps` dictionary. `alertTitle` `nil` leaves the alert out (FCM adds it from its own
+    /// `notification`).
+    static func writeAPS(
+        _ writer: inout JSONStreamWriter,
+        _ message: PushMessage,
+        alertTitle: String?,
+        subtitle: String?,
+        alertBody: String,
+        silent: Bool
+    ) {
+        writer.beginObject()
+        if silent {
+            writer.member("content-available", integer: 1)
+            writer.endObject()
+            return
+        }
+        if let alertTitle {
+            writer.key("alert")
+            writer.beginObject()
+            writer.member("title", alertTitle)
+            if let subtitle { writer.member("subtitle", subtitle) }
+            writer.member("body", alertBody)
+            writer.endObject()
+        }
+        if let badge = message.badge { writer.member("badge", integer: Int64(badge)) }
+        if let sound = message.sound {
+            writer.key("sound")
+            if let volume = message.criticalSoundVolume {
+                writer.beginObject()
+                writer.member("critical", integer: 1)
+                writer.member("name", sound)
+                writer.key("volume")
+                writer.number(decimal(min(max(volume, 0), 1)))
+                writer.endObject()
+            } else {
+                writer.string(sound)
+            }
+        }
+        if let threadID = message.threadID { writer.member("thread-id", threadID) }
+        if let category = message.category { writer.member("category", category) }
+        if let level = message.interruptionLevel { writer.member("interruption-level", level) }
+        if let score = message.relevanceScore {
+            writer.key("relevance-score")
+            writer.number(decimal(min(max(score, 0), 1)))
+        }
+        if message.mutableContent { writer.member("mutable-content", integer: 1) }
+        if message.contentAvailable { writer.member("content-available", integer: 1) }
+        writer.endObject()
     }
 
     /// A number in [0, 1] written with at most three decimals and no exponent: `1`, `0.5`, `0.025`.

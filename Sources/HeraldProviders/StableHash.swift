@@ -12,19 +12,46 @@ enum StableHash {
     }
 
     /// A version-8 (RFC 9562, application-defined) UUID derived from `text`, in upper case as APNs
-    /// prints them.
+    /// prints them. Written byte by byte: it is computed for every APNs request.
     static func uuid(from text: String) -> String {
         var high = fnv1a(text)
         var low = fnv1a(text, seed: 0x8422_2325_cbf2_9ce4 ^ high)
         high = (high & 0xFFFF_FFFF_FFFF_0FFF) | 0x0000_0000_0000_8000  // version 8
         low = (low & 0x3FFF_FFFF_FFFF_FFFF) | 0x8000_0000_0000_0000  // RFC 4122 variant
-        let hex = hexString(high) + hexString(low)
-        let characters = Array(hex)
-        return [0..<8, 8..<12, 12..<16, 16..<20, 20..<32].map { String(characters[$0]) }.joined(separator: "-")
+        return String(unsafeUninitializedCapacity: 36) { buffer in
+            var index = 0
+            func put(_ value: UInt64, nibbles: Int) {
+                for shift in stride(from: (nibbles - 1) * 4, through: 0, by: -4) {
+                    buffer[index] = hexDigits[Int((value >> UInt64(shift)) & 0xF)]
+                    index += 1
+                }
+            }
+            func dash() {
+                buffer[index] = UInt8(ascii: "-")
+                index += 1
+            }
+            put(high >> 32, nibbles: 8)
+            dash()
+            put(high >> 16, nibbles: 4)
+            dash()
+            put(high, nibbles: 4)
+            dash()
+            put(low >> 48, nibbles: 4)
+            dash()
+            put(low, nibbles: 12)
+            return index
+        }
     }
 
+    private static let hexDigits: [UInt8] = Array("0123456789ABCDEF".utf8)
+
+    /// 16 upper-case hex digits.
     static func hexString(_ value: UInt64) -> String {
-        let digits = String(value, radix: 16, uppercase: true)
-        return String(repeating: "0", count: 16 - digits.count) + digits
+        String(unsafeUninitializedCapacity: 16) { buffer in
+            for index in 0..<16 {
+                buffer[index] = hexDigits[Int((value >> UInt64((15 - index) * 4)) & 0xF)]
+            }
+            return 16
+        }
     }
 }

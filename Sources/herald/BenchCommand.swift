@@ -7,7 +7,7 @@ struct BenchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "bench",
         abstract: "Measure Herald's throughput on this machine.",
-        subcommands: [KafkaBenchCommand.self, RenderBenchCommand.self]
+        subcommands: [KafkaBenchCommand.self, RenderBenchCommand.self, PayloadBenchCommand.self]
     )
 }
 
@@ -145,5 +145,31 @@ struct RenderBenchCommand: ParsableCommand {
         print(
             "  resident memory: \(String(format: "%.1f", report.residentAfterWarmUp)) MiB after warm-up, \(String(format: "%.1f", report.residentAtEnd)) MiB at the end"
         )
+    }
+}
+
+struct PayloadBenchCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "payload",
+        abstract: "APNs and FCM request builds per second on one core, for a typical notification."
+    )
+
+    @Option(help: "Builds per round and provider.")
+    var builds = 500_000
+
+    @Option(help: "Rounds (the median is reported).")
+    var rounds = 5
+
+    func run() throws {
+        var benchmark = PayloadBenchmark()
+        benchmark.builds = builds
+        benchmark.rounds = rounds
+        let report = try benchmark.run()
+        func list(_ rates: [Double]) -> String { rates.map { String(format: "%.0f", $0) }.joined(separator: ", ") }
+        print("herald bench payload: \(rounds) rounds of \(builds) builds per provider, one thread")
+        print(
+            "  APNs: median \(String(format: "%.0f", report.apnsMedian)) builds/s  (rounds \(list(report.apnsRates)))"
+        )
+        print("  FCM:  median \(String(format: "%.0f", report.fcmMedian)) builds/s  (rounds \(list(report.fcmRates)))")
     }
 }

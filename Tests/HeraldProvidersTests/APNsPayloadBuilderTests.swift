@@ -223,6 +223,11 @@ struct SizeBudgetTests {
                 #expect(Array(body).starts(with: kept), "the shortened body is whole graphemes of the original")
             }
             #expect(json["aps"]?["alert"]?["title"]?.stringValue == title)
+
+            let fcm = try FCMPayloadBuilder.build(built, for: Device(token: "fcm-token", appID: "a"))
+            #expect(fcm.count <= FCMPayloadBuilder.limit && String(validating: fcm, as: UTF8.self) != nil)
+            let expo = try ExpoPayloadBuilder.build(built, for: Device(token: "ExponentPushToken[x]", appID: "a"))
+            #expect(expo.count <= ExpoPayloadBuilder.limit && (try? JSONParser().parse(expo)) != nil)
         }
     }
 }

@@ -1,0 +1,116 @@
+import HeraldEvents
+
+/// Builds FCM HTTP v1 `messages:send` bodies (standard mode) from a ``PushMessage``. Pure.
+///
+/// `{"message": {token, notification {title, body}, data (strings only), android {priority, ttl
+/// "Ns", collapse_key, notification {channel_id, sound, tag}}, apns {headers, payload {aps}}}}`.
+/// The whole JSON is kept within 4096 bytes; the same ``SizeBudget`` order as APNs applies (data
+/// last-first, then the deep link). FCM's reserved data keys (`from`, `notification`,
+/// `message_type`, `collapse_key` and the `google.`, `gcm.` prefixes) are left out.
+public enum FCMPayloadBuilder {
+    /// FCM's limit for the whole message, in bytes.
+    public static let limit = 4096
+
+    /// Builds the body for one device token.
+    ///
+    /// - Throws: ``PayloadError`` (`.invalidToken`, `.payloadTooLarge`).
+    public static func build(_ message: PushMessage, for device: Device) throws(PayloadError) -> [UInt8] {
+        var token = device.token
+        let printable = token.withUTF8 { bytes in
+            for byte in bytes where byte <= 0x20 || byte >= 0x7F { return false }
+            return true
+        }
+        guard !token.isEmpty, token.utf8.count <= 4096, printable else {
+            throw PayloadError(
+                code: .invalidToken,
+                message: "an FCM registration token is printable ASCII without spaces"
+            )
+        }
+        let droppable = message.data.count + (message.deepLink == nil ? 0 : 1)
+        return try SizeBudget.fit(body: message.body, optionalParts: droppable, limit: limit, what: "the FCM message") {
+            text,
+            dropped in
+            Self.message(message, token: device.token, body: text, dropped: dropped)
+        }
+    }
+
+    static func isReserved(_ key: String) -> Bool {
+        // Every reserved key starts with one of these letters; most data keys are decided by one byte.
+        switch key.utf8.first {
+        case UInt8(ascii: "f"), UInt8(ascii: "n"), UInt8(ascii: "m"), UInt8(ascii: "c"), UInt8(ascii: "g"):
+            return ["from", "notification", "message_type", "collapse_key"].contains(key) || key.hasPrefix("google.")
+                || key.hasPrefix("gcm.")
+        default:
+            return false
+        }
+    }
+
+    static func message(_ message: PushMessage, token: String, body: String, dropped: Int) -> [UInt8] {
+        let kept = OptionalParts(message, dropped: dropped, subtitleIsDroppable: false) { !isReserved($0) }
+        var writer = JSONStreamWriter(capacity: 1536)
+        writer.beginObject()
+        writer.key("message")
+        writer.beginObject()
+        writer.member("token", token)
+        if !message.contentAvailable {
+            writer.key("notification")
+            writer.beginObject()
+            writer.member("title", message.title)
+            writer.member("body", body)
+            writer.endObject()
+        }
+        if kept.deepLink != nil || kept.data.contains(where: { $0.key != "deepLink" }) {
+            writer.key("data")
+            writer.beginObject()
+            if let deepLink = kept.deepLink { writer.member("deepLink", deepLink) }
+            for entry in kept.data where entry.key != "deepLink" { writer.member(entry.key, entry.value) }
+            writer.endObject()
+        }
+        writer.key("android")
+        writer.beginObject()
+        writer.member("priority", message.highPriority ? "HIGH" : "NORMAL")
+        if let ttl = message.timeToLive { writer.member("ttl", String(ttl) + "s") }
+        if let collapseKey = message.collapseKey { writer.member("collapse_key", collapseKey) }
+        if !message.contentAvailable,
+            message.androidChannel != nil || message.sound != nil || message.collapseKey != nil
+        {
+            writer.key("notification")
+            writer.beginObject()
+            if let channel = message.androidChannel { writer.member("channel_id", channel) }
+            if let sound = message.sound { writer.member("sound", sound) }
+            if let collapseKey = message.collapseKey { writer.member("tag", collapseKey) }
+            writer.endObject()
+        }
+        writer.endObject()
+        writer.key("apns")
+        writer.beginObject()
+        writer.key("headers")
+        writer.beginObject()
+        writer.member("apns-push-type", message.contentAvailable ? "background" : "alert")
+        writer.member("apns-priority", message.contentAvailable || !message.highPriority ? "5" : "10")
+        if let ttl = message.timeToLive {
+            writer.member("apns-expiration", String(message.createdAt.epochMilliseconds / 1000 + Int64(ttl)))
+        }
+        if let collapseKey = message.collapseKey {
+            writer.member("apns-collapse-id", APNsPayloadBuilder.collapseID(collapseKey))
+        }
+        writer.endObject()
+        // FCM turns `notification` into aps.alert itself; aps carries the iOS presentation options.
+        writer.key("payload")
+        writer.beginObject()
+        writer.key("aps")
+        APNsPayloadBuilder.writeAPS(
+            &writer,
+            message,
+            alertTitle: nil,
+            subtitle: nil,
+            alertBody: body,
+            silent: message.contentAvailable
+        )
+        writer.endObject()
+        writer.endObject()
+        writer.endObject()
+        writer.endObject()
+        return writer.bytes
+    }
+}

@@ -1,0 +1,80 @@
+import HeraldEvents
+import Testing
+
+@testable import HeraldProviders
+
+@Suite("FCM and Expo payloads")
+struct FCMAndExpoTests {
+    let fcmDevice = Device(token: "fcm-token-123:APA91b", appID: "no.getdrop.app")
+    let expoDevice = Device(token: "ExponentPushToken[xxxxxxxxxxxxxxxxxxxxxx]", appID: "no.getdrop.app")
+
+    @Test("FCM HTTP v1 standard mode: the exact message")
+    func fcmGolden() throws {
+        let body = try FCMPayloadBuilder.build(message { $0.androidChannel = "transactional" }, for: fcmDevice)
+        #expect(
+            text(body)
+                == #"{"message":{"token":"fcm-token-123:APA91b","notification":{"title":"Order confirmed","body":"Your order ord-7 of 1 234,50 kr is confirmed."},"data":{"deepLink":"https://getdrop.no/orders/ord-7","notificationType":"order.confirmed","orderId":"ord-7"},"android":{"priority":"HIGH","ttl":"3600s","collapse_key":"order-ord-7","notification":{"channel_id":"transactional","sound":"default","tag":"order-ord-7"}},"apns":{"headers":{"apns-push-type":"alert","apns-priority":"10","apns-expiration":"1795266000","apns-collapse-id":"order-ord-7"},"payload":{"aps":{"sound":"default","thread-id":"orders","category":"ORDER","interruption-level":"active"}}}}}"#
+        )
+    }
+
+    @Test("FCM: a silent push has no notification; reserved data keys are left out; normal priority")
+    func fcmSilentAndReserved() throws {
+        let body = try FCMPayloadBuilder.build(
+            message {
+                $0.contentAvailable = true
+                $0.highPriority = false
+                $0.data.append(.init("google.sent_time", "1"))
+                $0.data.append(.init("from", "x"))
+            },
+            for: fcmDevice
+        )
+        let json = try JSONParser().parse(body)
+        #expect(json["message"]?["notification"] == nil)
+        #expect(json["message"]?["android"]?["priority"] == .string("NORMAL"))
+        #expect(json["message"]?["data"]?["google.sent_time"] == nil && json["message"]?["data"]?["from"] == nil)
+        #expect(
+            json["message"]?["apns"]?["payload"]?["aps"] == .object(JSONObject([("content-available", .number("1"))]))
+        )
+        #expect(json["message"]?["apns"]?["headers"]?["apns-priority"] == .string("5"))
+    }
+
+    @Test("FCM: the whole message stays within 4096 bytes; a bad token is rejected")
+    func fcmSizeAndToken() throws {
+        let body = try FCMPayloadBuilder.build(message(body: String(repeating: "🇳🇴 ø ", count: 2000)), for: fcmDevice)
+        #expect(body.count <= 4096)
+        let error = #expect(throws: PayloadError.self) {
+            try FCMPayloadBuilder.build(message(), for: Device(token: "has space", appID: "a"))
+        }
+        #expect(error?.code == .invalidToken)
+    }
+
+    @Test("Expo: the exact message, batches of 100, and token validation")
+    func expo() throws {
+        let built = try ExpoPayloadBuilder.build(
+            message {
+                $0.badge = 1
+                $0.androidChannel = "transactional"
+                $0.mutableContent = true
+            },
+            for: expoDevice
+        )
+        #expect(
+            text(built)
+                == #"{"to":"ExponentPushToken[xxxxxxxxxxxxxxxxxxxxxx]","title":"Order confirmed","body":"Your order ord-7 of 1 234,50 kr is confirmed.","data":{"deepLink":"https://getdrop.no/orders/ord-7","notificationType":"order.confirmed","orderId":"ord-7"},"sound":"default","badge":1,"channelId":"transactional","priority":"high","ttl":3600,"categoryId":"ORDER","mutableContent":true}"#
+        )
+        let batches = ExpoPayloadBuilder.batches(Array(repeating: built, count: 250))
+        #expect(batches.count == 3)
+        #expect(
+            try batches.map { bytes -> Int in
+                guard case .array(let messages) = try JSONParser().parse(bytes) else { return -1 }
+                return messages.count
+            } == [100, 100, 50]
+        )
+        let error = #expect(throws: PayloadError.self) {
+            try ExpoPayloadBuilder.build(message(), for: Device(token: "abc", appID: "a"))
+        }
+        #expect(error?.code == .invalidToken)
+        let long = try ExpoPayloadBuilder.build(message(body: String(repeating: "👩‍👩‍👧‍👦", count: 2000)), for: expoDevice)
+        #expect(long.count <= 4096)
+    }
+}
