@@ -68,6 +68,11 @@ public struct JSONStreamWriter: Sendable {
         bytes.append(contentsOf: (value ? "true" : "false").utf8)
     }
 
+    /// Already-serialized JSON, written as the value of the current member or element.
+    public mutating func raw(_ json: [UInt8]) {
+        bytes.append(contentsOf: json)
+    }
+
     public mutating func null() {
         bytes.append(contentsOf: "null".utf8)
     }

@@ -21,7 +21,8 @@ public struct APNsRequest: Sendable, Hashable {
 
 /// Builds APNs requests (HTTP/2, token auth) from a ``PushMessage``. Pure.
 ///
-/// The body is `{"aps": {...}, <custom keys>}`: `aps` holds alert (title, subtitle, body), badge,
+/// The body is `{"aps": {...}, <custom keys>}`: `aps` holds alert (title, subtitle, body, or
+/// localized keys), badge,
 /// sound (a name, or the critical-sound dictionary), thread-id, category, interruption-level,
 /// relevance-score, mutable-content and content-available; custom keys are `deepLink` and the
 /// message's data. Headers: `apns-push-type`, `apns-priority` (10, or 5 for background and
@@ -162,7 +163,18 @@ public enum APNsPayloadBuilder {
             writer.endObject()
             return
         }
-        if let alertTitle {
+        if let localization = message.alertLocalization, alertTitle != nil {
+            // The app resolves the text from its own string tables on the device.
+            writer.key("alert")
+            writer.beginObject()
+            if let titleKey = localization.titleKey {
+                writer.member("title-loc-key", titleKey)
+                writeStrings(&writer, "title-loc-args", localization.titleArguments)
+            }
+            writer.member("loc-key", localization.bodyKey)
+            writeStrings(&writer, "loc-args", localization.bodyArguments)
+            writer.endObject()
+        } else if let alertTitle {
             writer.key("alert")
             writer.beginObject()
             writer.member("title", alertTitle)
@@ -194,6 +206,17 @@ public enum APNsPayloadBuilder {
         if message.mutableContent { writer.member("mutable-content", integer: 1) }
         if message.contentAvailable { writer.member("content-available", integer: 1) }
         writer.endObject()
+    }
+
+    static func writeStrings(_ writer: inout JSONStreamWriter, _ key: String, _ values: [String]) {
+        guard !values.isEmpty else { return }
+        writer.key(key)
+        writer.beginArray()
+        for value in values {
+            writer.element()
+            writer.string(value)
+        }
+        writer.endArray()
     }
 
     /// A number in [0, 1] written with at most three decimals and no exponent: `1`, `0.5`, `0.025`.

@@ -39,6 +39,29 @@ public struct PushMessage: Sendable, Hashable {
     public var contentAvailable: Bool
     /// When the notification was created; expiries are counted from here.
     public var createdAt: Timestamp
+    /// Localized alert keys for the app to resolve on the device, instead of (APNs) or besides
+    /// the rendered text: `title-loc-key`, `title-loc-args`, `loc-key`, `loc-args`.
+    public var alertLocalization: AlertLocalization?
+
+    /// Keys into the app's own string tables, with their arguments.
+    public struct AlertLocalization: Sendable, Hashable {
+        public var titleKey: String?
+        public var titleArguments: [String]
+        public var bodyKey: String
+        public var bodyArguments: [String]
+
+        public init(
+            titleKey: String? = nil,
+            titleArguments: [String] = [],
+            bodyKey: String,
+            bodyArguments: [String] = []
+        ) {
+            self.titleKey = titleKey
+            self.titleArguments = titleArguments
+            self.bodyKey = bodyKey
+            self.bodyArguments = bodyArguments
+        }
+    }
 
     /// One string data entry.
     public struct KeyValue: Sendable, Hashable {
@@ -72,7 +95,8 @@ public struct PushMessage: Sendable, Hashable {
         highPriority: Bool = true,
         mutableContent: Bool = false,
         contentAvailable: Bool = false,
-        createdAt: Timestamp
+        createdAt: Timestamp,
+        alertLocalization: AlertLocalization? = nil
     ) {
         self.notificationID = notificationID
         self.kind = kind
@@ -95,6 +119,7 @@ public struct PushMessage: Sendable, Hashable {
         self.mutableContent = mutableContent
         self.contentAvailable = contentAvailable
         self.createdAt = createdAt
+        self.alertLocalization = alertLocalization
     }
 }
 

@@ -55,3 +55,16 @@ enum StableHash {
         }
     }
 }
+
+/// Notification ids: `hash(eventId, kind, recipient, device)`, the same on every worker and every
+/// redelivery, so the sender's delivery ledger can recognise a notification it already sent.
+public enum NotificationID {
+    /// A 32-hex-digit id for one (event, kind, recipient, device).
+    public static func make(eventID: String, kind: String, recipient: String, device: String) -> String {
+        // Unit separators keep ("ab", "c") and ("a", "bc") apart.
+        let key = [eventID, kind, recipient, device].joined(separator: "\u{1F}")
+        let high = StableHash.fnv1a(key)
+        return StableHash.hexString(high)
+            + StableHash.hexString(StableHash.fnv1a(key, seed: high ^ 0x9E37_79B9_7F4A_7C15))
+    }
+}

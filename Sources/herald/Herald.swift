@@ -7,7 +7,9 @@ struct Herald: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "herald",
         abstract: "Herald turns domain events on Kafka into push notifications.",
-        subcommands: [BrokerCommand.self, CatalogCommand.self, RenderCommand.self, BenchCommand.self]
+        subcommands: [
+            BrokerCommand.self, CatalogCommand.self, RenderCommand.self, PayloadCommand.self, BenchCommand.self,
+        ]
     )
 }
 

@@ -59,3 +59,97 @@ struct CatalogCommandTests {
         #expect(failed.error.contains("event.missing_attribute"))
     }
 }
+
+/// Runs a command with `input` on its standard input.
+func run(
+    _ executable: String,
+    _ arguments: [String],
+    input: String
+) throws -> (status: Int32, output: String, error: String) {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: executable)
+    process.arguments = arguments
+    let stdin = Pipe()
+    let output = Pipe()
+    let error = Pipe()
+    process.standardInput = stdin
+    process.standardOutput = output
+    process.standardError = error
+    try process.run()
+    stdin.fileHandleForWriting.write(Data(input.utf8))
+    try stdin.fileHandleForWriting.close()
+    let errorData = SharedData()
+    let reader = Thread { errorData.value = error.fileHandleForReading.readDataToEndOfFile() }
+    reader.start()
+    let outputData = output.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    while errorData.value == nil { Thread.sleep(forTimeInterval: 0.01) }
+    return (
+        process.terminationStatus, String(decoding: outputData, as: UTF8.self),
+        String(decoding: errorData.value ?? Data(), as: UTF8.self)
+    )
+}
+
+@Suite("herald payload")
+struct PayloadCommandTests {
+    @Test("notifykit: one output line per input line, errors as {\"error\": ...}, the size warning on stderr")
+    func notifyKit() throws {
+        let big = String(repeating: "x", count: 3600)
+        let input = """
+            {"token":"t","notification":{"title":"Hi","body":"There"},"options":{"ttl":60}}
+            {"notification":{}}
+            {"token":"t","notification":{"title":"Big","body":"\(big)"}}
+            """
+        let result = try run(
+            try heraldExecutable().path,
+            ["payload", "notifykit", "--now-ms", "1795262400000"],
+            input: input
+        )
+        #expect(result.status == 0)
+        let lines = result.output.split(separator: "\n").map(String.init)
+        #expect(lines.count == 3)
+        #expect(lines[0].hasPrefix(#"{"token":"t","data":{"notifee_options":"#))
+        #expect(lines[0].contains(#""apns-expiration":"1795262460""#))
+        #expect(
+            lines[1]
+                == #"{"error":"[react-native-notify-kit/server] Routing: exactly one of 'token', 'topic', or 'condition' must be provided. Got: 0"}"#
+        )
+        #expect(result.error.contains("[react-native-notify-kit/server] Payload size "))
+        #expect(result.error.contains("bytes approaches FCM 4KB limit. Consider reducing notifee_options."))
+    }
+
+    @Test("apns, fcm and expo show what one event sends to one device")
+    func providers() throws {
+        let herald = try heraldExecutable().path
+        let arguments = [
+            "--catalog", "\(repositoryRoot)/catalog", "--event",
+            "\(repositoryRoot)/catalog/events/order.confirmed.json",
+        ]
+        let apns = try run(
+            herald,
+            ["payload", "apns"] + arguments + ["--device", "\(repositoryRoot)/catalog/devices/iphone.json"]
+        )
+        #expect(apns.status == 0)
+        #expect(apns.output.contains("POST https://api.push.apple.com/3/device/740f4707"))
+        #expect(apns.output.contains("apns-collapse-id: order-ord-7f3a"))
+        #expect(
+            apns.output.contains("\"body\":\"Bestillingen ord-7f3a på 1\u{A0}234,50\u{A0}kr (3 varer) er bekreftet.")
+        )
+        let fcm = try run(
+            herald,
+            ["payload", "fcm"] + arguments + ["--device", "\(repositoryRoot)/catalog/devices/pixel.json"]
+        )
+        #expect(fcm.output.contains(#""title":"Order confirmed""#))
+        let expo = try run(
+            herald,
+            ["payload", "expo"] + arguments + ["--device", "\(repositoryRoot)/catalog/devices/expo.json"]
+        )
+        #expect(expo.output.contains(#""title":"Zamówienie potwierdzone""#))
+        let wrongToken = try run(
+            herald,
+            ["payload", "apns"] + arguments + ["--device", "\(repositoryRoot)/catalog/devices/expo.json"]
+        )
+        #expect(wrongToken.status == 1)
+        #expect(wrongToken.error.contains("payload.invalid_token"))
+    }
+}

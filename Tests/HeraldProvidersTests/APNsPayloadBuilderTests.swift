@@ -77,6 +77,26 @@ struct APNsPayloadBuilderTests {
         #expect(request.host == "api.sandbox.push.apple.com")
     }
 
+    @Test("localized alert keys instead of rendered text")
+    func localizedKeys() throws {
+        let request = try APNsPayloadBuilder.build(
+            message {
+                $0.alertLocalization = .init(
+                    titleKey: "ORDER_TITLE",
+                    bodyKey: "ORDER_BODY",
+                    bodyArguments: ["ord-7", "1 234,50 kr"]
+                )
+                $0.data = []
+                $0.deepLink = nil
+            },
+            for: device
+        )
+        #expect(
+            text(request.body)
+                == #"{"aps":{"alert":{"title-loc-key":"ORDER_TITLE","loc-key":"ORDER_BODY","loc-args":["ord-7","1 234,50 kr"]},"sound":"default","thread-id":"orders","category":"ORDER","interruption-level":"active"}}"#
+        )
+    }
+
     @Test("a silent push is background, priority 5, with content-available only")
     func background() throws {
         let request = try APNsPayloadBuilder.build(
