@@ -44,6 +44,10 @@ let package = Package(
             dependencies: ["CHeraldICU", "HeraldEvents", .product(name: "Yams", package: "Yams")]
         ),
         .target(
+            name: "HeraldPolicy",
+            dependencies: ["HeraldEvents"]
+        ),
+        .target(
             name: "HeraldProviders",
             dependencies: ["HeraldEvents"]
         ),
@@ -82,6 +86,10 @@ let package = Package(
         .testTarget(
             name: "HeraldCatalogTests",
             dependencies: ["HeraldCatalog"]
+        ),
+        .testTarget(
+            name: "HeraldPolicyTests",
+            dependencies: ["HeraldPolicy"]
         ),
         .testTarget(
             name: "HeraldProvidersTests",

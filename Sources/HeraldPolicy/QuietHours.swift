@@ -1,0 +1,60 @@
+import Foundation
+import HeraldEvents
+
+/// A daily quiet period in the recipient's own time zone, e.g. 22:00 to 08:00 in Europe/Oslo. It may
+/// wrap midnight, and is computed with the zone's rules, so it stays right across DST changes.
+public struct QuietHours: Sendable, Hashable {
+    /// Minutes after local midnight.
+    public var start: Int
+    public var end: Int
+    /// An IANA time zone.
+    public var timeZone: String
+
+    /// - Parameters:
+    ///   - start: `HH:mm`.
+    ///   - end: `HH:mm`; before `start` means the period wraps midnight.
+    /// - Returns: `nil` if a time or the zone is invalid, or start equals end.
+    public init?(start: String, end: String, timeZone: String) {
+        guard let startMinutes = Self.minutes(start), let endMinutes = Self.minutes(end), startMinutes != endMinutes,
+            TimeZone(identifier: timeZone) != nil
+        else { return nil }
+        self.start = startMinutes
+        self.end = endMinutes
+        self.timeZone = timeZone
+    }
+
+    static func minutes(_ text: String) -> Int? {
+        let parts = text.split(separator: ":")
+        guard parts.count == 2, parts[0].count == 2, parts[1].count == 2, let hour = Int(parts[0]),
+            let minute = Int(parts[1]),
+            (0..<24).contains(hour), (0..<60).contains(minute)
+        else { return nil }
+        return hour * 60 + minute
+    }
+
+    private var calendar: Calendar {
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = TimeZone(identifier: timeZone)!
+        return calendar
+    }
+
+    /// Whether `moment` falls within quiet hours (start inclusive, end exclusive), by local wall time.
+    public func contains(_ moment: Timestamp) -> Bool {
+        let date = Date(timeIntervalSince1970: Double(moment.epochMilliseconds) / 1000)
+        let components = calendar.dateComponents([.hour, .minute], from: date)
+        let minute = (components.hour ?? 0) * 60 + (components.minute ?? 0)
+        return start < end ? (minute >= start && minute < end) : (minute >= start || minute < end)
+    }
+
+    /// The first moment after `moment` at which quiet hours end: the next local `end` time. On a day
+    /// when that wall time does not exist (clocks jump over it), the first moment after the jump.
+    public func endsAfter(_ moment: Timestamp) -> Timestamp {
+        let date = Date(timeIntervalSince1970: Double(moment.epochMilliseconds) / 1000)
+        let next = calendar.nextDate(
+            after: date,
+            matching: DateComponents(hour: end / 60, minute: end % 60, second: 0),
+            matchingPolicy: .nextTime
+        )!
+        return Timestamp(epochMilliseconds: Int64((next.timeIntervalSince1970 * 1000).rounded()))
+    }
+}

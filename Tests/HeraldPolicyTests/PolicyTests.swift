@@ -1,0 +1,172 @@
+import HeraldEvents
+import Testing
+
+@testable import HeraldPolicy
+
+func at(_ text: String) -> Timestamp { Timestamp(rfc3339: text)! }
+
+@Suite("Policy decisions")
+struct PolicyTests {
+    let policy = Policy.defaults
+    let noon = at("2026-11-21T12:00:00Z")
+
+    func input(
+        _ category: String,
+        kind: String = "k",
+        devices: Int = 1,
+        preferences: Preferences = Preferences(),
+        expiresAt: Timestamp? = nil,
+        earlier: DecisionReason? = nil
+    ) -> Policy.Input {
+        Policy.Input(
+            kind: kind,
+            category: category,
+            recipient: "u-1",
+            deviceCount: devices,
+            preferences: preferences,
+            expiresAt: expiresAt,
+            earlierDecision: earlier
+        )
+    }
+
+    @Test("sent: on by default, counted against the category's throttle window")
+    func sent() {
+        let outcome = policy.decide(input("messages"), counts: [:], now: noon)
+        #expect(outcome.reason == .sent)
+        #expect(outcome.effects == [.count(ThrottleKey(recipient: "u-1", rule: "messages", windowStart: noon))])
+        #expect(policy.decide(input("transactional"), counts: [:], now: noon) == PolicyOutcome(.sent))
+    }
+
+    @Test("suppressed.preference: the master switch, an opt-out, and marketing without an opt-in")
+    func preferences() {
+        #expect(
+            policy.decide(input("transactional", preferences: Preferences(pushEnabled: false)), counts: [:], now: noon)
+                .reason == .suppressedPreference
+        )
+        #expect(
+            policy.decide(
+                input("messages", preferences: Preferences(categories: ["messages": false])),
+                counts: [:],
+                now: noon
+            ).reason == .suppressedPreference
+        )
+        #expect(policy.decide(input("marketing"), counts: [:], now: noon).reason == .suppressedPreference)
+        #expect(
+            policy.decide(
+                input("marketing", preferences: Preferences(categories: ["marketing": true])),
+                counts: [:],
+                now: noon
+            ).reason == .sent
+        )
+    }
+
+    @Test("security is always delivered: opt-outs, the master switch and quiet hours do not apply")
+    func securityBypass() {
+        let everythingOff = Preferences(
+            pushEnabled: false,
+            categories: ["security": false],
+            quietHours: QuietHours(start: "00:00", end: "23:59", timeZone: "Europe/Oslo")
+        )
+        #expect(policy.decide(input("security", preferences: everythingOff), counts: [:], now: noon).reason == .sent)
+    }
+
+    @Test("quiet hours: transactional is deferred to their end, marketing is dropped")
+    func quietHours() {
+        let night = Preferences(
+            categories: ["marketing": true],
+            quietHours: QuietHours(start: "22:00", end: "08:00", timeZone: "Europe/Oslo")
+        )
+        let late = at("2026-11-21T22:30:00Z")  // 23:30 in Oslo
+        let deferred = policy.decide(input("transactional", preferences: night), counts: [:], now: late)
+        #expect(deferred.reason == .deferredQuietHours)
+        #expect(deferred.dueAt == at("2026-11-22T07:00:00Z"))  // 08:00 CET
+        #expect(deferred.effects == [.schedule(at: at("2026-11-22T07:00:00Z"))])
+        #expect(
+            policy.decide(input("marketing", preferences: night), counts: [:], now: late).reason
+                == .suppressedQuietHours
+        )
+        #expect(policy.decide(input("transactional", preferences: night), counts: [:], now: noon).reason == .sent)
+    }
+
+    @Test(
+        "throttle: the 101st message in an hour is digested at the window's end; marketing's third in a week is dropped"
+    )
+    func throttle() {
+        let messagesKey = policy.throttleKeys(for: input("messages"), now: noon)[0]
+        let digested = policy.decide(input("messages"), counts: [messagesKey: 100], now: noon)
+        #expect(digested.reason == .throttledDigested)
+        #expect(digested.dueAt == at("2026-11-21T13:00:00Z"))
+        #expect(digested.effects == [.addToDigest(messagesKey, flushAt: at("2026-11-21T13:00:00Z"))])
+        #expect(policy.decide(input("messages"), counts: [messagesKey: 99], now: noon).reason == .sent)
+
+        let optedIn = Preferences(categories: ["marketing": true])
+        let marketingKey = policy.throttleKeys(for: input("marketing", preferences: optedIn), now: noon)[0]
+        #expect(
+            policy.decide(input("marketing", preferences: optedIn), counts: [marketingKey: 1], now: noon).reason
+                == .sent
+        )
+        #expect(
+            policy.decide(input("marketing", preferences: optedIn), counts: [marketingKey: 2], now: noon).reason
+                == .throttledDropped
+        )
+    }
+
+    @Test("deferred.throttle, and rules that apply to one kind only")
+    func deferredThrottleAndKinds() {
+        let custom = Policy(categories: [
+            "transactional": CategoryPolicy(throttle: [
+                ThrottleRule(name: "receipts", limit: 1, window: .seconds(60), overLimit: .defer, kind: "receipt")
+            ])
+        ])
+        let receiptKey = custom.throttleKeys(for: input("transactional", kind: "receipt"), now: noon)[0]
+        let deferred = custom.decide(input("transactional", kind: "receipt"), counts: [receiptKey: 1], now: noon)
+        #expect(deferred.reason == .deferredThrottle)
+        #expect(deferred.dueAt == at("2026-11-21T12:01:00Z"))
+        #expect(custom.throttleKeys(for: input("transactional", kind: "other"), now: noon).isEmpty)
+        #expect(
+            custom.decide(input("transactional", kind: "other"), counts: [receiptKey: 1], now: noon).reason == .sent
+        )
+    }
+
+    @Test("duplicate, no_devices and expired")
+    func otherReasons() {
+        #expect(policy.decide(input("messages", earlier: .sent), counts: [:], now: noon) == PolicyOutcome(.duplicate))
+        #expect(policy.decide(input("messages", devices: 0), counts: [:], now: noon).reason == .noDevices)
+        #expect(policy.decide(input("messages", expiresAt: noon), counts: [:], now: noon).reason == .expired)
+        #expect(DecisionReason.allCases.count == 11)
+    }
+}
+
+@Suite("Quiet hours across midnight and DST")
+struct QuietHoursTests {
+    @Test("a period that wraps midnight contains late evening and early morning, not midday")
+    func wrapsMidnight() {
+        let quiet = QuietHours(start: "22:00", end: "07:00", timeZone: "Europe/Oslo")!
+        #expect(quiet.contains(at("2026-11-21T21:00:00Z")))  // 22:00 local: start is inclusive
+        #expect(quiet.contains(at("2026-11-22T05:59:00Z")))  // 06:59 local
+        #expect(!quiet.contains(at("2026-11-22T06:00:00Z")))  // 07:00 local: end is exclusive
+        #expect(!quiet.contains(at("2026-11-21T11:00:00Z")))
+        #expect(QuietHours(start: "25:00", end: "07:00", timeZone: "Europe/Oslo") == nil)
+        #expect(QuietHours(start: "22:00", end: "07:00", timeZone: "Mars/Olympus") == nil)
+    }
+
+    @Test("Oslo: the end of quiet hours keeps its wall time across spring-forward and fall-back")
+    func oslo() {
+        let quiet = QuietHours(start: "22:00", end: "07:00", timeZone: "Europe/Oslo")!
+        // Midnight before the March change (CET, +1); 07:00 that morning is already CEST (+2).
+        #expect(quiet.endsAfter(at("2026-03-28T23:00:00Z")) == at("2026-03-29T05:00:00Z"))
+        // Midnight before the October change (CEST, +2); 07:00 that morning is CET (+1).
+        #expect(quiet.endsAfter(at("2026-10-24T22:00:00Z")) == at("2026-10-25T06:00:00Z"))
+    }
+
+    @Test("New York: an end inside the skipped hour moves to the jump; a repeated hour ends at its first 01:30")
+    func newYork() {
+        let gap = QuietHours(start: "23:00", end: "02:30", timeZone: "America/New_York")!
+        #expect(gap.contains(at("2026-03-08T06:30:00Z")))  // 01:30 EST
+        #expect(gap.endsAfter(at("2026-03-08T06:30:00Z")) == at("2026-03-08T07:00:00Z"))  // 03:00 EDT
+        let repeated = QuietHours(start: "00:00", end: "01:30", timeZone: "America/New_York")!
+        #expect(repeated.contains(at("2026-11-01T05:10:00Z")))  // 01:10 EDT
+        #expect(repeated.endsAfter(at("2026-11-01T05:10:00Z")) == at("2026-11-01T05:30:00Z"))  // 01:30 EDT
+        #expect(!repeated.contains(at("2026-11-01T06:45:00Z")))  // 01:45 EST, after the end by wall time
+    }
+}
