@@ -1,0 +1,137 @@
+import HeraldEvents
+
+/// One change to the recipient directory, from a CloudEvent on `herald.directory` (key = user id).
+public enum DirectoryEvent: Sendable, Hashable {
+    /// A device registered (or registered again) for a user. A token registered by another user
+    /// moves to this one.
+    case deviceRegistered(DeviceRegistration)
+    case deviceUnregistered(userID: String, deviceID: String, at: Timestamp)
+    /// A provider said the token is dead (APNs 410, FCM UNREGISTERED): it stays invalid unless it is
+    /// registered again after `at`.
+    case tokenInvalidated(provider: PushProvider, token: String, at: Timestamp)
+    case profileUpdated(userID: String, locale: String?, timeZone: String?, at: Timestamp)
+    case preferencesUpdated(userID: String, preferences: Preferences, at: Timestamp)
+
+    /// The user the event is about, if it names one (token invalidations name only the token).
+    public var userID: String? {
+        switch self {
+        case .deviceRegistered(let registration): registration.userID
+        case .deviceUnregistered(let userID, _, _), .profileUpdated(let userID, _, _, _),
+            .preferencesUpdated(let userID, _, _):
+            userID
+        case .tokenInvalidated: nil
+        }
+    }
+}
+
+/// Which push service a token belongs to.
+public enum PushProvider: String, Sendable, Hashable {
+    case apns, fcm, expo
+}
+
+/// A device as registered.
+public struct DeviceRegistration: Sendable, Hashable {
+    public var userID: String
+    public var deviceID: String
+    public var platform: String
+    public var provider: PushProvider
+    public var token: String
+    public var appID: String
+    public var sandbox: Bool
+    public var locale: String?
+    public var at: Timestamp
+}
+
+/// Why a directory event was rejected. `message` names the field, never its value (tokens and user
+/// ids are personal data).
+public struct DirectoryEventError: Error, Sendable, Hashable, CustomStringConvertible {
+    public static let code = "directory.invalid_event"
+    public var message: String
+    public var description: String { "\(Self.code): \(message)" }
+}
+
+extension DirectoryEvent {
+    /// Reads a directory event. The time of the change is the event's `time` (required: ordering
+    /// registrations against invalidations depends on it).
+    public init(_ event: CloudEvent) throws(DirectoryEventError) {
+        guard let time = event.time else { throw DirectoryEventError(message: "\(event.type) needs a time") }
+        guard case .object(let data)? = event.data else {
+            throw DirectoryEventError(message: "\(event.type) needs an object as data")
+        }
+        func string(_ key: String) throws(DirectoryEventError) -> String {
+            guard case .string(let value)? = data[key], !value.isEmpty else {
+                throw DirectoryEventError(message: "\(event.type) needs a non-empty string '\(key)'")
+            }
+            return value
+        }
+        func optionalString(_ key: String) throws(DirectoryEventError) -> String? {
+            switch data[key] {
+            case nil, .null?: return nil
+            case .string(let value)?: return value
+            default: throw DirectoryEventError(message: "'\(key)' must be a string")
+            }
+        }
+        func provider() throws(DirectoryEventError) -> PushProvider {
+            guard let provider = PushProvider(rawValue: try string("provider")) else {
+                throw DirectoryEventError(message: "'provider' must be apns, fcm or expo")
+            }
+            return provider
+        }
+        switch event.type {
+        case "device.registered":
+            let environment = try optionalString("environment") ?? "production"
+            guard environment == "production" || environment == "sandbox" else {
+                throw DirectoryEventError(message: "'environment' must be production or sandbox")
+            }
+            self = .deviceRegistered(
+                DeviceRegistration(
+                    userID: try string("userId"),
+                    deviceID: try string("deviceId"),
+                    platform: try string("platform"),
+                    provider: try provider(),
+                    token: try string("token"),
+                    appID: try string("appId"),
+                    sandbox: environment == "sandbox",
+                    locale: try optionalString("locale"),
+                    at: time
+                )
+            )
+        case "device.unregistered":
+            self = .deviceUnregistered(userID: try string("userId"), deviceID: try string("deviceId"), at: time)
+        case "device.token.invalidated":
+            self = .tokenInvalidated(provider: try provider(), token: try string("token"), at: time)
+        case "user.profile.updated":
+            self = .profileUpdated(
+                userID: try string("userId"),
+                locale: try optionalString("locale"),
+                timeZone: try optionalString("timeZone"),
+                at: time
+            )
+        case "user.preferences.updated":
+            var preferences = Preferences()
+            if case .bool(let enabled)? = data["pushEnabled"] { preferences.pushEnabled = enabled }
+            if case .object(let categories)? = data["categories"] {
+                for (name, value) in categories {
+                    guard case .bool(let enabled) = value else {
+                        throw DirectoryEventError(message: "categories.\(name) must be true or false")
+                    }
+                    preferences.categories[name] = enabled
+                }
+            }
+            if case .object(let quiet)? = data["quietHours"], quiet["enabled"] != .bool(false) {
+                guard case .string(let start)? = quiet["start"], case .string(let end)? = quiet["end"],
+                    case .string(let zone)? = quiet["timezone"] ?? quiet["timeZone"],
+                    let hours = QuietHours(start: start, end: end, timeZone: zone)
+                else {
+                    throw DirectoryEventError(
+                        message: "quietHours needs start and end (HH:mm, different) and a known timezone"
+                    )
+                }
+                preferences.quietHours = hours
+            }
+            self = .preferencesUpdated(userID: try string("userId"), preferences: preferences, at: time)
+        default:
+            throw DirectoryEventError(message: "unknown directory event type '\(event.type)'")
+        }
+    }
+}

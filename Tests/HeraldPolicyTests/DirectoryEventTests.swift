@@ -1,0 +1,96 @@
+import HeraldEvents
+import Testing
+
+@testable import HeraldPolicy
+
+@Suite("Directory events")
+struct DirectoryEventTests {
+    func event(_ type: String, _ data: String, time: String? = "2026-11-21T12:00:00Z") throws -> CloudEvent {
+        let timeMember = time.map { #","time":"\#($0)""# } ?? ""
+        return try EventDecoder().decode(
+            value: Array(
+                #"{"specversion":"1.0","id":"d-1","source":"/devices","type":"\#(type)"\#(timeMember),"data":\#(data)}"#
+                    .utf8
+            )
+        )
+    }
+
+    @Test("each directory event type decodes to its typed value")
+    func decodes() throws {
+        let registered = try DirectoryEvent(
+            event(
+                "device.registered",
+                #"{"userId":"u-1","deviceId":"d-1","platform":"ios","provider":"apns","token":"ab01","appId":"no.getdrop.app","environment":"sandbox","locale":"nb-NO"}"#
+            )
+        )
+        guard case .deviceRegistered(let device) = registered else {
+            Issue.record("\(registered)")
+            return
+        }
+        #expect(device.provider == .apns && device.sandbox && device.locale == "nb-NO" && device.userID == "u-1")
+        #expect(try DirectoryEvent(event("device.unregistered", #"{"userId":"u-1","deviceId":"d-1"}"#)).userID == "u-1")
+        let invalidated = try DirectoryEvent(event("device.token.invalidated", #"{"provider":"fcm","token":"t"}"#))
+        #expect(
+            invalidated
+                == .tokenInvalidated(provider: .fcm, token: "t", at: Timestamp(rfc3339: "2026-11-21T12:00:00Z")!)
+        )
+        #expect(invalidated.userID == nil)
+        let profile = try DirectoryEvent(
+            event("user.profile.updated", #"{"userId":"u-1","locale":"pl","timeZone":"Europe/Warsaw"}"#)
+        )
+        #expect(
+            profile
+                == .profileUpdated(
+                    userID: "u-1",
+                    locale: "pl",
+                    timeZone: "Europe/Warsaw",
+                    at: Timestamp(rfc3339: "2026-11-21T12:00:00Z")!
+                )
+        )
+        let preferences = try DirectoryEvent(
+            event(
+                "user.preferences.updated",
+                #"{"userId":"u-1","pushEnabled":true,"categories":{"marketing":true,"messages":false},"quietHours":{"enabled":true,"start":"22:00","end":"08:00","timezone":"Europe/Oslo"}}"#
+            )
+        )
+        guard case .preferencesUpdated(_, let parsed, _) = preferences else {
+            Issue.record("\(preferences)")
+            return
+        }
+        #expect(parsed.categories == ["marketing": true, "messages": false])
+        #expect(parsed.quietHours == QuietHours(start: "22:00", end: "08:00", timeZone: "Europe/Oslo"))
+    }
+
+    @Test(
+        "bad directory events are rejected naming the field, never echoing tokens or ids",
+        arguments: [
+            (
+                "device.registered",
+                #"{"userId":"u-1","deviceId":"d-1","platform":"ios","provider":"pigeon","token":"SECRET","appId":"a"}"#,
+                "'provider'"
+            ),
+            (
+                "device.registered",
+                #"{"userId":"u-1","deviceId":"d-1","platform":"ios","provider":"apns","appId":"a"}"#, "'token'"
+            ),
+            (
+                "user.preferences.updated",
+                #"{"userId":"u-1","quietHours":{"start":"22:00","end":"22:00","timezone":"Europe/Oslo"}}"#, "quietHours"
+            ),
+            ("user.preferences.updated", #"{"userId":"u-1","categories":{"marketing":"yes"}}"#, "categories.marketing"),
+            ("user.renamed", #"{"userId":"u-1"}"#, "unknown directory event type"),
+        ]
+    )
+    func rejects(type: String, data: String, names: String) throws {
+        let error = #expect(throws: DirectoryEventError.self) { try DirectoryEvent(event(type, data)) }
+        #expect(error?.message.contains(names) == true)
+        #expect(error?.message.contains("SECRET") == false)
+    }
+
+    @Test("a directory event without a time is rejected: ordering depends on it")
+    func needsTime() throws {
+        #expect(throws: DirectoryEventError.self) {
+            try DirectoryEvent(event("device.unregistered", #"{"userId":"u-1","deviceId":"d-1"}"#, time: nil))
+        }
+    }
+}
