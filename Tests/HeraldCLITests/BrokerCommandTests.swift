@@ -16,16 +16,27 @@ struct CLIError: Error, CustomStringConvertible {
     init(_ description: String) { self.description = description }
 }
 
-/// Runs a command to completion and returns its exit status, standard output and standard error.
-func run(_ executable: String, _ arguments: [String]) throws -> (status: Int32, output: String, error: String) {
+/// Runs a command to completion, with `input` on its standard input if given, and returns its exit
+/// status, standard output and standard error.
+func run(
+    _ executable: String,
+    _ arguments: [String],
+    input: String? = nil
+) throws -> (status: Int32, output: String, error: String) {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: executable)
     process.arguments = arguments
+    let stdin = Pipe()
     let output = Pipe()
     let error = Pipe()
+    process.standardInput = input == nil ? FileHandle.nullDevice : stdin
     process.standardOutput = output
     process.standardError = error
     try process.run()
+    if let input {
+        stdin.fileHandleForWriting.write(Data(input.utf8))
+        try stdin.fileHandleForWriting.close()
+    }
     // Read standard error on another thread so that neither pipe can fill up and block the process.
     let errorData = SharedData()
     let reader = Thread { errorData.value = error.fileHandleForReading.readDataToEndOfFile() }

@@ -60,36 +60,6 @@ struct CatalogCommandTests {
     }
 }
 
-/// Runs a command with `input` on its standard input.
-func run(
-    _ executable: String,
-    _ arguments: [String],
-    input: String
-) throws -> (status: Int32, output: String, error: String) {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: executable)
-    process.arguments = arguments
-    let stdin = Pipe()
-    let output = Pipe()
-    let error = Pipe()
-    process.standardInput = stdin
-    process.standardOutput = output
-    process.standardError = error
-    try process.run()
-    stdin.fileHandleForWriting.write(Data(input.utf8))
-    try stdin.fileHandleForWriting.close()
-    let errorData = SharedData()
-    let reader = Thread { errorData.value = error.fileHandleForReading.readDataToEndOfFile() }
-    reader.start()
-    let outputData = output.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    while errorData.value == nil { Thread.sleep(forTimeInterval: 0.01) }
-    return (
-        process.terminationStatus, String(decoding: outputData, as: UTF8.self),
-        String(decoding: errorData.value ?? Data(), as: UTF8.self)
-    )
-}
-
 @Suite("herald payload")
 struct PayloadCommandTests {
     @Test("notifykit: one output line per input line, errors as {\"error\": ...}, the size warning on stderr")
