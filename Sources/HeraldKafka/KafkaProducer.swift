@@ -121,12 +121,12 @@ public final class KafkaProducer: Service, Sendable {
                 case .enqueued:
                     break
                 case .failed(let error):
-                    complete(ticket: ticket, id: id, index: index, with: .failure(error))
+                    complete(ticket: ticket, id: id, index: index, with: error)
                 case .queueFull:
                     if await waitForSpace(after: observed) { continue }
                     // Closed while waiting: fail what was not queued; what was queued still completes.
                     for remaining in index..<records.count {
-                        complete(ticket: ticket, id: id, index: remaining, with: .failure(.closed("producer")))
+                        complete(ticket: ticket, id: id, index: remaining, with: .closed("producer"))
                     }
                     return ticket
                 }
@@ -136,18 +136,13 @@ public final class KafkaProducer: Service, Sendable {
         return ticket
     }
 
-    private func complete(
-        ticket: DeliveryTicket,
-        id: UInt,
-        index: Int,
-        with result: Result<KafkaDeliveryReport, KafkaError>
-    ) {
-        let waiter = state.withLock { state in
-            let waiter = ticket.complete(index, result)
-            if ticket.remaining == 0 { state.tickets[id] = nil }
-            return waiter
+    private func complete(ticket: DeliveryTicket, id: UInt, index: Int, with error: KafkaError) {
+        state.withLock { state in
+            if ticket.fail(index, error) {
+                state.tickets[id] = nil
+                ticket.resumeWaiters()
+            }
         }
-        waiter?.resume(returning: ticket.results())
     }
 
     /// Waits until deliveries free space. Returns false if the producer closed instead.
@@ -220,46 +215,54 @@ public final class KafkaProducer: Service, Sendable {
             return (state.tickets.values.map { $0 }, state.spaceWaiters)
         }
         for waiter in waiters { waiter.resume(returning: false) }
-        for ticket in tickets {
-            let waiter = state.withLock { _ in ticket.failRemaining(.closed("producer")) }
-            waiter?.resume(returning: ticket.results())
+        state.withLock { _ in
+            for ticket in tickets {
+                ticket.failRemaining(.closed("producer"))
+                ticket.resumeWaiters()
+            }
         }
         logger.debug("kafka producer closed")
     }
 
-    private func apply(_ reports: [RDKafkaProducerClient.RawDeliveryReport]) {
-        guard !reports.isEmpty else { return }
+    private func apply(_ batch: RDKafkaProducerClient.Reports) {
+        guard !batch.isEmpty else { return }
         deliveryGeneration.add(1, ordering: .releasing)
-        var completed: [(CheckedContinuation<[Result<KafkaDeliveryReport, KafkaError>], Never>, DeliveryTicket)] = []
         let waiters = state.withLock { state in
             var currentID: UInt = 0
             var current: DeliveryTicket?
-            for report in reports {
+            var nextFailure = 0
+            for report in batch.reports {
                 let id = report.opaque >> Self.indexBits
                 let index = Int(report.opaque & (1 << Self.indexBits - 1))
+                var failure: KafkaError?
+                if report.failed {
+                    failure = batch.failures[nextFailure]
+                    nextFailure += 1
+                }
                 if id != currentID {
                     currentID = id
                     current = state.tickets[id]
                 }
                 guard let ticket = current else { continue }
-                let result: Result<KafkaDeliveryReport, KafkaError> =
-                    if let error = report.error {
-                        .failure(error)
+                let finished =
+                    if let failure {
+                        ticket.fail(index, failure)
                     } else {
-                        .success(
-                            KafkaDeliveryReport(
-                                partition: report.partition,
-                                offset: report.offset >= 0 ? report.offset : nil
-                            )
+                        ticket.succeed(
+                            index,
+                            partition: report.partition,
+                            offset: report.offset >= 0 ? report.offset : nil
                         )
                     }
-                if let waiter = ticket.complete(index, result) { completed.append((waiter, ticket)) }
-                if ticket.remaining == 0 { state.tickets[id] = nil }
+                if finished {
+                    state.tickets[id] = nil
+                    // Resuming a continuation only schedules the waiting task; it is safe under the lock.
+                    ticket.resumeWaiters()
+                }
             }
             defer { state.spaceWaiters.removeAll() }
             return state.spaceWaiters
         }
         for waiter in waiters { waiter.resume(returning: true) }
-        for (waiter, ticket) in completed { waiter.resume(returning: ticket.results()) }
     }
 }

@@ -35,7 +35,7 @@ struct KafkaBenchCommand: AsyncParsableCommand {
     var batchSize = 1000
 
     @Option(help: "Rounds; each runs both variants, alternating which goes first. The ratio reported is the median.")
-    var rounds = 3
+    var rounds = 5
 
     @Flag(help: "Print the result as JSON.")
     var json = false

@@ -10,6 +10,7 @@ final class RDKafkaProducerClient: @unchecked Sendable {
     private let handle: OpaquePointer
     private let contextPointer: UnsafeMutableRawPointer
     private var reports: [RawDeliveryReport] = []
+    private var failures: [KafkaError] = []
     var onError: (@Sendable (KafkaError) -> Void)?
     /// One librdkafka topic handle per topic name, so producing neither converts the name to a C
     /// string nor makes librdkafka look the topic up by name for every message.
@@ -21,12 +22,20 @@ final class RDKafkaProducerClient: @unchecked Sendable {
         fileprivate let handle: OpaquePointer
     }
 
-    /// One delivery report, before it is matched to its ticket.
+    /// One delivery report, before it is matched to its ticket. Kept small (one arrives per
+    /// message); a failed report's error is in the batch's `failures`, in order.
     struct RawDeliveryReport {
         var opaque: UInt
-        var partition: Int32
         var offset: Int64
-        var error: KafkaError?
+        var partition: Int32
+        var failed: Bool
+    }
+
+    /// The reports of one poll, and the errors of the failed ones in report order.
+    struct Reports {
+        var reports: [RawDeliveryReport]
+        var failures: [KafkaError]
+        var isEmpty: Bool { reports.isEmpty }
     }
 
     /// The result of one produce call.
@@ -109,13 +118,13 @@ final class RDKafkaProducerClient: @unchecked Sendable {
     }
 
     /// Serves delivery reports and errors for up to `timeout`; returns the reports collected.
-    func poll(timeout: Duration) -> [RawDeliveryReport] {
+    func poll(timeout: Duration) -> Reports {
         rd_kafka_poll(handle, Int32(timeout.milliseconds))
         return takeReports()
     }
 
     /// Waits up to `timeout` for every queued message to be delivered (or fail).
-    func flush(timeout: Duration) -> [RawDeliveryReport] {
+    func flush(timeout: Duration) -> Reports {
         _ = rd_kafka_flush(handle, Int32(timeout.milliseconds))
         return takeReports()
     }
@@ -133,24 +142,27 @@ final class RDKafkaProducerClient: @unchecked Sendable {
         rd_kafka_yield(handle)
     }
 
-    private func takeReports() -> [RawDeliveryReport] {
-        defer { reports.removeAll(keepingCapacity: true) }
-        return reports
+    private func takeReports() -> Reports {
+        let taken = Reports(reports: reports, failures: failures)
+        reports = []
+        reports.reserveCapacity(taken.reports.count)
+        if !failures.isEmpty { failures = [] }
+        return taken
     }
 
     fileprivate func delivered(_ message: UnsafePointer<rd_kafka_message_t>) {
         let opaque = UInt(bitPattern: message.pointee._private)
-        var error: KafkaError?
-        if message.pointee.err != RD_KAFKA_RESP_ERR_NO_ERROR {
+        let failed = message.pointee.err != RD_KAFKA_RESP_ERR_NO_ERROR
+        if failed {
             let topic = message.pointee.rkt.map { String(cString: rd_kafka_topic_name($0)) } ?? "?"
-            error = KafkaError(rdkafka: message.pointee.err, context: "deliver to \(topic)")
+            failures.append(KafkaError(rdkafka: message.pointee.err, context: "deliver to \(topic)"))
         }
         reports.append(
             RawDeliveryReport(
                 opaque: opaque,
-                partition: message.pointee.partition,
                 offset: message.pointee.offset,
-                error: error
+                partition: message.pointee.partition,
+                failed: failed
             )
         )
     }
