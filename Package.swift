@@ -43,6 +43,16 @@ let package = Package(
             name: "HeraldCatalog",
             dependencies: ["CHeraldICU", "HeraldEvents", .product(name: "Yams", package: "Yams")]
         ),
+        // The system SQLite (Debian: libsqlite3-dev). Only HeraldStore/SQLite/ imports it.
+        .systemLibrary(
+            name: "CSQLite",
+            pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"])]
+        ),
+        .target(
+            name: "HeraldStore",
+            dependencies: ["CSQLite", "HeraldPolicy", "HeraldEvents"]
+        ),
         .target(
             name: "HeraldPolicy",
             dependencies: ["HeraldEvents"]
@@ -86,6 +96,10 @@ let package = Package(
         .testTarget(
             name: "HeraldCatalogTests",
             dependencies: ["HeraldCatalog"]
+        ),
+        .testTarget(
+            name: "HeraldStoreTests",
+            dependencies: ["HeraldStore"]
         ),
         .testTarget(
             name: "HeraldPolicyTests",

@@ -40,6 +40,28 @@ public struct DeviceRegistration: Sendable, Hashable {
     public var sandbox: Bool
     public var locale: String?
     public var at: Timestamp
+
+    public init(
+        userID: String,
+        deviceID: String,
+        platform: String,
+        provider: PushProvider,
+        token: String,
+        appID: String,
+        sandbox: Bool,
+        locale: String?,
+        at: Timestamp
+    ) {
+        self.userID = userID
+        self.deviceID = deviceID
+        self.platform = platform
+        self.provider = provider
+        self.token = token
+        self.appID = appID
+        self.sandbox = sandbox
+        self.locale = locale
+        self.at = at
+    }
 }
 
 /// Why a directory event was rejected. `message` names the field, never its value (tokens and user

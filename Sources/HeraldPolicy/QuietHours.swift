@@ -58,3 +58,16 @@ public struct QuietHours: Sendable, Hashable {
         return Timestamp(epochMilliseconds: Int64((next.timeIntervalSince1970 * 1000).rounded()))
     }
 }
+
+extension QuietHours {
+    /// `start` as `HH:mm`.
+    public var startText: String { Self.text(start) }
+    /// `end` as `HH:mm`.
+    public var endText: String { Self.text(end) }
+
+    static func text(_ minutes: Int) -> String {
+        let hour = minutes / 60
+        let minute = minutes % 60
+        return (hour < 10 ? "0" : "") + String(hour) + ":" + (minute < 10 ? "0" : "") + String(minute)
+    }
+}

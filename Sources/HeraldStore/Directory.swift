@@ -1,0 +1,52 @@
+import HeraldEvents
+import HeraldPolicy
+
+/// The recipients Herald knows: devices, profiles and preferences, maintained from
+/// `herald.directory` events and read in batches by the worker.
+///
+/// Every change carries its time, and the directory applies changes by that time, so a replay or an
+/// out-of-order redelivery ends in the same state: an older registration never overrides a newer
+/// one, a token registered by another user moves to that user, and a token a provider invalidated
+/// stays invalid unless it is registered again after the invalidation.
+public protocol Directory: Sendable {
+    /// Applies changes, in order, in one transaction.
+    func apply(_ events: [DirectoryEvent]) async throws(StoreError)
+    /// The recipients among `userIDs` (one round trip for the whole batch). Users the directory
+    /// does not know are absent; devices whose token is invalid are left out.
+    func recipients(_ userIDs: [String]) async throws(StoreError) -> [String: Recipient]
+}
+
+/// A user as the worker needs them.
+public struct Recipient: Sendable, Hashable {
+    public var userID: String
+    public var devices: [RegisteredDevice]
+    public var locale: String?
+    public var timeZone: String?
+    public var preferences: Preferences
+
+    public init(
+        userID: String,
+        devices: [RegisteredDevice] = [],
+        locale: String? = nil,
+        timeZone: String? = nil,
+        preferences: Preferences = Preferences()
+    ) {
+        self.userID = userID
+        self.devices = devices
+        self.locale = locale
+        self.timeZone = timeZone
+        self.preferences = preferences
+    }
+}
+
+/// One device of a user.
+public struct RegisteredDevice: Sendable, Hashable {
+    public var deviceID: String
+    public var platform: String
+    public var provider: PushProvider
+    public var token: String
+    public var appID: String
+    public var sandbox: Bool
+    public var locale: String?
+    public var registeredAt: Timestamp
+}

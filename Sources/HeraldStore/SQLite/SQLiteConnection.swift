@@ -1,0 +1,116 @@
+import CSQLite
+
+/// One SQLite connection with cached prepared statements. Not thread-safe: its owner calls it from
+/// one serial queue.
+final class SQLiteConnection: @unchecked Sendable {
+    // @unchecked: confined to its owner's serial queue (SQLiteDirectory.queue); it is only handed
+    // across threads to be used there.
+    private let handle: OpaquePointer
+    private var statements: [String: OpaquePointer] = [:]
+
+    /// Opens (creating if needed) the database at `path`; `:memory:` for an in-memory database.
+    init(path: String) throws(StoreError) {
+        var handle: OpaquePointer?
+        let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
+        guard sqlite3_open_v2(path, &handle, flags, nil) == SQLITE_OK, let handle else {
+            let message = handle.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
+            if let handle { sqlite3_close_v2(handle) }
+            throw StoreError(code: .open, message: "cannot open the SQLite database: \(message)")
+        }
+        self.handle = handle
+        // Writes survive a crash once committed; readers do not block the writer.
+        try execute("PRAGMA journal_mode = WAL")
+        try execute("PRAGMA synchronous = NORMAL")
+        try execute("PRAGMA foreign_keys = ON")
+        try execute("PRAGMA busy_timeout = 5000")
+    }
+
+    deinit {
+        for statement in statements.values { sqlite3_finalize(statement) }
+        sqlite3_close_v2(handle)
+    }
+
+    private var lastError: String { String(cString: sqlite3_errmsg(handle)) }
+
+    /// Runs one or more statements without results.
+    func execute(_ sql: String) throws(StoreError) {
+        var error: UnsafeMutablePointer<CChar>?
+        guard sqlite3_exec(handle, sql, nil, nil, &error) == SQLITE_OK else {
+            let message = error.map { String(cString: $0) } ?? lastError
+            sqlite3_free(error)
+            throw StoreError(code: .query, message: message)
+        }
+    }
+
+    /// A value bound to a `?` parameter.
+    enum Value {
+        case text(String)
+        case integer(Int64)
+        case null
+    }
+
+    /// Runs a (cached, prepared) statement with `values` bound and calls `row` for each result row.
+    func query(
+        _ sql: String,
+        _ values: [Value] = [],
+        row: (Row) throws(StoreError) -> Void = { _ in }
+    ) throws(StoreError) {
+        let statement = try prepared(sql)
+        defer {
+            sqlite3_reset(statement)
+            sqlite3_clear_bindings(statement)
+        }
+        for (index, value) in values.enumerated() {
+            let position = Int32(index + 1)
+            let result: Int32
+            switch value {
+            case .text(let text): result = sqlite3_bind_text(statement, position, text, -1, herald_sqlite_transient())
+            case .integer(let number): result = sqlite3_bind_int64(statement, position, number)
+            case .null: result = sqlite3_bind_null(statement, position)
+            }
+            guard result == SQLITE_OK else { throw StoreError(code: .query, message: "bind: \(lastError)") }
+        }
+        while true {
+            switch sqlite3_step(statement) {
+            case SQLITE_ROW: try row(Row(statement: statement))
+            case SQLITE_DONE: return
+            default: throw StoreError(code: .query, message: lastError)
+            }
+        }
+    }
+
+    /// Runs `body` in a transaction: committed if it returns, rolled back if it throws.
+    func transaction<R>(_ body: () throws(StoreError) -> R) throws(StoreError) -> R {
+        try execute("BEGIN IMMEDIATE")
+        do {
+            let result = try body()
+            try execute("COMMIT")
+            return result
+        } catch {
+            try? execute("ROLLBACK")
+            throw error
+        }
+    }
+
+    private func prepared(_ sql: String) throws(StoreError) -> OpaquePointer {
+        if let statement = statements[sql] { return statement }
+        var statement: OpaquePointer?
+        guard sqlite3_prepare_v3(handle, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &statement, nil) == SQLITE_OK,
+            let statement
+        else { throw StoreError(code: .query, message: "prepare: \(lastError)") }
+        statements[sql] = statement
+        return statement
+    }
+
+    /// One result row, valid only inside the `row` callback.
+    struct Row {
+        let statement: OpaquePointer
+
+        func text(_ column: Int32) -> String? {
+            guard let pointer = sqlite3_column_text(statement, column) else { return nil }
+            return String(cString: pointer)
+        }
+
+        func integer(_ column: Int32) -> Int64 { sqlite3_column_int64(statement, column) }
+    }
+}

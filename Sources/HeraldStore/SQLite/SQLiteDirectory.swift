@@ -1,0 +1,207 @@
+import Dispatch
+import HeraldEvents
+import HeraldPolicy
+
+/// The directory in SQLite: a file, or `:memory:` for replay and tests. Every call runs on one
+/// serial queue, off Swift's cooperative pool, and a batch is one transaction or one query.
+public final class SQLiteDirectory: Directory, @unchecked Sendable {
+    // @unchecked: `connection` is only used on `queue`, which is serial.
+    private let connection: SQLiteConnection
+    private let queue = DispatchQueue(label: "herald.store.sqlite")
+
+    /// The schema versions, applied in order; `PRAGMA user_version` records how far a database is.
+    static let migrations: [String] = [
+        """
+        CREATE TABLE devices (
+            user_id TEXT NOT NULL, device_id TEXT NOT NULL, platform TEXT NOT NULL, provider TEXT NOT NULL,
+            token TEXT NOT NULL, app_id TEXT NOT NULL, sandbox INTEGER NOT NULL, locale TEXT,
+            registered_at INTEGER NOT NULL, PRIMARY KEY (user_id, device_id));
+        CREATE UNIQUE INDEX devices_by_token ON devices (provider, token);
+        CREATE TABLE invalid_tokens (
+            provider TEXT NOT NULL, token TEXT NOT NULL, invalidated_at INTEGER NOT NULL, PRIMARY KEY (provider, token));
+        CREATE TABLE profiles (user_id TEXT PRIMARY KEY, locale TEXT, time_zone TEXT, updated_at INTEGER NOT NULL);
+        CREATE TABLE preferences (user_id TEXT PRIMARY KEY, document TEXT NOT NULL, updated_at INTEGER NOT NULL);
+        """
+    ]
+
+    /// Opens (or creates) the database at `path` and migrates it to the current schema.
+    ///
+    /// - Throws: ``StoreError`` `.open` or `.migration`.
+    public init(path: String) throws(StoreError) {
+        connection = try SQLiteConnection(path: path)
+        try Self.migrate(connection)
+    }
+
+    static func migrate(_ connection: SQLiteConnection) throws(StoreError) {
+        var version: Int64 = 0
+        try connection.query("PRAGMA user_version") { row in version = row.integer(0) }
+        guard version < migrations.count else { return }
+        for (index, sql) in migrations.enumerated().dropFirst(Int(version)) {
+            do {
+                try connection.transaction { () throws(StoreError) in
+                    try connection.execute(sql)
+                    try connection.execute("PRAGMA user_version = \(index + 1)")
+                }
+            } catch {
+                throw StoreError(code: .migration, message: "migration \(index + 1): \(error.message)")
+            }
+        }
+    }
+
+    private func run<R: Sendable>(
+        _ body: @escaping @Sendable (SQLiteConnection) throws(StoreError) -> R
+    ) async throws(StoreError) -> R {
+        let connection = self.connection
+        let result: Result<R, StoreError> = await withCheckedContinuation { continuation in
+            queue.async {
+                continuation.resume(returning: Result { () throws(StoreError) in try body(connection) })
+            }
+        }
+        return try result.get()
+    }
+
+    public func apply(_ events: [DirectoryEvent]) async throws(StoreError) {
+        try await run { connection throws(StoreError) in
+            try connection.transaction { () throws(StoreError) in
+                for event in events { try Self.apply(event, connection) }
+            }
+        }
+    }
+
+    static func apply(_ event: DirectoryEvent, _ connection: SQLiteConnection) throws(StoreError) {
+        switch event {
+        case .deviceRegistered(let device):
+            let at = device.at.epochMilliseconds
+            // A newer registration of the same token elsewhere wins over this one.
+            var newerElsewhere = false
+            try connection.query(
+                "SELECT 1 FROM devices WHERE provider = ? AND token = ? AND registered_at > ? AND NOT (user_id = ? AND device_id = ?)",
+                [
+                    .text(device.provider.rawValue), .text(device.token), .integer(at), .text(device.userID),
+                    .text(device.deviceID),
+                ]
+            ) { _ in newerElsewhere = true }
+            guard !newerElsewhere else { return }
+            // The token moves: it leaves whatever user or device had it before.
+            try connection.query(
+                "DELETE FROM devices WHERE provider = ? AND token = ? AND NOT (user_id = ? AND device_id = ?)",
+                [.text(device.provider.rawValue), .text(device.token), .text(device.userID), .text(device.deviceID)]
+            )
+            try connection.query(
+                """
+                INSERT INTO devices (user_id, device_id, platform, provider, token, app_id, sandbox, locale, registered_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                ON CONFLICT (user_id, device_id) DO UPDATE SET platform = excluded.platform, provider = excluded.provider,
+                    token = excluded.token, app_id = excluded.app_id, sandbox = excluded.sandbox, locale = excluded.locale,
+                    registered_at = excluded.registered_at
+                WHERE excluded.registered_at >= devices.registered_at
+                """,
+                [
+                    .text(device.userID), .text(device.deviceID), .text(device.platform),
+                    .text(device.provider.rawValue),
+                    .text(device.token), .text(device.appID), .integer(device.sandbox ? 1 : 0),
+                    device.locale.map { .text($0) } ?? .null, .integer(at),
+                ]
+            )
+        case .deviceUnregistered(let userID, let deviceID, let at):
+            try connection.query(
+                "DELETE FROM devices WHERE user_id = ? AND device_id = ? AND registered_at <= ?",
+                [.text(userID), .text(deviceID), .integer(at.epochMilliseconds)]
+            )
+        case .tokenInvalidated(let provider, let token, let at):
+            try connection.query(
+                """
+                INSERT INTO invalid_tokens (provider, token, invalidated_at) VALUES (?, ?, ?)
+                ON CONFLICT (provider, token) DO UPDATE SET invalidated_at = max(invalidated_at, excluded.invalidated_at)
+                """,
+                [.text(provider.rawValue), .text(token), .integer(at.epochMilliseconds)]
+            )
+        case .profileUpdated(let userID, let locale, let timeZone, let at):
+            try connection.query(
+                """
+                INSERT INTO profiles (user_id, locale, time_zone, updated_at) VALUES (?, ?, ?, ?)
+                ON CONFLICT (user_id) DO UPDATE SET locale = coalesce(excluded.locale, profiles.locale),
+                    time_zone = coalesce(excluded.time_zone, profiles.time_zone), updated_at = excluded.updated_at
+                WHERE excluded.updated_at >= profiles.updated_at
+                """,
+                [
+                    .text(userID), locale.map { .text($0) } ?? .null, timeZone.map { .text($0) } ?? .null,
+                    .integer(at.epochMilliseconds),
+                ]
+            )
+        case .preferencesUpdated(let userID, let preferences, let at):
+            try connection.query(
+                """
+                INSERT INTO preferences (user_id, document, updated_at) VALUES (?, ?, ?)
+                ON CONFLICT (user_id) DO UPDATE SET document = excluded.document, updated_at = excluded.updated_at
+                WHERE excluded.updated_at >= preferences.updated_at
+                """,
+                [.text(userID), .text(PreferencesDocument.encode(preferences)), .integer(at.epochMilliseconds)]
+            )
+        }
+    }
+
+    /// SQLite's default limit on `?` parameters is 32766; batches are split well below it.
+    static let chunkSize = 500
+
+    public func recipients(_ userIDs: [String]) async throws(StoreError) -> [String: Recipient] {
+        let unique = Array(Set(userIDs))
+        return try await run { connection throws(StoreError) in
+            var result: [String: Recipient] = [:]
+            for start in stride(from: 0, to: unique.count, by: Self.chunkSize) {
+                let chunk = Array(unique[start..<min(start + Self.chunkSize, unique.count)])
+                let placeholders = Array(repeating: "?", count: chunk.count).joined(separator: ",")
+                let values = chunk.map { SQLiteConnection.Value.text($0) }
+                func recipient(_ userID: String) -> Recipient { result[userID] ?? Recipient(userID: userID) }
+                try connection.query(
+                    """
+                    SELECT d.user_id, d.device_id, d.platform, d.provider, d.token, d.app_id, d.sandbox, d.locale, d.registered_at
+                    FROM devices d LEFT JOIN invalid_tokens i ON i.provider = d.provider AND i.token = d.token
+                    WHERE d.user_id IN (\(placeholders)) AND (i.invalidated_at IS NULL OR i.invalidated_at < d.registered_at)
+                    ORDER BY d.user_id, d.registered_at, d.device_id
+                    """,
+                    values
+                ) { row throws(StoreError) in
+                    let userID = row.text(0) ?? ""
+                    guard let provider = PushProvider(rawValue: row.text(3) ?? "") else {
+                        throw StoreError(code: .query, message: "devices: unknown provider")
+                    }
+                    var entry = recipient(userID)
+                    entry.devices.append(
+                        RegisteredDevice(
+                            deviceID: row.text(1) ?? "",
+                            platform: row.text(2) ?? "",
+                            provider: provider,
+                            token: row.text(4) ?? "",
+                            appID: row.text(5) ?? "",
+                            sandbox: row.integer(6) != 0,
+                            locale: row.text(7),
+                            registeredAt: Timestamp(epochMilliseconds: row.integer(8))
+                        )
+                    )
+                    result[userID] = entry
+                }
+                try connection.query(
+                    "SELECT user_id, locale, time_zone FROM profiles WHERE user_id IN (\(placeholders))",
+                    values
+                ) { row in
+                    let userID = row.text(0) ?? ""
+                    var entry = recipient(userID)
+                    entry.locale = row.text(1)
+                    entry.timeZone = row.text(2)
+                    result[userID] = entry
+                }
+                try connection.query(
+                    "SELECT user_id, document FROM preferences WHERE user_id IN (\(placeholders))",
+                    values
+                ) { row in
+                    let userID = row.text(0) ?? ""
+                    var entry = recipient(userID)
+                    entry.preferences = PreferencesDocument.decode(row.text(1) ?? "")
+                    result[userID] = entry
+                }
+            }
+            return result
+        }
+    }
+}
