@@ -4,7 +4,7 @@
 /// combining sequence) with an ellipsis, keeping at least ``minimumBodyGraphemes``; then optional
 /// parts are dropped one at a time, in the order the builder lists them, each time trying the full
 /// body and then a shortened one again; finally the body may shrink down to just the ellipsis. If
-/// nothing fits, the result is ``PayloadError/Code-swift.struct/payloadTooLarge``.
+/// nothing fits, the result is ``ErrorCode/payloadTooLarge``.
 enum SizeBudget {
     static let ellipsis = "…"
     static let minimumBodyGraphemes = 16

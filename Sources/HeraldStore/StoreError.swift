@@ -1,19 +1,9 @@
-/// A state-store failure: a stable code, and a message that names tables and operations but never
-/// contains user ids or tokens.
-public struct StoreError: Error, Sendable, Hashable, CustomStringConvertible {
-    public struct Code: Sendable, Hashable, CustomStringConvertible {
-        public let name: String
-        public init(_ name: String) { self.name = name }
-        public var description: String { name }
+import HeraldEvents
 
-        /// The database could not be opened or created.
-        public static let open = Code("store.open")
-        /// A schema migration failed.
-        public static let migration = Code("store.migration")
-        /// A query failed.
-        public static let query = Code("store.query")
-    }
-
+/// A state-store failure. `message` names tables and operations but never contains user ids or
+/// tokens.
+public struct StoreError: CodedError {
+    public typealias Code = ErrorCode
     public var code: Code
     public var message: String
 
@@ -21,6 +11,13 @@ public struct StoreError: Error, Sendable, Hashable, CustomStringConvertible {
         self.code = code
         self.message = message
     }
+}
 
-    public var description: String { "\(code): \(message)" }
+extension ErrorCode {
+    /// The database could not be opened or created.
+    public static let storeOpen = ErrorCode("store.open")
+    /// A schema migration failed.
+    public static let storeMigration = ErrorCode("store.migration")
+    /// A query failed.
+    public static let storeQuery = ErrorCode("store.query")
 }

@@ -15,7 +15,7 @@ final class SQLiteConnection: @unchecked Sendable {
         guard sqlite3_open_v2(path, &handle, flags, nil) == SQLITE_OK, let handle else {
             let message = handle.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
             if let handle { sqlite3_close_v2(handle) }
-            throw StoreError(code: .open, message: "cannot open the SQLite database: \(message)")
+            throw StoreError(code: .storeOpen, message: "cannot open the SQLite database: \(message)")
         }
         self.handle = handle
         // Writes survive a crash once committed; readers do not block the writer.
@@ -38,7 +38,7 @@ final class SQLiteConnection: @unchecked Sendable {
         guard sqlite3_exec(handle, sql, nil, nil, &error) == SQLITE_OK else {
             let message = error.map { String(cString: $0) } ?? lastError
             sqlite3_free(error)
-            throw StoreError(code: .query, message: message)
+            throw StoreError(code: .storeQuery, message: message)
         }
     }
 
@@ -68,13 +68,13 @@ final class SQLiteConnection: @unchecked Sendable {
             case .integer(let number): result = sqlite3_bind_int64(statement, position, number)
             case .null: result = sqlite3_bind_null(statement, position)
             }
-            guard result == SQLITE_OK else { throw StoreError(code: .query, message: "bind: \(lastError)") }
+            guard result == SQLITE_OK else { throw StoreError(code: .storeQuery, message: "bind: \(lastError)") }
         }
         while true {
             switch sqlite3_step(statement) {
             case SQLITE_ROW: try row(Row(statement: statement))
             case SQLITE_DONE: return
-            default: throw StoreError(code: .query, message: lastError)
+            default: throw StoreError(code: .storeQuery, message: lastError)
             }
         }
     }
@@ -97,7 +97,7 @@ final class SQLiteConnection: @unchecked Sendable {
         var statement: OpaquePointer?
         guard sqlite3_prepare_v3(handle, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &statement, nil) == SQLITE_OK,
             let statement
-        else { throw StoreError(code: .query, message: "prepare: \(lastError)") }
+        else { throw StoreError(code: .storeQuery, message: "prepare: \(lastError)") }
         statements[sql] = statement
         return statement
     }

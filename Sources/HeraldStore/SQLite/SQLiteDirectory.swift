@@ -43,7 +43,7 @@ public final class SQLiteDirectory: Directory, @unchecked Sendable {
                     try connection.execute("PRAGMA user_version = \(index + 1)")
                 }
             } catch {
-                throw StoreError(code: .migration, message: "migration \(index + 1): \(error.message)")
+                throw StoreError(code: .storeMigration, message: "migration \(index + 1): \(error.message)")
             }
         }
     }
@@ -164,7 +164,7 @@ public final class SQLiteDirectory: Directory, @unchecked Sendable {
                 ) { row throws(StoreError) in
                     let userID = row.text(0) ?? ""
                     guard let provider = PushProvider(rawValue: row.text(3) ?? "") else {
-                        throw StoreError(code: .query, message: "devices: unknown provider")
+                        throw StoreError(code: .storeQuery, message: "devices: unknown provider")
                     }
                     var entry = recipient(userID)
                     entry.devices.append(
