@@ -49,6 +49,16 @@ public enum CatalogTool {
         locale: String?,
         timeZone: String
     ) throws(Failure) -> RenderedNotification {
+        try renderEvent(catalogDirectory: directory, eventFile: eventFile, locale: locale, timeZone: timeZone).rendered
+    }
+
+    /// Renders the event in `eventFile`, and returns the decoded event too.
+    static func renderEvent(
+        catalogDirectory directory: String,
+        eventFile: String,
+        locale: String?,
+        timeZone: String
+    ) throws(Failure) -> (event: CloudEvent, rendered: RenderedNotification) {
         let catalog: Catalog
         do {
             catalog = try CatalogLoader.load(directory: directory).catalog
@@ -68,7 +78,7 @@ public enum CatalogTool {
             throw Failure(description: "no kind in the catalog handles event type '\(event.type)'")
         }
         do {
-            return try Renderer(catalog: catalog).render(event, as: kind, locale: locale, timeZone: timeZone)
+            return (event, try Renderer(catalog: catalog).render(event, as: kind, locale: locale, timeZone: timeZone))
         } catch {
             throw Failure(description: "\(eventFile): \(error)")
         }

@@ -47,12 +47,15 @@ public enum PayloadTool {
         )
     }
 
-    /// A rendered notification as a provider-neutral message for one device.
+    /// A rendered notification as a provider-neutral message for one device. Expiries count from
+    /// the event's time, or from `now` for an event without one (never from the epoch, which would
+    /// make every provider drop it as expired).
     public static func message(
         _ rendered: RenderedNotification,
         event: CloudEvent,
         recipient: String,
-        device: Device
+        device: Device,
+        now: Timestamp
     ) -> PushMessage {
         let presentation = rendered.presentation
         return PushMessage(
@@ -76,7 +79,7 @@ public enum PayloadTool {
             androidChannel: presentation.androidChannel,
             timeToLive: presentation.timeToLive,
             highPriority: presentation.priority == "high",
-            createdAt: event.time ?? Timestamp(epochMilliseconds: 0)
+            createdAt: event.time ?? now
         )
     }
 
@@ -88,16 +91,20 @@ public enum PayloadTool {
         deviceFile: String
     ) throws(CatalogTool.Failure) -> String {
         let file = try readDevice(deviceFile)
-        let rendered = try CatalogTool.render(
+        let (event, rendered) = try CatalogTool.renderEvent(
             catalogDirectory: catalogDirectory,
             eventFile: eventFile,
             locale: file.locale,
             timeZone: file.timeZone
         )
-        guard let bytes = FileManager.default.contents(atPath: eventFile),
-            let event = try? EventDecoder().decode(value: Array(bytes))
-        else { throw CatalogTool.Failure(description: "cannot read \(eventFile)") }
-        let message = message(rendered, event: event, recipient: file.userID ?? "unknown", device: file.device)
+        let now = Timestamp(epochMilliseconds: Int64(Date.now.timeIntervalSince1970 * 1000))
+        let message = message(
+            rendered,
+            event: event,
+            recipient: file.userID ?? "unknown",
+            device: file.device,
+            now: now
+        )
         do {
             switch provider {
             case "apns":

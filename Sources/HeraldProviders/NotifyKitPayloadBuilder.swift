@@ -49,6 +49,17 @@ public enum NotifyKitPayloadBuilder {
         }
     }
 
+    /// The value as an integer if JavaScript's `Number.isInteger` holds for it (`3600` and `3600.0`
+    /// both do), else `nil`.
+    static func integer(_ value: JSONValue) -> Int64? {
+        guard case .number(let text) = value else { return nil }
+        if let exact = Int64(text) { return exact }
+        guard let number = Double(text), number.isFinite, number.rounded() == number,
+            abs(number) < 9.007_199_254_740_992e15
+        else { return nil }
+        return Int64(number)
+    }
+
     /// How JavaScript would print the value in a message (`String(value)`).
     static func printed(_ value: JSONValue) -> String {
         switch value {
@@ -156,14 +167,14 @@ public enum NotifyKitPayloadBuilder {
         }
         var badge: Int64?
         if let value = options["iosBadgeCount"], value != .null {
-            guard case .number(let text) = value, let number = Int64(text), number >= 0 else {
+            guard let number = integer(value), number >= 0 else {
                 throw fail("Validation: 'options.iosBadgeCount' must be a non-negative integer")
             }
             badge = number
         }
         var ttl: Int64?
         if let value = options["ttl"], value != .null {
-            guard case .number(let text) = value, let number = Int64(text), number > 0 else {
+            guard let number = integer(value), number > 0 else {
                 throw fail("Validation: options.ttl must be a positive integer (seconds). Got: \(printed(value))")
             }
             ttl = number

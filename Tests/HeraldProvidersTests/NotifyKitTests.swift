@@ -61,6 +61,17 @@ struct NotifyKitTests {
         #expect(json["apns"]?["payload"]?["notifee_data"] == json["data"]?["notifee_data"])
     }
 
+    @Test("integers written with a fraction (3600.0) are integers, as Number.isInteger says")
+    func integralNumbers() throws {
+        let json = try JSONParser().parse(
+            try build(
+                #"{"token":"t","notification":{"title":"T","body":"B"},"options":{"ttl":3600.0,"iosBadgeCount":2.0}}"#
+            ).message
+        )
+        #expect(json["android"]?["ttl"] == .string("3600s"))
+        #expect(json["apns"]?["payload"]?["aps"]?["badge"] == .number("2"))
+    }
+
     @Test("above 3500 bytes the contract's warning is given, with the size measured in UTF-8")
     func sizeWarning() throws {
         let output = try build(
