@@ -2,10 +2,10 @@
 # on the project's machines and CI, otherwise through sudo), so a fresh clone needs nothing else.
 
 SWIFT ?= swift
-APT_PACKAGES := librdkafka-dev libicu-dev libsqlite3-dev kcat pkg-config
+APT_PACKAGES := librdkafka-dev libicu-dev libsqlite3-dev postgresql kcat pkg-config
 SUDO := $(shell [ "$$(id -u)" = "0" ] || echo sudo)
 
-.PHONY: run test build release deps format lint bench-kafka broker clean
+.PHONY: run test build release deps format lint bench-kafka bench-decisions broker clean
 
 ## run: build and run Herald's main job on embedded defaults (for now: the embedded broker).
 run: deps
@@ -26,6 +26,11 @@ release: deps
 ## bench-kafka: the Kafka passthrough baseline (release build, 3 rounds of 1,000,000 messages).
 bench-kafka: release
 	.build/release/herald bench kafka
+
+## bench-decisions: decisions per second against 1,000,000 devices, with SQLite and with PostgreSQL.
+bench-decisions: release
+	.build/release/herald bench decisions
+	scripts/with-postgres .build/release/herald bench decisions --store '$$HERALD_STORE'
 
 broker: build
 	.build/debug/herald broker

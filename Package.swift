@@ -15,6 +15,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-collections", from: "1.6.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
     ],
     targets: [
         // The system librdkafka (Debian: librdkafka-dev). Only HeraldKafka/RDKafka/ imports it.
@@ -51,7 +52,13 @@ let package = Package(
         ),
         .target(
             name: "HeraldStore",
-            dependencies: ["CSQLite", "HeraldPolicy", "HeraldEvents"]
+            dependencies: [
+                "CSQLite",
+                "HeraldPolicy",
+                "HeraldEvents",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
         ),
         .target(
             name: "HeraldPolicy",
@@ -68,6 +75,8 @@ let package = Package(
                 "HeraldEvents",
                 "HeraldCatalog",
                 "HeraldProviders",
+                "HeraldPolicy",
+                "HeraldStore",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
@@ -85,6 +94,7 @@ let package = Package(
             name: "HeraldTestSupport",
             dependencies: [
                 "HeraldKafka",
+                "HeraldStore",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
@@ -99,7 +109,7 @@ let package = Package(
         ),
         .testTarget(
             name: "HeraldStoreTests",
-            dependencies: ["HeraldStore"]
+            dependencies: ["HeraldStore", "HeraldTestSupport"]
         ),
         .testTarget(
             name: "HeraldPolicyTests",

@@ -304,3 +304,39 @@ public final class Renderer: Sendable {
         }
     }
 }
+
+extension Renderer {
+    /// Renders one digest of `events` (oldest first, all of `kind`): the latest event's notification
+    /// with the kind's digest summary as its body — "5 new messages from Ana and 2 others": `count`
+    /// is the number of events, `sender` the latest event's `sender` field, and `others` how many
+    /// other distinct senders there were.
+    ///
+    /// - Throws: ``RenderError`` if `events` is empty or the latest event does not render.
+    public func renderDigest(
+        _ events: [CloudEvent],
+        as kind: NotificationKind,
+        locale: String?,
+        timeZone: String
+    ) throws(RenderError) -> RenderedNotification {
+        guard let latest = events.last else {
+            throw RenderError(code: .formatFailed, message: "a digest of \(kind.name) needs at least one event")
+        }
+        var others = 0
+        if let sender = kind.field(named: "sender") {
+            var seen: Set<String> = []
+            for event in events {
+                if let name = sender.path.value(in: event)?.stringValue { seen.insert(name) }
+            }
+            let latestSender = sender.path.value(in: latest)?.stringValue
+            others = seen.count - (latestSender.map { seen.contains($0) ? 1 : 0 } ?? 0)
+        }
+        return try render(
+            latest,
+            as: kind,
+            locale: locale,
+            timeZone: timeZone,
+            extra: [("count", .int(Int64(events.count))), ("others", .int(Int64(others)))],
+            useDigestSummary: true
+        )
+    }
+}

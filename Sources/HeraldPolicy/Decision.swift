@@ -1,3 +1,4 @@
+import Foundation
 import HeraldEvents
 
 /// Why an (event, recipient) pair ended the way it did: a closed, documented set, used as a metric
@@ -17,7 +18,9 @@ public enum DecisionReason: String, Sendable, CaseIterable {
     case throttledDropped = "throttled.dropped"
     /// Over a throttle limit that collects the excess into one digest at the window's end.
     case throttledDigested = "throttled.digested"
-    /// The same (event, kind, recipient) was decided before: the earlier decision stands.
+    /// The same (event, kind, recipient) was decided before (a redelivery): the earlier decision
+    /// stands and is repeated, counting nothing again. The label under which redeliveries are
+    /// counted; the store returns the earlier reason itself.
     case duplicate
     /// The recipient has no device that can receive it.
     case noDevices = "no_devices"
@@ -61,5 +64,64 @@ public struct ThrottleKey: Sendable, Hashable, CustomStringConvertible {
     /// The window's start: windows are fixed, aligned to the Unix epoch.
     public var windowStart: Timestamp
 
+    public init(recipient: String, rule: String, windowStart: Timestamp) {
+        self.recipient = recipient
+        self.rule = rule
+        self.windowStart = windowStart
+    }
+
     public var description: String { "\(rule)@\(windowStart)" }
+}
+
+/// What the policy decided without shared state, and the throttle limits the store still checks.
+public struct DecisionPlan: Sendable, Hashable {
+    /// The outcome unless a limit is reached: final for anything but `.sent`.
+    public var outcome: PolicyOutcome
+    /// Checked in order, only when `outcome` is `.sent`: the first window already holding its limit
+    /// decides the outcome; if none does, the notification counts once against every window.
+    public var limits: [ThrottleLimit]
+
+    public init(_ outcome: PolicyOutcome, limits: [ThrottleLimit] = []) {
+        self.outcome = outcome
+        self.limits = limits
+    }
+
+    /// The outcome, given how many notifications each window holds. Stores apply exactly this rule,
+    /// atomically with their counters.
+    public func resolved(counts: [ThrottleKey: Int]) -> PolicyOutcome {
+        guard outcome.reason == .sent else { return outcome }
+        for limit in limits where (counts[limit.key] ?? 0) >= limit.limit { return limit.overLimit }
+        return PolicyOutcome(.sent, effects: limits.map { .count($0.key) })
+    }
+}
+
+/// One throttle window a notification must fit into.
+public struct ThrottleLimit: Sendable, Hashable {
+    public var key: ThrottleKey
+    public var limit: Int
+    public var windowEnd: Timestamp
+    /// The outcome when the window already holds `limit` notifications.
+    public var overLimit: PolicyOutcome
+
+    public init(key: ThrottleKey, limit: Int, windowEnd: Timestamp, overLimit: PolicyOutcome) {
+        self.key = key
+        self.limit = limit
+        self.windowEnd = windowEnd
+        self.overLimit = overLimit
+    }
+}
+
+/// The current time, injected: wall-clock time in live processing, event time in replay, so that
+/// throttle windows, quiet hours, digests and expiry come out the same on every replay of a log.
+public protocol HeraldClock: Sendable {
+    func now() -> Timestamp
+}
+
+/// The system's wall clock.
+public struct WallClock: HeraldClock {
+    public init() {}
+
+    public func now() -> Timestamp {
+        Timestamp(epochMilliseconds: Int64((Date().timeIntervalSince1970 * 1000).rounded(.down)))
+    }
 }

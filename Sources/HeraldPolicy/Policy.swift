@@ -3,9 +3,10 @@ import HeraldEvents
 /// Decides, for one (event, recipient) pair, whether a notification is sent now, later or never.
 ///
 /// Pure: everything it depends on is passed in (the recipient's preferences, how many notifications
-/// the recipient's throttle windows hold, the current time from the injected clock: event time in
-/// replay), and the store applies the returned effects atomically with the decision. The same
-/// inputs always give the same outcome.
+/// the recipient's throttle windows hold, the current time from the injected ``HeraldClock``: event
+/// time in replay), and the store applies the returned effects atomically with the decision. The
+/// same inputs always give the same outcome. Deduplication is the store's: its decision ledger
+/// answers a redelivered (event, kind, recipient) with the decision it recorded.
 public struct Policy: Sendable {
     /// Policies by category name; a category without one is treated as transactional.
     public var categories: [String: CategoryPolicy]
@@ -29,8 +30,6 @@ public struct Policy: Sendable {
         public var preferences: Preferences
         /// When the notification stops being worth sending, if ever.
         public var expiresAt: Timestamp?
-        /// The decision already recorded for this (event, kind, recipient), on redelivery.
-        public var earlierDecision: DecisionReason?
 
         public init(
             kind: String,
@@ -38,8 +37,7 @@ public struct Policy: Sendable {
             recipient: String,
             deviceCount: Int,
             preferences: Preferences = Preferences(),
-            expiresAt: Timestamp? = nil,
-            earlierDecision: DecisionReason? = nil
+            expiresAt: Timestamp? = nil
         ) {
             self.kind = kind
             self.category = category
@@ -47,63 +45,67 @@ public struct Policy: Sendable {
             self.deviceCount = deviceCount
             self.preferences = preferences
             self.expiresAt = expiresAt
-            self.earlierDecision = earlierDecision
         }
     }
 
-    /// The throttle windows that apply to `input` at `now`: the store reads their counts.
+    /// The throttle windows that apply to `input` at `now`.
     public func throttleKeys(for input: Input, now: Timestamp) -> [ThrottleKey] {
-        policy(for: input.category).throttle.filter { $0.kind == nil || $0.kind == input.kind }.map { rule in
-            key(rule, recipient: input.recipient, now: now)
-        }
+        plan(input, now: now).limits.map(\.key)
     }
 
-    /// Decides.
-    ///
-    /// - Parameter counts: how many notifications each of ``throttleKeys(for:now:)`` already holds.
-    public func decide(_ input: Input, counts: [ThrottleKey: Int], now: Timestamp) -> PolicyOutcome {
-        // A redelivered event gets the decision it got before, and counts nothing again.
-        if input.earlierDecision != nil { return PolicyOutcome(.duplicate) }
-        if let expiresAt = input.expiresAt, now >= expiresAt { return PolicyOutcome(.expired) }
-        if input.deviceCount == 0 { return PolicyOutcome(.noDevices) }
+    /// Decides everything that does not depend on shared state, and lists the throttle limits that
+    /// still apply. The store resolves the plan against its counters atomically, so that workers
+    /// sharing a store never let more than a limit through (``DecisionPlan/resolved(counts:)`` is
+    /// the rule it applies).
+    public func plan(_ input: Input, now: Timestamp) -> DecisionPlan {
+        if let expiresAt = input.expiresAt, now >= expiresAt { return DecisionPlan(PolicyOutcome(.expired)) }
+        if input.deviceCount == 0 { return DecisionPlan(PolicyOutcome(.noDevices)) }
         let category = policy(for: input.category)
         if !category.alwaysDelivered {
             let enabled = input.preferences.categories[input.category] ?? category.enabledByDefault
-            if !input.preferences.pushEnabled || !enabled { return PolicyOutcome(.suppressedPreference) }
+            if !input.preferences.pushEnabled || !enabled {
+                return DecisionPlan(PolicyOutcome(.suppressedPreference))
+            }
             if let quiet = input.preferences.quietHours, quiet.contains(now) {
                 switch category.quietHours {
                 case .defer:
                     let end = quiet.endsAfter(now)
-                    return PolicyOutcome(.deferredQuietHours, dueAt: end, effects: [.schedule(at: end)])
+                    return DecisionPlan(PolicyOutcome(.deferredQuietHours, dueAt: end, effects: [.schedule(at: end)]))
                 case .drop:
-                    return PolicyOutcome(.suppressedQuietHours)
+                    return DecisionPlan(PolicyOutcome(.suppressedQuietHours))
                 case .ignore:
                     break
                 }
             }
         }
-        var effects: [PolicyEffect] = []
+        var limits: [ThrottleLimit] = []
         for rule in category.throttle where rule.kind == nil || rule.kind == input.kind {
             let windowKey = key(rule, recipient: input.recipient, now: now)
-            guard (counts[windowKey] ?? 0) >= rule.limit else {
-                effects.append(.count(windowKey))
-                continue
-            }
             let windowEnd = Timestamp(
                 epochMilliseconds: windowKey.windowStart.epochMilliseconds + rule.window.milliseconds
             )
+            let overLimit: PolicyOutcome
             switch rule.overLimit {
-            case .drop: return PolicyOutcome(.throttledDropped)
+            case .drop: overLimit = PolicyOutcome(.throttledDropped)
             case .digest:
-                return PolicyOutcome(
+                overLimit = PolicyOutcome(
                     .throttledDigested,
                     dueAt: windowEnd,
                     effects: [.addToDigest(windowKey, flushAt: windowEnd)]
                 )
-            case .defer: return PolicyOutcome(.deferredThrottle, dueAt: windowEnd, effects: [.schedule(at: windowEnd)])
+            case .defer:
+                overLimit = PolicyOutcome(.deferredThrottle, dueAt: windowEnd, effects: [.schedule(at: windowEnd)])
             }
+            limits.append(ThrottleLimit(key: windowKey, limit: rule.limit, windowEnd: windowEnd, overLimit: overLimit))
         }
-        return PolicyOutcome(.sent, effects: effects)
+        return DecisionPlan(PolicyOutcome(.sent), limits: limits)
+    }
+
+    /// Decides with the counts the recipient's throttle windows hold: ``plan(_:now:)`` resolved.
+    ///
+    /// - Parameter counts: how many notifications each of ``throttleKeys(for:now:)`` already holds.
+    public func decide(_ input: Input, counts: [ThrottleKey: Int], now: Timestamp) -> PolicyOutcome {
+        plan(input, now: now).resolved(counts: counts)
     }
 
     func policy(for category: String) -> CategoryPolicy {

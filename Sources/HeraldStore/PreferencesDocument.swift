@@ -2,8 +2,13 @@ import HeraldEvents
 import HeraldPolicy
 
 /// Preferences stored as one JSON document (the shape of `user.preferences.updated`).
-enum PreferencesDocument {
+public enum PreferencesDocument {
     static func encode(_ preferences: Preferences) -> String {
+        value(preferences).serialized
+    }
+
+    /// The document as JSON.
+    public static func value(_ preferences: Preferences) -> JSONValue {
         var members: [(key: String, value: JSONValue)] = [("pushEnabled", .bool(preferences.pushEnabled))]
         members.append(
             (
@@ -24,7 +29,7 @@ enum PreferencesDocument {
                 )
             )
         }
-        return JSONValue.object(JSONObject(members)).serialized
+        return JSONValue.object(JSONObject(members))
     }
 
     static func decode(_ text: String) -> Preferences {

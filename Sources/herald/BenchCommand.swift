@@ -7,7 +7,9 @@ struct BenchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "bench",
         abstract: "Measure Herald's throughput on this machine.",
-        subcommands: [KafkaBenchCommand.self, RenderBenchCommand.self, PayloadBenchCommand.self]
+        subcommands: [
+            KafkaBenchCommand.self, RenderBenchCommand.self, PayloadBenchCommand.self, DecisionBenchCommand.self,
+        ]
     )
 }
 
@@ -171,5 +173,82 @@ struct PayloadBenchCommand: ParsableCommand {
             "  APNs: median \(String(format: "%.0f", report.apnsMedian)) builds/s  (rounds \(list(report.apnsRates)))"
         )
         print("  FCM:  median \(String(format: "%.0f", report.fcmMedian)) builds/s  (rounds \(list(report.fcmRates)))")
+    }
+}
+
+struct DecisionBenchCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "decisions",
+        abstract: "Recipient lookup + policy + decide, batch by batch, against a directory of N devices.",
+        discussion: """
+            Seeds the directory first (two devices per user), then runs rounds of decisions on one task. \
+            With SQLite (the default: a temporary file) everything runs on one core; with \
+            --store postgres://… each batch is one lookup and one decide round trip.
+            """
+    )
+
+    @Option(help: "The state store (default: a temporary SQLite file, removed afterwards).")
+    var store: String?
+
+    @Option(help: "Devices in the directory.")
+    var devices = 1_000_000
+
+    @Option(help: "Decisions per round.")
+    var decisions = 200_000
+
+    @Option(help: "Decisions per batch (one lookup and one decide call each).")
+    var batchSize = 500
+
+    @Option(help: "Rounds (the median is reported).")
+    var rounds = 3
+
+    @OptionGroup var global: GlobalOptions
+
+    func validate() throws {
+        guard devices >= 2, decisions >= 1, batchSize >= 1, rounds >= 1 else {
+            throw ValidationError("--devices must be at least 2; --decisions, --batch-size and --rounds at least 1")
+        }
+    }
+
+    func run() async throws {
+        var logger = try global.bootstrapLogging(label: "herald.bench")
+        if global.logLevel == nil { logger.logLevel = .warning }
+        let temporary = store == nil ? NSTemporaryDirectory() + "herald-bench-\(getpid()).sqlite" : nil
+        defer {
+            if let temporary {
+                for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: temporary + suffix) }
+            }
+        }
+        let location: StoreLocation
+        do {
+            location = try StoreLocation(store ?? "sqlite:\(temporary!)")
+        } catch {
+            throw ValidationError("--store: \(error.message)")
+        }
+        var benchmark = DecisionBenchmark()
+        benchmark.devices = devices
+        benchmark.decisions = decisions
+        benchmark.batchSize = batchSize
+        benchmark.rounds = rounds
+        let report = try await location.withStore(logger: logger) { store in
+            try await benchmark.run(store: store, storeName: "\(location)") { line in
+                FileHandle.standardError.write(Data("… \(line)\n".utf8))
+            }
+        }
+        print(
+            "herald bench decisions: \(report.store), \(report.devices) devices, \(report.decisions) decisions per round, batches of \(report.batchSize)"
+        )
+        for (index, seconds) in report.roundSeconds.enumerated() {
+            print(
+                "  round \(index + 1): \(String(format: "%.0f", Double(report.decisions) / seconds)) decisions/s"
+                    + "  (\(String(format: "%.2f", seconds)) s, process CPU \(String(format: "%.2f", report.roundCPUSeconds[index])) s)"
+            )
+        }
+        print("  median: \(String(format: "%.0f", report.medianDecisionsPerSecond)) decisions/s")
+        print("  seeding the directory took \(String(format: "%.1f", report.seedSeconds)) s")
+        print(
+            "  decisions by reason: "
+                + report.reasons.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
+        )
     }
 }

@@ -8,7 +8,8 @@ struct Herald: AsyncParsableCommand {
         commandName: "herald",
         abstract: "Herald turns domain events on Kafka into push notifications.",
         subcommands: [
-            BrokerCommand.self, CatalogCommand.self, RenderCommand.self, PayloadCommand.self, BenchCommand.self,
+            BrokerCommand.self, CatalogCommand.self, RenderCommand.self, PayloadCommand.self, DirectoryCommand.self,
+            BenchCommand.self,
         ]
     )
 }

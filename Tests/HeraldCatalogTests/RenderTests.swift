@@ -178,6 +178,34 @@ struct RenderTests {
         #expect(try summary("pl", count: 22, others: 0) == "22 nowe wiadomości od Ana")
     }
 
+    @Test("a digest of collected messages: count, the latest sender and the other senders, in en and pl")
+    func digestOfEvents() throws {
+        let kind = catalog.kind(named: "message.received")!
+        let sample = try sampleEvent("message.received")
+        func message(_ id: String, from sender: String) -> CloudEvent {
+            var event = sample
+            event.id = id
+            if case .object(var data)? = event.data {
+                data.members = data.members.map { $0.key == "senderName" ? ($0.key, .string(sender)) : $0 }
+                event.data = .object(data)
+            }
+            return event
+        }
+        let events = [
+            message("m1", from: "Ola"), message("m2", from: "Kari"), message("m3", from: "Ola"),
+            message("m4", from: "Ana"), message("m5", from: "Ana"),
+        ]
+        let english = try renderer.renderDigest(events, as: kind, locale: "en", timeZone: "UTC")
+        #expect(english.body == "5 new messages from Ana and 2 others")
+        #expect(english.title == "Ana")
+        #expect(english.data.first { $0.key == "eventId" }?.value == "m5")
+        let polish = try renderer.renderDigest(events, as: kind, locale: "pl", timeZone: "UTC")
+        #expect(polish.body == "5 nowych wiadomości od Ana i 2 innych osób")
+        let single = try renderer.renderDigest([message("m6", from: "Ana")], as: kind, locale: "pl", timeZone: "UTC")
+        #expect(single.body == "1 nowa wiadomość od Ana")
+        #expect(throws: RenderError.self) { try renderer.renderDigest([], as: kind, locale: "en", timeZone: "UTC") }
+    }
+
     @Test("recipients come from the kind's path: one id or a list, deduplicated; none is an error")
     func recipients() throws {
         #expect(

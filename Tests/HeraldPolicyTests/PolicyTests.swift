@@ -15,8 +15,7 @@ struct PolicyTests {
         kind: String = "k",
         devices: Int = 1,
         preferences: Preferences = Preferences(),
-        expiresAt: Timestamp? = nil,
-        earlier: DecisionReason? = nil
+        expiresAt: Timestamp? = nil
     ) -> Policy.Input {
         Policy.Input(
             kind: kind,
@@ -24,8 +23,7 @@ struct PolicyTests {
             recipient: "u-1",
             deviceCount: devices,
             preferences: preferences,
-            expiresAt: expiresAt,
-            earlierDecision: earlier
+            expiresAt: expiresAt
         )
     }
 
@@ -128,9 +126,8 @@ struct PolicyTests {
         )
     }
 
-    @Test("duplicate, no_devices and expired")
+    @Test("no_devices and expired (duplicate is the decision ledger's: see the store contract)")
     func otherReasons() {
-        #expect(policy.decide(input("messages", earlier: .sent), counts: [:], now: noon) == PolicyOutcome(.duplicate))
         #expect(policy.decide(input("messages", devices: 0), counts: [:], now: noon).reason == .noDevices)
         #expect(policy.decide(input("messages", expiresAt: noon), counts: [:], now: noon).reason == .expired)
         #expect(DecisionReason.allCases.count == 11)

@@ -3,7 +3,7 @@ import CSQLite
 /// One SQLite connection with cached prepared statements. Not thread-safe: its owner calls it from
 /// one serial queue.
 final class SQLiteConnection: @unchecked Sendable {
-    // @unchecked: confined to its owner's serial queue (SQLiteDirectory.queue); it is only handed
+    // @unchecked: confined to its owner's serial queue (SQLiteStore.queue); it is only handed
     // across threads to be used there.
     private let handle: OpaquePointer
     private var statements: [String: OpaquePointer] = [:]
@@ -112,5 +112,7 @@ final class SQLiteConnection: @unchecked Sendable {
         }
 
         func integer(_ column: Int32) -> Int64 { sqlite3_column_int64(statement, column) }
+
+        func isNull(_ column: Int32) -> Bool { sqlite3_column_type(statement, column) == SQLITE_NULL }
     }
 }

@@ -2,9 +2,11 @@ import Dispatch
 import HeraldEvents
 import HeraldPolicy
 
-/// The directory in SQLite: a file, or `:memory:` for replay and tests. Every call runs on one
-/// serial queue, off Swift's cooperative pool, and a batch is one transaction or one query.
-public final class SQLiteDirectory: Directory, @unchecked Sendable {
+/// Herald's state in SQLite: a file, or `:memory:` for replay and tests. Every call runs on one
+/// serial queue, off Swift's cooperative pool, and a batch is one transaction or one query. Writers
+/// in other processes are serialized by SQLite's lock (`BEGIN IMMEDIATE`), so limits hold for them
+/// too; for many workers, use ``PostgresStore``.
+public final class SQLiteStore: StateStore, @unchecked Sendable {
     // @unchecked: `connection` is only used on `queue`, which is serial.
     private let connection: SQLiteConnection
     private let queue = DispatchQueue(label: "herald.store.sqlite")
@@ -21,7 +23,26 @@ public final class SQLiteDirectory: Directory, @unchecked Sendable {
             provider TEXT NOT NULL, token TEXT NOT NULL, invalidated_at INTEGER NOT NULL, PRIMARY KEY (provider, token));
         CREATE TABLE profiles (user_id TEXT PRIMARY KEY, locale TEXT, time_zone TEXT, updated_at INTEGER NOT NULL);
         CREATE TABLE preferences (user_id TEXT PRIMARY KEY, document TEXT NOT NULL, updated_at INTEGER NOT NULL);
+        """,
         """
+        CREATE TABLE decisions (
+            event_id TEXT NOT NULL, kind TEXT NOT NULL, recipient TEXT NOT NULL, reason TEXT NOT NULL, due_at INTEGER,
+            decided_at INTEGER NOT NULL, PRIMARY KEY (event_id, kind, recipient)) WITHOUT ROWID;
+        CREATE INDEX decisions_by_time ON decisions (decided_at);
+        CREATE TABLE throttle_windows (
+            recipient TEXT NOT NULL, rule TEXT NOT NULL, window_start INTEGER NOT NULL, window_end INTEGER NOT NULL,
+            count INTEGER NOT NULL, PRIMARY KEY (recipient, rule, window_start)) WITHOUT ROWID;
+        CREATE TABLE due_work (
+            id INTEGER PRIMARY KEY, type TEXT NOT NULL, due_at INTEGER NOT NULL, recipient TEXT NOT NULL,
+            event_id TEXT, kind TEXT, rule TEXT, window_start INTEGER, payload TEXT, claimed_until INTEGER);
+        CREATE UNIQUE INDEX due_deferred ON due_work (event_id, kind, recipient) WHERE type = 'deferred';
+        CREATE UNIQUE INDEX due_digest ON due_work (recipient, rule, window_start) WHERE type = 'digest';
+        CREATE INDEX due_by_time ON due_work (due_at);
+        CREATE TABLE digest_items (
+            id INTEGER PRIMARY KEY, recipient TEXT NOT NULL, rule TEXT NOT NULL, window_start INTEGER NOT NULL,
+            event_id TEXT NOT NULL, kind TEXT NOT NULL, payload TEXT NOT NULL, added_at INTEGER NOT NULL);
+        CREATE INDEX digest_items_by_window ON digest_items (recipient, rule, window_start, id);
+        """,
     ]
 
     /// Opens (or creates) the database at `path` and migrates it to the current schema.
@@ -48,7 +69,7 @@ public final class SQLiteDirectory: Directory, @unchecked Sendable {
         }
     }
 
-    private func run<R: Sendable>(
+    func run<R: Sendable>(
         _ body: @escaping @Sendable (SQLiteConnection) throws(StoreError) -> R
     ) async throws(StoreError) -> R {
         let connection = self.connection

@@ -1,0 +1,185 @@
+import Foundation
+import HeraldEvents
+import HeraldPolicy
+import HeraldStore
+import Logging
+
+/// `herald bench decisions`: the worker's decision step against a directory of `devices` devices,
+/// batch by batch as the worker runs it after a poll — one recipients lookup for the batch, the
+/// policy's plan for each (event, recipient) pair, and one `decide` call for the batch.
+///
+/// The directory is seeded first (two devices per user) through the same `apply` path a
+/// `herald.directory` consumer uses. Events pick users uniformly at random with a fixed seed: 80%
+/// messages, 15% transactional, 5% marketing; a tenth of the users have quiet hours or opt-outs.
+public struct DecisionBenchmark: Sendable {
+    public var devices = 1_000_000
+    /// Decisions per round.
+    public var decisions = 200_000
+    public var batchSize = 500
+    public var rounds = 3
+
+    public init() {}
+
+    public struct Report: Sendable {
+        public var store: String
+        public var devices: Int
+        public var decisions: Int
+        public var batchSize: Int
+        public var seedSeconds: Double
+        public var roundSeconds: [Double]
+        /// Process CPU time per round (user + system), to show how many cores a round kept busy.
+        public var roundCPUSeconds: [Double]
+        public var reasons: [String: Int]
+
+        public var roundRates: [Double] { roundSeconds.map { Double(decisions) / $0 } }
+        public var medianDecisionsPerSecond: Double {
+            let sorted = roundRates.sorted()
+            return sorted[sorted.count / 2]
+        }
+    }
+
+    /// A small deterministic generator (SplitMix64), so every run decides the same pairs.
+    struct Generator {
+        var state: UInt64
+        mutating func next() -> UInt64 {
+            state &+= 0x9E37_79B9_7F4A_7C15
+            var z = state
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            return z ^ (z >> 31)
+        }
+    }
+
+    public func run(store: any StateStore, storeName: String, log: (String) -> Void) async throws -> Report {
+        let users = max(devices / 2, 1)
+        let seeded = ContinuousClock.now
+        let registeredAt = Timestamp(epochMilliseconds: 1_763_000_000_000)
+        var changes: [DirectoryEvent] = []
+        changes.reserveCapacity(5000)
+        for user in 0..<users {
+            let userID = "user-\(user)"
+            for device in 0..<(user < devices - users ? 2 : 1) {
+                changes.append(
+                    .deviceRegistered(
+                        DeviceRegistration(
+                            userID: userID,
+                            deviceID: "device-\(device)",
+                            platform: device == 0 ? "ios" : "android",
+                            provider: device == 0 ? .apns : .fcm,
+                            token: "token-\(user)-\(device)-0123456789abcdef0123456789abcdef",
+                            appID: "no.getdrop.app",
+                            sandbox: false,
+                            locale: nil,
+                            at: registeredAt
+                        )
+                    )
+                )
+            }
+            if user % 10 == 0 {
+                changes.append(
+                    .profileUpdated(userID: userID, locale: "nb-NO", timeZone: "Europe/Oslo", at: registeredAt)
+                )
+                changes.append(
+                    .preferencesUpdated(
+                        userID: userID,
+                        preferences: Preferences(
+                            categories: ["marketing": user % 20 == 0],
+                            quietHours: QuietHours(start: "22:00", end: "07:00", timeZone: "Europe/Oslo")
+                        ),
+                        at: registeredAt
+                    )
+                )
+            }
+            if changes.count >= 5000 {
+                try await store.apply(changes)
+                changes.removeAll(keepingCapacity: true)
+            }
+            if user > 0 && user % 100_000 == 0 { log("seeded \(user) of \(users) users") }
+        }
+        if !changes.isEmpty { try await store.apply(changes) }
+        let seedSeconds = Self.seconds(ContinuousClock.now - seeded)
+        log("seeded \(devices) devices in \(String(format: "%.1f", seedSeconds)) s")
+
+        let policy = Policy.defaults
+        var generator = Generator(state: 42)
+        var roundSeconds: [Double] = []
+        var roundCPU: [Double] = []
+        var reasons: [String: Int] = [:]
+        var eventNumber = 0
+        // Noon UTC on a weekday: most users are outside quiet hours; later rounds move on an hour so
+        // message windows do not simply fill up.
+        var now = Timestamp(epochMilliseconds: 1_763_726_400_000)
+        for round in 0..<rounds {
+            let cpuBefore = Self.cpuSeconds()
+            let started = ContinuousClock.now
+            var decided = 0
+            while decided < decisions {
+                let count = min(batchSize, decisions - decided)
+                var pairs: [(user: String, event: String, category: String, kind: String)] = []
+                pairs.reserveCapacity(count)
+                for _ in 0..<count {
+                    let random = generator.next()
+                    let user = "user-\(Int(random % UInt64(users)))"
+                    let mix = (random >> 32) % 100
+                    let (category, kind) =
+                        mix < 80
+                        ? ("messages", "message.received")
+                        : mix < 95 ? ("transactional", "order.confirmed") : ("marketing", "promo.offer")
+                    eventNumber += 1
+                    pairs.append((user, "event-\(eventNumber)", category, kind))
+                }
+                let recipients = try await store.recipients(pairs.map(\.user))
+                var requests: [DecisionRequest] = []
+                requests.reserveCapacity(count)
+                for pair in pairs {
+                    let recipient = recipients[pair.user]
+                    let input = Policy.Input(
+                        kind: pair.kind,
+                        category: pair.category,
+                        recipient: pair.user,
+                        deviceCount: recipient?.devices.count ?? 0,
+                        preferences: recipient?.preferences ?? Preferences()
+                    )
+                    requests.append(
+                        DecisionRequest(
+                            key: DecisionKey(eventID: pair.event, kind: pair.kind, recipient: pair.user),
+                            plan: policy.plan(input, now: now),
+                            decidedAt: now,
+                            payload: #"{"id":"\#(pair.event)"}"#
+                        )
+                    )
+                }
+                for decision in try await store.decide(requests) { reasons[decision.label.rawValue, default: 0] += 1 }
+                decided += count
+            }
+            roundSeconds.append(Self.seconds(ContinuousClock.now - started))
+            roundCPU.append(Self.cpuSeconds() - cpuBefore)
+            log(
+                "round \(round + 1): \(Int(Double(decisions) / roundSeconds.last!)) decisions/s, "
+                    + "CPU \(String(format: "%.2f", roundCPU.last!)) s in \(String(format: "%.2f", roundSeconds.last!)) s"
+            )
+            now = Timestamp(epochMilliseconds: now.epochMilliseconds + 3_600_000)
+        }
+        return Report(
+            store: storeName,
+            devices: devices,
+            decisions: decisions,
+            batchSize: batchSize,
+            seedSeconds: seedSeconds,
+            roundSeconds: roundSeconds,
+            roundCPUSeconds: roundCPU,
+            reasons: reasons
+        )
+    }
+
+    static func seconds(_ duration: Duration) -> Double {
+        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+    }
+
+    static func cpuSeconds() -> Double {
+        var usage = rusage()
+        getrusage(Int32(RUSAGE_SELF.rawValue), &usage)
+        return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec)
+            + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
+    }
+}

@@ -1,0 +1,52 @@
+import HeraldStore
+import Logging
+import ServiceLifecycle
+
+/// Where Herald keeps its state: `sqlite:PATH` (or a plain path; `:memory:` for nothing on disk) or
+/// a `postgres://` URL.
+public enum StoreLocation: Sendable, CustomStringConvertible {
+    case sqlite(path: String)
+    case postgres(PostgresStore.Configuration)
+
+    /// - Throws: ``StoreError`` naming what is wrong, without repeating a URL (it may hold a
+    ///   password).
+    public init(_ text: String) throws(StoreError) {
+        if text.hasPrefix("postgres://") || text.hasPrefix("postgresql://") {
+            self = .postgres(try PostgresStore.Configuration(url: text))
+        } else if text.hasPrefix("sqlite:") {
+            self = .sqlite(path: String(text.dropFirst("sqlite:".count)))
+        } else if text.isEmpty {
+            throw StoreError(code: .storeOpen, message: "the store location is empty")
+        } else {
+            self = .sqlite(path: text)
+        }
+    }
+
+    /// Names the store without its password.
+    public var description: String {
+        switch self {
+        case .sqlite(let path): "sqlite:\(path)"
+        case .postgres(let configuration):
+            "postgres://\(configuration.username)@\(configuration.host):\(configuration.port)/\(configuration.database)"
+        }
+    }
+
+    /// Opens the store, migrates it, runs `body` with it, and closes it.
+    public func withStore<R: Sendable>(
+        logger: Logger,
+        _ body: (any StateStore) async throws -> R
+    ) async throws -> R {
+        switch self {
+        case .sqlite(let path):
+            return try await body(try SQLiteStore(path: path))
+        case .postgres(let configuration):
+            let store = PostgresStore(configuration: configuration, logger: logger)
+            return try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask { await store.run() }
+                defer { group.cancelAll() }
+                try await store.migrate()
+                return try await body(store)
+            }
+        }
+    }
+}

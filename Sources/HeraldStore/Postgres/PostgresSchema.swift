@@ -1,0 +1,172 @@
+import Foundation
+
+/// The PostgreSQL schema, as versioned migrations. Batches are applied by server-side functions so
+/// that a batch of any size is one round trip: the policy is decided in Swift, and the functions only
+/// apply its plan against the shared rows, under row locks.
+enum PostgresSchema {
+    /// Applied in order; `herald_schema_version` records how far a database is. Never edit a
+    /// released migration: add one.
+    static let migrations: [String] = [
+        """
+        CREATE TABLE devices (
+            user_id text NOT NULL, device_id text NOT NULL, platform text NOT NULL, provider text NOT NULL,
+            token text NOT NULL, app_id text NOT NULL, sandbox boolean NOT NULL, locale text,
+            registered_at bigint NOT NULL, PRIMARY KEY (user_id, device_id));
+        CREATE UNIQUE INDEX devices_by_token ON devices (provider, token);
+        CREATE TABLE invalid_tokens (
+            provider text NOT NULL, token text NOT NULL, invalidated_at bigint NOT NULL, PRIMARY KEY (provider, token));
+        CREATE TABLE profiles (user_id text PRIMARY KEY, locale text, time_zone text, updated_at bigint NOT NULL);
+        CREATE TABLE preferences (user_id text PRIMARY KEY, document text NOT NULL, updated_at bigint NOT NULL);
+
+        -- One directory change; the same rules as SQLiteStore.apply: changes apply by their time.
+        CREATE FUNCTION herald_apply(batch jsonb) RETURNS void LANGUAGE plpgsql AS $$
+        DECLARE
+            e record;
+        BEGIN
+            FOR e IN SELECT * FROM jsonb_to_recordset(batch) AS x(
+                t text, u text, d text, pl text, pv text, tk text, a text, sb boolean, l text, tz text, doc text, at bigint)
+            LOOP
+                IF e.t = 'registered' THEN
+                    -- A newer registration of the same token elsewhere wins over this one.
+                    CONTINUE WHEN EXISTS (SELECT 1 FROM devices v WHERE v.provider = e.pv AND v.token = e.tk
+                        AND v.registered_at > e.at AND NOT (v.user_id = e.u AND v.device_id = e.d));
+                    -- The token moves: it leaves whatever user or device had it before.
+                    DELETE FROM devices v WHERE v.provider = e.pv AND v.token = e.tk AND NOT (v.user_id = e.u AND v.device_id = e.d);
+                    INSERT INTO devices AS v (user_id, device_id, platform, provider, token, app_id, sandbox, locale, registered_at)
+                    VALUES (e.u, e.d, e.pl, e.pv, e.tk, e.a, e.sb, e.l, e.at)
+                    ON CONFLICT (user_id, device_id) DO UPDATE SET platform = excluded.platform, provider = excluded.provider,
+                        token = excluded.token, app_id = excluded.app_id, sandbox = excluded.sandbox, locale = excluded.locale,
+                        registered_at = excluded.registered_at
+                    WHERE excluded.registered_at >= v.registered_at;
+                ELSIF e.t = 'unregistered' THEN
+                    DELETE FROM devices v WHERE v.user_id = e.u AND v.device_id = e.d AND v.registered_at <= e.at;
+                ELSIF e.t = 'invalidated' THEN
+                    INSERT INTO invalid_tokens AS i (provider, token, invalidated_at) VALUES (e.pv, e.tk, e.at)
+                    ON CONFLICT (provider, token) DO UPDATE SET invalidated_at = greatest(i.invalidated_at, excluded.invalidated_at);
+                ELSIF e.t = 'profile' THEN
+                    INSERT INTO profiles AS p (user_id, locale, time_zone, updated_at) VALUES (e.u, e.l, e.tz, e.at)
+                    ON CONFLICT (user_id) DO UPDATE SET locale = coalesce(excluded.locale, p.locale),
+                        time_zone = coalesce(excluded.time_zone, p.time_zone), updated_at = excluded.updated_at
+                    WHERE excluded.updated_at >= p.updated_at;
+                ELSIF e.t = 'preferences' THEN
+                    INSERT INTO preferences AS p (user_id, document, updated_at) VALUES (e.u, e.doc, e.at)
+                    ON CONFLICT (user_id) DO UPDATE SET document = excluded.document, updated_at = excluded.updated_at
+                    WHERE excluded.updated_at >= p.updated_at;
+                ELSE
+                    RAISE EXCEPTION 'herald_apply: unknown change type %', e.t;
+                END IF;
+            END LOOP;
+        END $$;
+        """,
+        """
+        CREATE TABLE decisions (
+            event_id text NOT NULL, kind text NOT NULL, recipient text NOT NULL, reason text NOT NULL, due_at bigint,
+            decided_at bigint NOT NULL, PRIMARY KEY (event_id, kind, recipient));
+        CREATE INDEX decisions_by_time ON decisions (decided_at);
+        CREATE TABLE throttle_windows (
+            recipient text NOT NULL, rule text NOT NULL, window_start bigint NOT NULL, window_end bigint NOT NULL,
+            count integer NOT NULL, PRIMARY KEY (recipient, rule, window_start));
+        CREATE TABLE due_work (
+            id bigserial PRIMARY KEY, type text NOT NULL, due_at bigint NOT NULL, recipient text NOT NULL,
+            event_id text, kind text, rule text, window_start bigint, payload text, claimed_until bigint);
+        CREATE UNIQUE INDEX due_deferred ON due_work (event_id, kind, recipient) WHERE type = 'deferred';
+        CREATE UNIQUE INDEX due_digest ON due_work (recipient, rule, window_start) WHERE type = 'digest';
+        CREATE INDEX due_by_time ON due_work (due_at);
+        CREATE TABLE digest_items (
+            id bigserial PRIMARY KEY, recipient text NOT NULL, rule text NOT NULL, window_start bigint NOT NULL,
+            event_id text NOT NULL, kind text NOT NULL, payload text NOT NULL, added_at bigint NOT NULL);
+        CREATE INDEX digest_items_by_window ON digest_items (recipient, rule, window_start, id);
+
+        -- Resolves a batch of decision plans (see DecisionPlan.resolved), in order. The ledger row is
+        -- inserted first, so a concurrent decider of the same key waits for this one and then sees
+        -- it; each throttle window is locked before it is read, so concurrent deciders count one at
+        -- a time and never admit more than the limit.
+        CREATE FUNCTION herald_decide(batch jsonb)
+        RETURNS TABLE (o_index integer, o_reason text, o_due bigint, o_redelivered boolean)
+        LANGUAGE plpgsql AS $$
+        DECLARE
+            r record;
+            l record;
+            prior record;
+            held integer;
+            v_reason text;
+            v_due bigint;
+            v_effect text;
+            v_rule text;
+            v_window bigint;
+        BEGIN
+            FOR r IN SELECT * FROM jsonb_to_recordset(batch) AS x(
+                i integer, e text, k text, r text, at bigint, p text, res boolean, reason text, due bigint, fx text,
+                limits jsonb)
+            LOOP
+                INSERT INTO decisions (event_id, kind, recipient, reason, due_at, decided_at)
+                VALUES (r.e, r.k, r.r, 'pending', NULL, r.at) ON CONFLICT DO NOTHING;
+                IF NOT FOUND THEN
+                    SELECT d.reason, d.due_at INTO prior FROM decisions d
+                    WHERE d.event_id = r.e AND d.kind = r.k AND d.recipient = r.r FOR UPDATE;
+                    IF NOT (r.res AND prior.reason LIKE 'deferred.%') THEN
+                        o_index := r.i; o_reason := prior.reason; o_due := prior.due_at; o_redelivered := true;
+                        RETURN NEXT;
+                        CONTINUE;
+                    END IF;
+                END IF;
+                v_reason := r.reason; v_due := r.due; v_effect := r.fx; v_rule := NULL; v_window := NULL;
+                IF r.reason = 'sent' AND jsonb_array_length(r.limits) > 0 THEN
+                    FOR l IN SELECT * FROM jsonb_to_recordset(r.limits) AS y(
+                        rule text, ws bigint, we bigint, n integer, reason text, due bigint, fx text)
+                    LOOP
+                        INSERT INTO throttle_windows (recipient, rule, window_start, window_end, count)
+                        VALUES (r.r, l.rule, l.ws, l.we, 0) ON CONFLICT DO NOTHING;
+                        SELECT w.count INTO held FROM throttle_windows w
+                        WHERE w.recipient = r.r AND w.rule = l.rule AND w.window_start = l.ws FOR UPDATE;
+                        IF held >= l.n THEN
+                            v_reason := l.reason; v_due := l.due; v_effect := l.fx; v_rule := l.rule; v_window := l.ws;
+                            EXIT;
+                        END IF;
+                    END LOOP;
+                    IF v_reason = 'sent' THEN
+                        UPDATE throttle_windows w SET count = w.count + 1
+                        FROM jsonb_to_recordset(r.limits) AS y(rule text, ws bigint)
+                        WHERE w.recipient = r.r AND w.rule = y.rule AND w.window_start = y.ws;
+                    END IF;
+                END IF;
+                IF v_effect = 'digest' THEN
+                    INSERT INTO digest_items (recipient, rule, window_start, event_id, kind, payload, added_at)
+                    VALUES (r.r, v_rule, v_window, r.e, r.k, r.p, r.at);
+                    INSERT INTO due_work (type, due_at, recipient, rule, window_start)
+                    VALUES ('digest', v_due, r.r, v_rule, v_window)
+                    ON CONFLICT (recipient, rule, window_start) WHERE type = 'digest' DO NOTHING;
+                ELSIF v_effect = 'schedule' THEN
+                    INSERT INTO due_work AS w (type, due_at, recipient, event_id, kind, payload)
+                    VALUES ('deferred', v_due, r.r, r.e, r.k, r.p)
+                    ON CONFLICT (event_id, kind, recipient) WHERE type = 'deferred'
+                    DO UPDATE SET due_at = excluded.due_at, payload = excluded.payload, claimed_until = NULL;
+                END IF;
+                UPDATE decisions d SET reason = v_reason, due_at = v_due, decided_at = r.at
+                WHERE d.event_id = r.e AND d.kind = r.k AND d.recipient = r.r;
+                o_index := r.i; o_reason := v_reason; o_due := v_due; o_redelivered := false;
+                RETURN NEXT;
+            END LOOP;
+        END $$;
+        """,
+    ]
+
+    /// One migration's statements, one at a time: the extended query protocol takes one statement
+    /// per query. A statement ends at a line ending in `;` outside a `$$` function body.
+    static func statements(_ migration: String) -> [String] {
+        var statements: [String] = []
+        var current: [Substring] = []
+        var inBody = false
+        for line in migration.split(separator: "\n", omittingEmptySubsequences: false) {
+            current.append(line)
+            if line.components(separatedBy: "$$").count % 2 == 0 { inBody.toggle() }
+            if !inBody && line.hasSuffix(";") {
+                statements.append(current.joined(separator: "\n"))
+                current = []
+            }
+        }
+        let rest = current.joined(separator: "\n").trimmingCharacters(in: .whitespacesAndNewlines)
+        if !rest.isEmpty { statements.append(rest) }
+        return statements
+    }
+}

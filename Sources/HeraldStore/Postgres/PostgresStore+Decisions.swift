@@ -1,0 +1,199 @@
+import HeraldEvents
+import HeraldPolicy
+import PostgresNIO
+
+extension PostgresStore {
+    public func decide(_ requests: [DecisionRequest]) async throws(StoreError) -> [Decision] {
+        guard !requests.isEmpty else { return [] }
+        let batch = Self.encode(requests)
+        return try await storeCall("decide") {
+            var decisions: [Decision?] = Array(repeating: nil, count: requests.count)
+            let rows = try await client.query("SELECT * FROM herald_decide(\(batch)::jsonb)", logger: logger)
+            for try await (index, reasonText, due, redelivered) in rows.decode((Int, String, Int64?, Bool).self) {
+                guard requests.indices.contains(index), let reason = DecisionReason(rawValue: reasonText) else {
+                    throw StoreError(code: .storeQuery, message: "decide: unexpected row from herald_decide")
+                }
+                decisions[index] = Decision(
+                    key: requests[index].key,
+                    reason: reason,
+                    dueAt: due.map(Timestamp.init(epochMilliseconds:)),
+                    redelivered: redelivered
+                )
+            }
+            return try decisions.map { decision throws(StoreError) in
+                guard let decision else {
+                    throw StoreError(code: .storeQuery, message: "decide: herald_decide left a request undecided")
+                }
+                return decision
+            }
+        }
+    }
+
+    /// The batch in `herald_decide`'s shape: each request with its plan's outcome and limits.
+    static func encode(_ requests: [DecisionRequest]) -> String {
+        var json = JSONStreamWriter(capacity: requests.count * 300)
+        func outcome(_ outcome: PolicyOutcome) {
+            json.member("reason", outcome.reason.rawValue)
+            json.key("due")
+            if let due = outcome.dueAt { json.integer(due.epochMilliseconds) } else { json.null() }
+            switch outcome.heldEffect {
+            case .none: json.member("fx", "none")
+            case .digest: json.member("fx", "digest")
+            case .schedule: json.member("fx", "schedule")
+            }
+        }
+        json.beginArray()
+        for (index, request) in requests.enumerated() {
+            json.element()
+            json.beginObject()
+            json.member("i", integer: Int64(index))
+            json.member("e", request.key.eventID)
+            json.member("k", request.key.kind)
+            json.member("r", request.key.recipient)
+            json.member("at", integer: request.decidedAt.epochMilliseconds)
+            json.member("p", request.payload)
+            json.key("res")
+            json.bool(request.resumesDeferral)
+            outcome(request.plan.outcome)
+            json.key("limits")
+            json.beginArray()
+            for limit in request.plan.limits {
+                json.element()
+                json.beginObject()
+                json.member("rule", limit.key.rule)
+                json.member("ws", integer: limit.key.windowStart.epochMilliseconds)
+                json.member("we", integer: limit.windowEnd.epochMilliseconds)
+                json.member("n", integer: Int64(limit.limit))
+                outcome(limit.overLimit)
+                json.endObject()
+            }
+            json.endArray()
+            json.endObject()
+        }
+        json.endArray()
+        return String(decoding: json.bytes, as: UTF8.self)
+    }
+
+    public func claimDue(now: Timestamp, limit: Int, lease: Duration) async throws(StoreError) -> [DueWork] {
+        let nowMilliseconds = now.epochMilliseconds
+        let until = now.epochMilliseconds + lease.storeMilliseconds
+        return try await storeCall("claim due work") {
+            // SKIP LOCKED: concurrent claimers each take different rows instead of waiting on each other.
+            let rows = try await client.query(
+                """
+                WITH claimed AS (
+                    UPDATE due_work w SET claimed_until = \(until)
+                    FROM (SELECT id FROM due_work
+                          WHERE due_at <= \(nowMilliseconds) AND (claimed_until IS NULL OR claimed_until <= \(nowMilliseconds))
+                          ORDER BY due_at, id LIMIT \(limit) FOR UPDATE SKIP LOCKED) c
+                    WHERE w.id = c.id
+                    RETURNING w.id, w.type, w.due_at, w.recipient, w.event_id, w.kind, w.rule, w.window_start, w.payload)
+                SELECT c.id, c.type, c.due_at, c.recipient, c.event_id, c.kind, c.rule, c.window_start, c.payload,
+                    i.id, i.event_id, i.kind, i.payload, i.added_at
+                FROM claimed c LEFT JOIN digest_items i ON c.type = 'digest' AND i.recipient = c.recipient
+                    AND i.rule = c.rule AND i.window_start = c.window_start
+                ORDER BY c.due_at, c.id, i.id
+                """,
+                logger: logger
+            )
+            var claimed: [DueWork] = []
+            for try await row in rows {
+                let (id, type, dueAt, recipient, eventID, kind, rule, windowStart, payload) = try row.decode(
+                    (Int64, String, Int64, String, String?, String?, String?, Int64?, String?).self
+                )
+                if type == "digest" {
+                    let (_, _, _, _, _, _, _, _, _, itemID, itemEvent, itemKind, itemPayload, addedAt) =
+                        try row.decode(
+                            (
+                                Int64, String, Int64, String, String?, String?, String?, Int64?, String?, Int64?,
+                                String?, String?, String?, Int64?
+                            ).self
+                        )
+                    let window = ThrottleKey(
+                        recipient: recipient,
+                        rule: rule ?? "",
+                        windowStart: Timestamp(epochMilliseconds: windowStart ?? 0)
+                    )
+                    if claimed.last?.id != id {
+                        claimed.append(
+                            DueWork(
+                                id: id,
+                                dueAt: Timestamp(epochMilliseconds: dueAt),
+                                work: .digest(window, items: []),
+                                claimedUntil: Timestamp(epochMilliseconds: until)
+                            )
+                        )
+                    }
+                    if let itemID, case .digest(let window, var items) = claimed[claimed.count - 1].work {
+                        items.append(
+                            DigestItem(
+                                id: itemID,
+                                key: DecisionKey(eventID: itemEvent ?? "", kind: itemKind ?? "", recipient: recipient),
+                                payload: itemPayload ?? "",
+                                addedAt: Timestamp(epochMilliseconds: addedAt ?? 0)
+                            )
+                        )
+                        claimed[claimed.count - 1].work = .digest(window, items: items)
+                    }
+                } else {
+                    claimed.append(
+                        DueWork(
+                            id: id,
+                            dueAt: Timestamp(epochMilliseconds: dueAt),
+                            work: .deferred(
+                                DecisionKey(eventID: eventID ?? "", kind: kind ?? "", recipient: recipient),
+                                payload: payload ?? ""
+                            ),
+                            claimedUntil: Timestamp(epochMilliseconds: until)
+                        )
+                    )
+                }
+            }
+            return claimed
+        }
+    }
+
+    public func complete(_ work: [DueWork]) async throws(StoreError) {
+        guard !work.isEmpty else { return }
+        let ids = work.map(\.id)
+        let claims = work.map(\.claimedUntil.epochMilliseconds)
+        let itemIDs = work.flatMap { entry -> [Int64] in
+            guard case .digest(_, let items) = entry.work else { return [] }
+            return items.map(\.id)
+        }
+        try await storeCall("complete due work") {
+            // One statement (every data-modifying WITH part runs, and all see the same snapshot, hence
+            // the item ids excluded by hand): the items handed out go; a digest that collected more since the claim, or
+            // a deferral deferred again (its claim was cleared), stays.
+            try await client.query(
+                """
+                WITH done_items AS (DELETE FROM digest_items WHERE id = ANY(\(itemIDs)::bigint[]) RETURNING id),
+                claims AS (SELECT * FROM unnest(\(ids)::bigint[], \(claims)::bigint[]) AS c(id, claimed_until)),
+                finished AS (
+                    DELETE FROM due_work w USING claims c
+                    WHERE w.id = c.id AND w.claimed_until = c.claimed_until AND NOT EXISTS (
+                        SELECT 1 FROM digest_items i WHERE w.type = 'digest' AND i.recipient = w.recipient
+                            AND i.rule = w.rule AND i.window_start = w.window_start
+                            AND i.id <> ALL(\(itemIDs)::bigint[]))
+                    RETURNING w.id)
+                UPDATE due_work w SET claimed_until = NULL FROM claims c
+                WHERE w.id = c.id AND w.claimed_until = c.claimed_until AND w.id NOT IN (SELECT id FROM finished)
+                """,
+                logger: logger
+            )
+        }
+    }
+
+    public func purge(before: Timestamp) async throws(StoreError) {
+        let limit = before.epochMilliseconds
+        try await storeCall("purge") {
+            try await client.query(
+                """
+                WITH ledger AS (DELETE FROM decisions WHERE decided_at < \(limit) RETURNING 1)
+                DELETE FROM throttle_windows WHERE window_end < \(limit)
+                """,
+                logger: logger
+            )
+        }
+    }
+}

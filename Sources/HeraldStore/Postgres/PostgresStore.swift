@@ -1,0 +1,193 @@
+import Foundation
+import HeraldEvents
+import HeraldPolicy
+import Logging
+import PostgresNIO
+import ServiceLifecycle
+
+/// Herald's state in PostgreSQL, shared by any number of workers.
+///
+/// A `Service`: run it (in the application's `ServiceGroup`, or with ``run()`` in a task) for its
+/// connection pool to work, then call ``migrate()`` once before anything else. Every batch is one
+/// round trip: directory changes and decision plans are sent as one JSON array to a server-side
+/// function that applies them under row locks.
+public final class PostgresStore: StateStore, Service {
+    /// Where the database is. The password never appears in descriptions or errors.
+    public struct Configuration: Sendable {
+        public var host: String
+        public var port: Int
+        public var username: String
+        public var password: String?
+        public var database: String
+        /// Require TLS (`sslmode=require`); otherwise plain TCP, for loopback and private networks.
+        public var requireTLS: Bool
+        public var maximumConnections: Int
+
+        public init(
+            host: String,
+            port: Int = 5432,
+            username: String,
+            password: String? = nil,
+            database: String,
+            requireTLS: Bool = false,
+            maximumConnections: Int = 8
+        ) {
+            self.host = host
+            self.port = port
+            self.username = username
+            self.password = password
+            self.database = database
+            self.requireTLS = requireTLS
+            self.maximumConnections = maximumConnections
+        }
+
+        /// Reads a `postgres://user[:password]@host[:port]/database[?sslmode=disable|require]` URL.
+        ///
+        /// - Throws: ``StoreError`` `.storeOpen`, naming what is wrong but not repeating the URL
+        ///   (it may hold a password).
+        public init(url: String) throws(StoreError) {
+            guard let components = URLComponents(string: url),
+                components.scheme == "postgres" || components.scheme == "postgresql"
+            else {
+                throw StoreError(code: .storeOpen, message: "the PostgreSQL URL must look like postgres://user@host/db")
+            }
+            guard let host = components.host, !host.isEmpty else {
+                throw StoreError(code: .storeOpen, message: "the PostgreSQL URL has no host")
+            }
+            guard let user = components.user, !user.isEmpty else {
+                throw StoreError(code: .storeOpen, message: "the PostgreSQL URL has no user name")
+            }
+            let database = String(components.path.drop { $0 == "/" })
+            guard !database.isEmpty else {
+                throw StoreError(code: .storeOpen, message: "the PostgreSQL URL has no database name")
+            }
+            var requireTLS = false
+            for item in components.queryItems ?? [] where item.name == "sslmode" {
+                switch item.value {
+                case "disable", "prefer", "allow": requireTLS = false
+                case "require", "verify-ca", "verify-full": requireTLS = true
+                default: throw StoreError(code: .storeOpen, message: "sslmode must be disable or require")
+                }
+            }
+            self.init(
+                host: host,
+                port: components.port ?? 5432,
+                username: user,
+                password: components.password,
+                database: database,
+                requireTLS: requireTLS
+            )
+        }
+    }
+
+    let client: PostgresClient
+    let logger: Logger
+
+    public init(configuration: Configuration, logger: Logger = Logger(label: "herald.store.postgres")) {
+        var clientConfiguration = PostgresClient.Configuration(
+            host: configuration.host,
+            port: configuration.port,
+            username: configuration.username,
+            password: configuration.password,
+            database: configuration.database,
+            tls: configuration.requireTLS ? .require(.makeClientConfiguration()) : .disable
+        )
+        clientConfiguration.options.maximumConnections = configuration.maximumConnections
+        self.client = PostgresClient(configuration: clientConfiguration, backgroundLogger: logger)
+        self.logger = logger
+    }
+
+    /// Runs the connection pool until cancelled (or the service group shuts down).
+    public func run() async {
+        await client.run()
+    }
+
+    /// Brings the schema up to date. Safe to call from many workers starting at once: an advisory
+    /// lock lets one migrate while the others wait, then find nothing to do.
+    public func migrate() async throws(StoreError) {
+        try await storeCall("migration") {
+            try await client.withTransaction(logger: logger) { connection in
+                // An arbitrary constant: "herald" in ASCII.
+                try await connection.query("SELECT pg_advisory_xact_lock(114 * 256 + 104)", logger: logger)
+                try await connection.query(
+                    "CREATE TABLE IF NOT EXISTS herald_schema_version (version integer NOT NULL)",
+                    logger: logger
+                )
+                var version = 0
+                for try await (current, ) in try await connection.query(
+                    "SELECT version FROM herald_schema_version",
+                    logger: logger
+                ).decode((Int,).self) {
+                    version = current
+                }
+                guard version < PostgresSchema.migrations.count else { return }
+                for (index, sql) in PostgresSchema.migrations.enumerated().dropFirst(version) {
+                    for statement in PostgresSchema.statements(sql) {
+                        try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+                    }
+                    logger.info("migrated the PostgreSQL schema", metadata: ["version": "\(index + 1)"])
+                }
+                try await connection.query("DELETE FROM herald_schema_version", logger: logger)
+                let newVersion = PostgresSchema.migrations.count
+                try await connection.query(
+                    "INSERT INTO herald_schema_version (version) VALUES (\(newVersion))",
+                    logger: logger
+                )
+            }
+        }
+    }
+
+    /// The schema version the database is at (0 before ``migrate()``).
+    public func schemaVersion() async throws(StoreError) -> Int {
+        try await storeCall("schema version") {
+            for try await (exists, ) in try await client.query(
+                "SELECT to_regclass('herald_schema_version') IS NOT NULL",
+                logger: logger
+            ).decode((Bool,).self) where !exists {
+                return 0
+            }
+            for try await (version, ) in try await client.query(
+                "SELECT coalesce(max(version), 0) FROM herald_schema_version",
+                logger: logger
+            ).decode((Int,).self) {
+                return version
+            }
+            return 0
+        }
+    }
+
+    /// Runs `body`, turning PostgreSQL's errors into ``StoreError``s; retries the whole call when the
+    /// server aborted it to break a deadlock or a serialization conflict (both leave no trace).
+    func storeCall<R>(
+        _ operation: String,
+        retries: Int = 5,
+        _ body: () async throws -> R
+    ) async throws(StoreError) -> R {
+        var attempt = 0
+        while true {
+            do {
+                return try await body()
+            } catch {
+                // A transaction wraps the server's error; the server's error is what to report.
+                var underlying: any Error = error
+                if let transaction = error as? PostgresTransactionError {
+                    underlying =
+                        transaction.closureError ?? transaction.commitError ?? transaction.beginError ?? error
+                }
+                if let stored = underlying as? StoreError { throw stored }
+                guard let failure = underlying as? PSQLError else {
+                    throw StoreError(code: .storeQuery, message: "\(operation): \(type(of: underlying))")
+                }
+                let state = failure.serverInfo?[.sqlState]
+                if (state == "40P01" || state == "40001") && attempt < retries {
+                    attempt += 1
+                    continue
+                }
+                // The server's message names tables and constraints, not values: `detail` (which can
+                // quote a row) is left out.
+                let message = failure.serverInfo?[.message] ?? "\(failure.code)"
+                throw StoreError(code: .storeQuery, message: "\(operation): \(state ?? "-") \(message)")
+            }
+        }
+    }
+}

@@ -1,0 +1,230 @@
+import HeraldEvents
+import HeraldPolicy
+
+extension SQLiteStore {
+    public func decide(_ requests: [DecisionRequest]) async throws(StoreError) -> [Decision] {
+        try await run { connection throws(StoreError) in
+            try connection.transaction { () throws(StoreError) in
+                var decisions: [Decision] = []
+                decisions.reserveCapacity(requests.count)
+                for request in requests { decisions.append(try Self.decide(request, connection)) }
+                return decisions
+            }
+        }
+    }
+
+    static func decide(_ request: DecisionRequest, _ connection: SQLiteConnection) throws(StoreError) -> Decision {
+        let key = request.key
+        let keyValues: [SQLiteConnection.Value] = [.text(key.eventID), .text(key.kind), .text(key.recipient)]
+        var prior: Decision?
+        try connection.query(
+            "SELECT reason, due_at FROM decisions WHERE event_id = ? AND kind = ? AND recipient = ?",
+            keyValues
+        ) { row throws(StoreError) in
+            prior = Decision(
+                key: key,
+                reason: try reason(row.text(0)),
+                dueAt: row.isNull(1) ? nil : Timestamp(epochMilliseconds: row.integer(1)),
+                redelivered: true
+            )
+        }
+        if let prior, !(request.resumesDeferral && prior.reason.isDeferral) { return prior }
+
+        var counts: [ThrottleKey: Int] = [:]
+        if request.plan.outcome.reason == .sent {
+            for limit in request.plan.limits {
+                try connection.query(
+                    "SELECT count FROM throttle_windows WHERE recipient = ? AND rule = ? AND window_start = ?",
+                    [
+                        .text(limit.key.recipient), .text(limit.key.rule),
+                        .integer(limit.key.windowStart.epochMilliseconds),
+                    ]
+                ) { row in counts[limit.key] = Int(row.integer(0)) }
+            }
+        }
+        let outcome = request.plan.resolved(counts: counts)
+        if outcome.reason == .sent {
+            for limit in request.plan.limits {
+                try connection.query(
+                    """
+                    INSERT INTO throttle_windows (recipient, rule, window_start, window_end, count) VALUES (?, ?, ?, ?, 1)
+                    ON CONFLICT (recipient, rule, window_start) DO UPDATE SET count = count + 1
+                    """,
+                    [
+                        .text(limit.key.recipient), .text(limit.key.rule),
+                        .integer(limit.key.windowStart.epochMilliseconds), .integer(limit.windowEnd.epochMilliseconds),
+                    ]
+                )
+            }
+        }
+        let at = request.decidedAt.epochMilliseconds
+        switch outcome.heldEffect {
+        case .none: break
+        case .digest(let window, let flushAt):
+            let windowValues: [SQLiteConnection.Value] = [
+                .text(window.recipient), .text(window.rule), .integer(window.windowStart.epochMilliseconds),
+            ]
+            try connection.query(
+                """
+                INSERT INTO digest_items (recipient, rule, window_start, event_id, kind, payload, added_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?)
+                """,
+                windowValues + [.text(key.eventID), .text(key.kind), .text(request.payload), .integer(at)]
+            )
+            try connection.query(
+                """
+                INSERT INTO due_work (type, due_at, recipient, rule, window_start) VALUES ('digest', ?, ?, ?, ?)
+                ON CONFLICT (recipient, rule, window_start) WHERE type = 'digest' DO NOTHING
+                """,
+                [.integer(flushAt.epochMilliseconds)] + windowValues
+            )
+        case .schedule(let dueAt):
+            try connection.query(
+                """
+                INSERT INTO due_work (type, due_at, recipient, event_id, kind, payload) VALUES ('deferred', ?, ?, ?, ?, ?)
+                ON CONFLICT (event_id, kind, recipient) WHERE type = 'deferred'
+                DO UPDATE SET due_at = excluded.due_at, payload = excluded.payload, claimed_until = NULL
+                """,
+                [
+                    .integer(dueAt.epochMilliseconds), .text(key.recipient), .text(key.eventID), .text(key.kind),
+                    .text(request.payload),
+                ]
+            )
+        }
+        try connection.query(
+            """
+            INSERT INTO decisions (event_id, kind, recipient, reason, due_at, decided_at) VALUES (?, ?, ?, ?, ?, ?)
+            ON CONFLICT (event_id, kind, recipient) DO UPDATE SET reason = excluded.reason, due_at = excluded.due_at,
+                decided_at = excluded.decided_at
+            """,
+            keyValues + [
+                .text(outcome.reason.rawValue), outcome.dueAt.map { .integer($0.epochMilliseconds) } ?? .null,
+                .integer(at),
+            ]
+        )
+        return Decision(key: key, reason: outcome.reason, dueAt: outcome.dueAt, redelivered: false)
+    }
+
+    static func reason(_ text: String?) throws(StoreError) -> DecisionReason {
+        guard let text, let reason = DecisionReason(rawValue: text) else {
+            throw StoreError(code: .storeQuery, message: "decisions: unknown reason in the ledger")
+        }
+        return reason
+    }
+
+    public func claimDue(now: Timestamp, limit: Int, lease: Duration) async throws(StoreError) -> [DueWork] {
+        let until = Timestamp(epochMilliseconds: now.epochMilliseconds + lease.storeMilliseconds)
+        return try await run { connection throws(StoreError) in
+            try connection.transaction { () throws(StoreError) in
+                var claimed: [DueWork] = []
+                var digests: [(index: Int, window: ThrottleKey)] = []
+                try connection.query(
+                    """
+                    UPDATE due_work SET claimed_until = ?1
+                    WHERE id IN (SELECT id FROM due_work WHERE due_at <= ?2 AND (claimed_until IS NULL OR claimed_until <= ?2)
+                                 ORDER BY due_at, id LIMIT ?3)
+                    RETURNING id, type, due_at, recipient, event_id, kind, rule, window_start, payload
+                    """,
+                    [.integer(until.epochMilliseconds), .integer(now.epochMilliseconds), .integer(Int64(limit))]
+                ) { row throws(StoreError) in
+                    let recipient = row.text(3) ?? ""
+                    let work: DueWork.Work
+                    if row.text(1) == "digest" {
+                        let window = ThrottleKey(
+                            recipient: recipient,
+                            rule: row.text(6) ?? "",
+                            windowStart: Timestamp(epochMilliseconds: row.integer(7))
+                        )
+                        digests.append((claimed.count, window))
+                        work = .digest(window, items: [])
+                    } else {
+                        let key = DecisionKey(eventID: row.text(4) ?? "", kind: row.text(5) ?? "", recipient: recipient)
+                        work = .deferred(key, payload: row.text(8) ?? "")
+                    }
+                    claimed.append(
+                        DueWork(
+                            id: row.integer(0),
+                            dueAt: Timestamp(epochMilliseconds: row.integer(2)),
+                            work: work,
+                            claimedUntil: until
+                        )
+                    )
+                }
+                for (index, window) in digests {
+                    var items: [DigestItem] = []
+                    try connection.query(
+                        """
+                        SELECT id, event_id, kind, payload, added_at FROM digest_items
+                        WHERE recipient = ? AND rule = ? AND window_start = ? ORDER BY id
+                        """,
+                        [.text(window.recipient), .text(window.rule), .integer(window.windowStart.epochMilliseconds)]
+                    ) { row in
+                        items.append(
+                            DigestItem(
+                                id: row.integer(0),
+                                key: DecisionKey(
+                                    eventID: row.text(1) ?? "",
+                                    kind: row.text(2) ?? "",
+                                    recipient: window.recipient
+                                ),
+                                payload: row.text(3) ?? "",
+                                addedAt: Timestamp(epochMilliseconds: row.integer(4))
+                            )
+                        )
+                    }
+                    claimed[index].work = .digest(window, items: items)
+                }
+                // RETURNING gives rows in no promised order.
+                claimed.sort { ($0.dueAt, $0.id) < ($1.dueAt, $1.id) }
+                return claimed
+            }
+        }
+    }
+
+    public func complete(_ work: [DueWork]) async throws(StoreError) {
+        try await run { connection throws(StoreError) in
+            try connection.transaction { () throws(StoreError) in
+                for entry in work {
+                    if case .digest(_, let items) = entry.work {
+                        for item in items {
+                            try connection.query("DELETE FROM digest_items WHERE id = ?", [.integer(item.id)])
+                        }
+                    }
+                    // A digest that collected more since the claim, or a deferral deferred again, stays.
+                    try connection.query(
+                        """
+                        DELETE FROM due_work WHERE id = ? AND claimed_until = ?
+                            AND NOT EXISTS (SELECT 1 FROM digest_items i WHERE due_work.type = 'digest'
+                                AND i.recipient = due_work.recipient AND i.rule = due_work.rule
+                                AND i.window_start = due_work.window_start)
+                        """,
+                        [.integer(entry.id), .integer(entry.claimedUntil.epochMilliseconds)]
+                    )
+                    try connection.query(
+                        "UPDATE due_work SET claimed_until = NULL WHERE id = ? AND claimed_until = ?",
+                        [.integer(entry.id), .integer(entry.claimedUntil.epochMilliseconds)]
+                    )
+                }
+            }
+        }
+    }
+
+    public func purge(before: Timestamp) async throws(StoreError) {
+        try await run { connection throws(StoreError) in
+            try connection.transaction { () throws(StoreError) in
+                try connection.query("DELETE FROM decisions WHERE decided_at < ?", [.integer(before.epochMilliseconds)])
+                try connection.query(
+                    "DELETE FROM throttle_windows WHERE window_end < ?",
+                    [.integer(before.epochMilliseconds)]
+                )
+            }
+        }
+    }
+}
+
+extension Duration {
+    var storeMilliseconds: Int64 {
+        let (seconds, attoseconds) = components
+        return seconds * 1000 + attoseconds / 1_000_000_000_000_000
+    }
+}

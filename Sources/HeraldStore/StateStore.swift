@@ -1,0 +1,156 @@
+import HeraldEvents
+import HeraldPolicy
+
+/// Herald's shared state: the recipient directory, and the decisions made for it — the decision
+/// ledger, throttle windows, digest buffers and deferred notifications.
+///
+/// Two implementations pass one contract suite: ``SQLiteStore`` (embedded; one process) and
+/// ``PostgresStore`` (any number of workers). A batch is one transaction, and on PostgreSQL one round
+/// trip, whatever its size.
+public protocol StateStore: Directory {
+    /// Resolves each request's plan against the ledger and the throttle windows, in order, and
+    /// records the decisions and their effects in one transaction. A request whose key the ledger
+    /// already holds gets the recorded decision back (``Decision/redelivered``) and changes nothing.
+    /// Limits are checked and counted atomically: workers sharing the store never let more than a
+    /// limit through.
+    func decide(_ requests: [DecisionRequest]) async throws(StoreError) -> [Decision]
+
+    /// Claims up to `limit` deferred notifications and digests due at `now`, oldest first, for
+    /// `lease`: no other caller gets them unless the lease runs out before ``complete(_:)`` (the
+    /// claimer crashed). With PostgreSQL, concurrent claimers skip each other's rows.
+    func claimDue(now: Timestamp, limit: Int, lease: Duration) async throws(StoreError) -> [DueWork]
+
+    /// Marks claimed work done: deletes it, and a digest's items that were handed out with it.
+    /// Work rescheduled since it was claimed (a deferral deferred again) stays.
+    func complete(_ work: [DueWork]) async throws(StoreError)
+
+    /// Deletes ledger entries decided before `before` and throttle windows that ended before it.
+    func purge(before: Timestamp) async throws(StoreError)
+}
+
+/// The identity of one decision: the same (event, kind, recipient) is decided once.
+public struct DecisionKey: Sendable, Hashable {
+    public var eventID: String
+    public var kind: String
+    public var recipient: String
+
+    public init(eventID: String, kind: String, recipient: String) {
+        self.eventID = eventID
+        self.kind = kind
+        self.recipient = recipient
+    }
+}
+
+/// One (event, recipient) pair for the store to decide.
+public struct DecisionRequest: Sendable {
+    public var key: DecisionKey
+    public var plan: DecisionPlan
+    /// The clock's time of the decision (event time in replay).
+    public var decidedAt: Timestamp
+    /// The event as received, kept with a deferred or digested notification so it can be rendered
+    /// when it comes due.
+    public var payload: String
+    /// A deferred notification that came due and is decided again: it replaces its `deferred.*`
+    /// ledger entry instead of being answered as a redelivery.
+    public var resumesDeferral: Bool
+
+    public init(
+        key: DecisionKey,
+        plan: DecisionPlan,
+        decidedAt: Timestamp,
+        payload: String,
+        resumesDeferral: Bool = false
+    ) {
+        self.key = key
+        self.plan = plan
+        self.decidedAt = decidedAt
+        self.payload = payload
+        self.resumesDeferral = resumesDeferral
+    }
+}
+
+/// A recorded decision.
+public struct Decision: Sendable, Hashable {
+    public var key: DecisionKey
+    public var reason: DecisionReason
+    /// When a deferred notification or a digest comes due.
+    public var dueAt: Timestamp?
+    /// The ledger already held this key: the reason is the one recorded then, and nothing was
+    /// counted again.
+    public var redelivered: Bool
+
+    public init(key: DecisionKey, reason: DecisionReason, dueAt: Timestamp?, redelivered: Bool) {
+        self.key = key
+        self.reason = reason
+        self.dueAt = dueAt
+        self.redelivered = redelivered
+    }
+
+    /// The label for metrics and `herald.decisions`: redeliveries are counted as `duplicate`.
+    public var label: DecisionReason { redelivered ? .duplicate : reason }
+}
+
+/// A deferred notification or a digest that came due, claimed by one caller.
+public struct DueWork: Sendable, Hashable {
+    public enum Work: Sendable, Hashable {
+        /// Decide `key` again (``DecisionRequest/resumesDeferral``) and send it if it passes.
+        case deferred(DecisionKey, payload: String)
+        /// Send one summary of `items`, oldest first.
+        case digest(ThrottleKey, items: [DigestItem])
+    }
+
+    /// The store's id for the claim.
+    public var id: Int64
+    public var dueAt: Timestamp
+    public var work: Work
+    /// When the claim runs out.
+    public var claimedUntil: Timestamp
+
+    public init(id: Int64, dueAt: Timestamp, work: Work, claimedUntil: Timestamp) {
+        self.id = id
+        self.dueAt = dueAt
+        self.work = work
+        self.claimedUntil = claimedUntil
+    }
+}
+
+/// One notification collected into a digest.
+public struct DigestItem: Sendable, Hashable {
+    public var id: Int64
+    public var key: DecisionKey
+    public var payload: String
+    public var addedAt: Timestamp
+
+    public init(id: Int64, key: DecisionKey, payload: String, addedAt: Timestamp) {
+        self.id = id
+        self.key = key
+        self.payload = payload
+        self.addedAt = addedAt
+    }
+}
+
+extension DecisionReason {
+    /// Deferred reasons: the notification comes back when it is due.
+    var isDeferral: Bool { self == .deferredQuietHours || self == .deferredThrottle }
+}
+
+extension PolicyOutcome {
+    /// The one effect that outlives the decision, if any, in the stores' encoding.
+    var heldEffect: HeldEffect {
+        for effect in effects {
+            switch effect {
+            case .addToDigest(let key, let flushAt): return .digest(key, flushAt: flushAt)
+            case .schedule(let at): return .schedule(at: at)
+            case .count: continue
+            }
+        }
+        return .none
+    }
+}
+
+/// What a decision leaves behind to come due later.
+enum HeldEffect: Equatable {
+    case none
+    case digest(ThrottleKey, flushAt: Timestamp)
+    case schedule(at: Timestamp)
+}

@@ -1,0 +1,158 @@
+import Foundation
+import HeraldStore
+import Logging
+import Synchronization
+
+/// A throwaway PostgreSQL cluster from the system's `postgresql` package (Debian:
+/// `/usr/lib/postgresql/N/bin`), started once per test process on 127.0.0.1 at a free port and
+/// stopped when the process exits. Each test gets a database of its own.
+///
+/// `initdb` refuses to run as root, so as root the cluster belongs to the `postgres` user the
+/// package creates, and its tools run through `runuser`.
+public final class PostgresTestCluster: Sendable {
+    public let port: Int
+    public let username = "herald"
+    let directory: String
+    let binaries: String
+    let asUser: String?
+
+    private static let started = Mutex<Result<PostgresTestCluster, PostgresTestClusterError>?>(nil)
+    private static let databases = Atomic<Int>(0)
+
+    /// The process's cluster, started on first use.
+    public static func shared() throws -> PostgresTestCluster {
+        try started.withLock { state in
+            if let state { return try state.get() }
+            let result = Result { () throws(PostgresTestClusterError) in try PostgresTestCluster() }
+            state = result
+            if case .success = result {
+                atexit {
+                    if case .success(let cluster)? = PostgresTestCluster.started.withLock({ $0 }) { cluster.stop() }
+                }
+            }
+            return try result.get()
+        }
+    }
+
+    private init() throws(PostgresTestClusterError) {
+        let versions = (try? FileManager.default.contentsOfDirectory(atPath: "/usr/lib/postgresql")) ?? []
+        guard let version = versions.compactMap(Int.init).max() else {
+            throw PostgresTestClusterError(
+                "PostgreSQL is not installed (/usr/lib/postgresql/N/bin): `make test` installs Debian's postgresql"
+            )
+        }
+        binaries = "/usr/lib/postgresql/\(version)/bin"
+        asUser = getuid() == 0 ? "postgres" : nil
+        directory = NSTemporaryDirectory() + "herald-pg-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        port = Self.freePort()
+        do {
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        } catch {
+            throw PostgresTestClusterError("cannot create \(directory): \(error)")
+        }
+        if let asUser { try run("/bin/chown", [asUser, directory], asUser: nil) }
+        try run(
+            "\(binaries)/initdb",
+            ["-D", "\(directory)/data", "-U", username, "--auth=trust", "--no-sync", "-E", "UTF8", "--locale=C"]
+        )
+        // Durability does not matter for a throwaway cluster; speed does.
+        let options = [
+            "-c listen_addresses=127.0.0.1", "-p \(port)", "-k \(directory)", "-c fsync=off",
+            "-c synchronous_commit=off", "-c full_page_writes=off", "-c max_connections=200",
+        ].joined(separator: " ")
+        try run(
+            "\(binaries)/pg_ctl",
+            ["-D", "\(directory)/data", "-l", "\(directory)/server.log", "-w", "-t", "60", "-o", options, "start"]
+        )
+    }
+
+    /// Creates an empty database and returns its configuration.
+    public func makeDatabase() throws -> PostgresStore.Configuration {
+        let name = "herald_test_\(Self.databases.add(1, ordering: .relaxed).newValue)"
+        try run("\(binaries)/createdb", ["-h", "127.0.0.1", "-p", "\(port)", "-U", username, name])
+        return PostgresStore.Configuration(host: "127.0.0.1", port: port, username: username, database: name)
+    }
+
+    func stop() {
+        try? run("\(binaries)/pg_ctl", ["-D", "\(directory)/data", "-m", "immediate", "-w", "stop"])
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    private func run(_ tool: String, _ arguments: [String]) throws(PostgresTestClusterError) {
+        try run(tool, arguments, asUser: asUser)
+    }
+
+    private func run(_ tool: String, _ arguments: [String], asUser: String?) throws(PostgresTestClusterError) {
+        let command = asUser.map { ["/sbin/runuser", "-u", $0, "--", tool] } ?? [tool]
+        let outputPath = "\(NSTemporaryDirectory())herald-pg-tool-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).log"
+        defer { try? FileManager.default.removeItem(atPath: outputPath) }
+        let status = Self.spawnAndWait(command + arguments, output: outputPath)
+        guard status == 0 else {
+            let text = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
+            let log = (try? String(contentsOfFile: "\(directory)/server.log", encoding: .utf8)) ?? ""
+            throw PostgresTestClusterError(
+                "\((tool as NSString).lastPathComponent) failed (\(status)): \(text)\n\(log.suffix(2000))"
+            )
+        }
+    }
+
+    /// Runs a command with its output in a file and waits for it alone. Not Foundation's `Process`:
+    /// it waits for every process that inherited its bookkeeping descriptors, and the server
+    /// `pg_ctl start` leaves running is one of them.
+    static func spawnAndWait(_ command: [String], output: String) -> Int32 {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, output, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        var arguments: [UnsafeMutablePointer<CChar>?] = command.map { strdup($0) } + [nil]
+        defer { for argument in arguments { free(argument) } }
+        var pid: pid_t = 0
+        guard posix_spawn(&pid, command[0], &actions, nil, &arguments, environ) == 0 else { return -1 }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
+        // WIFEXITED / WEXITSTATUS, which Swift does not import.
+        return status & 0x7f == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+    }
+
+    /// A port nothing listens on now: bound to 127.0.0.1:0, read back, released.
+    static func freePort() -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) }
+        }
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+}
+
+/// The test cluster could not be set up.
+public struct PostgresTestClusterError: Error, CustomStringConvertible {
+    public var description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// Runs `body` with a migrated ``PostgresStore`` on a fresh database of the test cluster.
+public func withPostgresStore<R: Sendable>(
+    maximumConnections: Int = 8,
+    _ body: (PostgresStore) async throws -> R
+) async throws -> R {
+    var configuration = try PostgresTestCluster.shared().makeDatabase()
+    configuration.maximumConnections = maximumConnections
+    var logger = Logger(label: "herald.test.postgres")
+    logger.logLevel = .warning
+    let store = PostgresStore(configuration: configuration, logger: logger)
+    return try await withRunningServices([store]) {
+        try await store.migrate()
+        return try await body(store)
+    }
+}

@@ -1,0 +1,85 @@
+import ArgumentParser
+import HeraldApp
+import Logging
+
+struct DirectoryCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "directory",
+        abstract: "Maintain the recipient directory.",
+        subcommands: [DirectoryImportCommand.self, DirectoryShowCommand.self]
+    )
+}
+
+/// The store option every command that opens the state store shares.
+struct StoreOptions: ParsableArguments {
+    @Option(
+        help: """
+            The state store: sqlite:PATH (or a path; :memory: for none) or postgres://user@host:port/db. \
+            Env: HERALD_STORE. Default: sqlite:herald.sqlite.
+            """
+    )
+    var store: String?
+
+    func location() throws -> StoreLocation {
+        let text = store ?? Environment.value("HERALD_STORE") ?? "sqlite:herald.sqlite"
+        do {
+            return try StoreLocation(text)
+        } catch {
+            throw ValidationError("--store: \(error.message)")
+        }
+    }
+}
+
+struct DirectoryImportCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "import",
+        abstract: "Load a JSON Lines snapshot of herald.directory events (one CloudEvent per line).",
+        discussion: """
+            Lines apply in file order, by each event's time, exactly as the worker applies the topic, so \
+            importing a snapshot twice, or one older than the store, changes nothing that is newer. \
+            Invalid lines are reported by number and skipped; the exit status is then 1.
+            """
+    )
+
+    @Argument(help: "The JSON Lines file.")
+    var file: String
+
+    @OptionGroup var storeOptions: StoreOptions
+    @OptionGroup var global: GlobalOptions
+
+    func run() async throws {
+        let logger = try global.bootstrapLogging(label: "herald.directory")
+        let location = try storeOptions.location()
+        let report = try await location.withStore(logger: logger) { store in
+            try await DirectoryImport.run(file: file, into: store)
+        }
+        for line in report.rejected { printError("\(file): \(line)") }
+        print("imported \(report.imported) change(s) into \(location); rejected \(report.rejected.count) line(s)")
+        if !report.rejected.isEmpty { throw ExitCode(1) }
+    }
+}
+
+struct DirectoryShowCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "show",
+        abstract:
+            "Print what the directory holds for users: devices (tokens shortened), locale, time zone, preferences."
+    )
+
+    @Argument(help: "User ids.")
+    var users: [String]
+
+    @OptionGroup var storeOptions: StoreOptions
+    @OptionGroup var global: GlobalOptions
+
+    func run() async throws {
+        let logger = try global.bootstrapLogging(label: "herald.directory")
+        let location = try storeOptions.location()
+        let recipients = try await location.withStore(logger: logger) { store in
+            try await store.recipients(users)
+        }
+        for user in users {
+            print(DirectoryTool.describe(user: user, recipients[user]))
+        }
+    }
+}

@@ -1,0 +1,77 @@
+import Foundation
+import Testing
+
+@Suite("herald directory import and show")
+struct DirectoryCommandTests {
+    @Test("import loads a JSON Lines snapshot; bad lines are named by number and skipped; show masks tokens")
+    func importAndShow() throws {
+        let herald = try heraldExecutable().path
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-dir-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let snapshot = directory.appendingPathComponent("directory.jsonl")
+        let store = "sqlite:" + directory.appendingPathComponent("state.sqlite").path
+        func event(_ id: Int, _ type: String, _ time: String, _ data: String) -> String {
+            #"{"specversion":"1.0","id":"d-\#(id)","source":"/accounts","type":"\#(type)","time":"\#(time)","data":\#(data)}"#
+        }
+        let lines = [
+            event(
+                1,
+                "device.registered",
+                "2026-11-01T10:00:00Z",
+                #"{"userId":"u-1","deviceId":"phone","platform":"ios","provider":"apns","token":"abcdef0123456789","appId":"no.getdrop.app"}"#
+            ),
+            event(
+                2,
+                "device.registered",
+                "2026-11-01T10:00:00Z",
+                #"{"userId":"u-1","deviceId":"tablet","platform":"android","provider":"pager","token":"x","appId":"a"}"#
+            ),
+            "not json",
+            "",
+            event(
+                3,
+                "user.profile.updated",
+                "2026-11-01T10:00:00Z",
+                #"{"userId":"u-1","locale":"pl","timeZone":"Europe/Warsaw"}"#
+            ),
+            event(
+                4,
+                "user.preferences.updated",
+                "2026-11-01T10:00:00Z",
+                #"{"userId":"u-1","pushEnabled":true,"categories":{"marketing":true},"quietHours":{"start":"22:00","end":"07:00","timezone":"Europe/Warsaw"}}"#
+            ),
+        ]
+        try lines.joined(separator: "\n").write(to: snapshot, atomically: true, encoding: .utf8)
+
+        let imported = try run(herald, ["directory", "import", snapshot.path, "--store", store])
+        #expect(imported.status == 1, "rejected lines make the exit status 1")
+        #expect(imported.output.contains("imported 3 change(s)"))
+        #expect(imported.output.contains("rejected 2 line(s)"))
+        #expect(imported.error.contains("line 2: directory.invalid_event: 'provider' must be apns, fcm or expo"))
+        #expect(imported.error.contains("line 3:"))
+        #expect(!imported.error.contains("abcdef0123456789"))
+
+        let shown = try run(herald, ["directory", "show", "u-1", "u-2", "--store", store])
+        #expect(shown.status == 0)
+        let objects = shown.output.split(separator: "\n").map {
+            try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+        }
+        #expect(objects.count == 2)
+        let user = try #require(objects.first ?? nil)
+        let devices = user["devices"] as? [[String: Any]]
+        #expect(devices?.count == 1)
+        #expect(devices?.first?["token"] as? String == "abcdef01…", "a token is never shown whole")
+        #expect(user["locale"] as? String == "pl")
+        #expect((user["preferences"] as? [String: Any])?["categories"] as? [String: Bool] == ["marketing": true])
+        #expect((objects.last ?? nil)?["known"] as? Bool == false)
+
+        // Importing the same snapshot again changes nothing (changes apply by their time).
+        _ = try run(herald, ["directory", "import", snapshot.path, "--store", store])
+        #expect(
+            try run(herald, ["directory", "show", "u-1", "--store", store]).output == shown.output.split(
+                separator: "\n"
+            )[0] + "\n"
+        )
+    }
+}

@@ -1,0 +1,356 @@
+import HeraldEvents
+import HeraldPolicy
+import HeraldStore
+import HeraldTestSupport
+import Testing
+
+/// A request for `event` to `recipient`, planned by `policy` at `now`.
+func request(
+    _ event: String,
+    policy: Policy = .defaults,
+    kind: String = "message.received",
+    category: String = "messages",
+    recipient: String = "ana",
+    preferences: Preferences = Preferences(),
+    devices: Int = 1,
+    expiresAt: Timestamp? = nil,
+    now: Timestamp,
+    resuming: Bool = false
+) -> DecisionRequest {
+    let input = Policy.Input(
+        kind: kind,
+        category: category,
+        recipient: recipient,
+        deviceCount: devices,
+        preferences: preferences,
+        expiresAt: expiresAt
+    )
+    return DecisionRequest(
+        key: DecisionKey(eventID: event, kind: kind, recipient: recipient),
+        plan: policy.plan(input, now: now),
+        decidedAt: now,
+        payload: #"{"id":"\#(event)"}"#,
+        resumesDeferral: resuming
+    )
+}
+
+/// Messages: 2 per minute, then a digest. Small numbers keep the tests readable.
+let tightMessages = Policy(categories: [
+    "messages": CategoryPolicy(
+        throttle: [ThrottleRule(name: "messages", limit: 2, window: .seconds(60), overLimit: .digest)]
+    ),
+    "marketing": CategoryPolicy(
+        enabledByDefault: false,
+        quietHours: .drop,
+        throttle: [ThrottleRule(name: "marketing", limit: 3, window: .seconds(7 * 86_400), overLimit: .drop)]
+    ),
+    "transactional": CategoryPolicy(
+        throttle: [ThrottleRule(name: "receipts", limit: 1, window: .seconds(60), overLimit: .defer, kind: "receipt")]
+    ),
+])
+
+@Suite("Store contract: decisions")
+struct DecisionContractTests {
+    let noon = at("2026-11-21T12:00:00Z")
+
+    @Test("every reason the store records, each with what it leaves behind", arguments: StoreKind.allCases)
+    func reasons(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store in
+            let night = Preferences(
+                categories: ["marketing": true],
+                quietHours: QuietHours(start: "22:00", end: "08:00", timeZone: "Europe/Oslo")
+            )
+            let late = at("2026-11-21T22:30:00Z")  // 23:30 in Oslo
+            let decisions = try await store.decide([
+                request("e1", policy: tightMessages, now: noon),
+                request("e2", policy: tightMessages, preferences: Preferences(pushEnabled: false), now: noon),
+                request("e3", policy: tightMessages, category: "marketing", preferences: night, now: late),
+                request("e4", policy: tightMessages, category: "transactional", preferences: night, now: late),
+                request("e5", policy: tightMessages, devices: 0, now: noon),
+                request("e6", policy: tightMessages, expiresAt: noon, now: noon),
+                request("e7", policy: tightMessages, now: noon),
+                request("e8", policy: tightMessages, now: noon),
+                request("e9", policy: tightMessages, kind: "receipt", category: "transactional", now: noon),
+                request("e10", policy: tightMessages, kind: "receipt", category: "transactional", now: noon),
+                request("e1", policy: tightMessages, now: noon),
+            ])
+            #expect(
+                decisions.map(\.label) == [
+                    .sent, .suppressedPreference, .suppressedQuietHours, .deferredQuietHours, .noDevices, .expired,
+                    .sent, .throttledDigested, .sent, .deferredThrottle, .duplicate,
+                ]
+            )
+            #expect(decisions[3].dueAt == at("2026-11-22T07:00:00Z"))
+            #expect(decisions[7].dueAt == at("2026-11-21T12:01:00Z"))
+            #expect(decisions[9].dueAt == at("2026-11-21T12:01:00Z"))
+            #expect(decisions[10].reason == .sent && decisions[10].redelivered)
+
+            // Due work: the throttled receipt and the digest at 12:01, the quiet-hours deferral at 07:00.
+            #expect(try await store.claimDue(now: at("2026-11-21T12:00:59Z"), limit: 10, lease: .seconds(60)).isEmpty)
+            let due = try await store.claimDue(now: at("2026-11-22T07:00:00Z"), limit: 10, lease: .seconds(60))
+            #expect(due.count == 3)
+            #expect(
+                due.map(\.dueAt) == [
+                    at("2026-11-21T12:01:00Z"), at("2026-11-21T12:01:00Z"), at("2026-11-22T07:00:00Z"),
+                ]
+            )
+            let digest = due.compactMap { work -> [DigestItem]? in
+                if case .digest(_, let items) = work.work { items } else { nil }
+            }
+            #expect(digest.count == 1)
+            #expect(digest.first?.map(\.key.eventID) == ["e8"])
+            #expect(digest.first?.first?.payload == #"{"id":"e8"}"#)
+            let deferred = due.compactMap { work -> DecisionKey? in
+                if case .deferred(let key, _) = work.work { key } else { nil }
+            }
+            #expect(Set(deferred.map(\.eventID)) == ["e4", "e10"])
+        }
+    }
+
+    @Test("the same events decided again give identical decisions and count once", arguments: StoreKind.allCases)
+    func redelivery(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store in
+            let optedIn = Preferences(categories: ["marketing": true])
+            func batch(_ events: [String]) -> [DecisionRequest] {
+                events.map {
+                    request($0, policy: tightMessages, category: "marketing", preferences: optedIn, now: noon)
+                }
+            }
+            let first = try await store.decide(batch(["m1", "m2"]))
+            // A crash before the offsets were committed: the same events come again.
+            let again = try await store.decide(batch(["m1", "m2"]))
+            #expect(first.map(\.reason) == [.sent, .sent])
+            #expect(again.map(\.reason) == first.map(\.reason))
+            #expect(again.allSatisfy(\.redelivered) && !first.contains(where: \.redelivered))
+            // The limit is 3: had the redelivery counted, m3 would be dropped.
+            #expect(try await store.decide(batch(["m3", "m4"])).map(\.reason) == [.sent, .throttledDropped])
+            #expect(try await store.decide(batch(["m4"])).map(\.label) == [.duplicate])
+            #expect(try await store.decide(batch(["m4"])).map(\.reason) == [.throttledDropped])
+        }
+    }
+
+    @Test("digests: collected over the limit, due at the window's end, handed out once", arguments: StoreKind.allCases)
+    func digests(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store in
+            let events = (1...6).map { request("d\($0)", policy: tightMessages, now: noon) }
+            let decided = try await store.decide(events)
+            #expect(decided.map(\.reason) == [.sent, .sent] + Array(repeating: .throttledDigested, count: 4))
+            // Another recipient's window is separate.
+            #expect(
+                try await store.decide([request("b1", policy: tightMessages, recipient: "ben", now: noon)])[0].reason
+                    == .sent
+            )
+
+            let windowEnd = at("2026-11-21T12:01:00Z")
+            let claimed = try await store.claimDue(now: windowEnd, limit: 10, lease: .seconds(30))
+            #expect(claimed.count == 1)
+            guard case .digest(let window, let items)? = claimed.first?.work else {
+                Issue.record("expected one digest, got \(claimed)")
+                return
+            }
+            #expect(window.recipient == "ana" && window.rule == "messages")
+            #expect(items.map(\.key.eventID) == ["d3", "d4", "d5", "d6"])
+            // Claimed: nobody else gets it while the lease lasts.
+            #expect(try await store.claimDue(now: windowEnd, limit: 10, lease: .seconds(30)).isEmpty)
+            try await store.complete(claimed)
+            // Done: not handed out again, even after the lease would have run out.
+            #expect(try await store.claimDue(now: at("2026-11-21T13:00:00Z"), limit: 10, lease: .seconds(30)).isEmpty)
+        }
+    }
+
+    @Test("a claim whose holder crashed comes back when its lease runs out", arguments: StoreKind.allCases)
+    func leaseExpiry(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store in
+            _ = try await store.decide((1...3).map { request("x\($0)", policy: tightMessages, now: noon) })
+            let windowEnd = at("2026-11-21T12:01:00Z")
+            let first = try await store.claimDue(now: windowEnd, limit: 10, lease: .seconds(30))
+            #expect(first.count == 1)
+            #expect(try await store.claimDue(now: at("2026-11-21T12:01:29Z"), limit: 10, lease: .seconds(30)).isEmpty)
+            let retaken = try await store.claimDue(now: at("2026-11-21T12:01:30Z"), limit: 10, lease: .seconds(30))
+            #expect(retaken.map(\.id) == first.map(\.id))
+            // The crashed holder's late completion does not remove the new claim's work.
+            try await store.complete(first)
+            #expect(
+                try await store.claimDue(now: at("2026-11-21T12:03:00Z"), limit: 10, lease: .seconds(30)).count == 1
+            )
+        }
+    }
+
+    @Test(
+        "a deferral comes due, is decided again, and is sent; deferred again, it stays",
+        arguments: StoreKind.allCases
+    )
+    func deferral(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store in
+            let night = Preferences(quietHours: QuietHours(start: "22:00", end: "08:00", timeZone: "Europe/Oslo"))
+            let late = at("2026-11-21T22:30:00Z")
+            let first = try await store.decide([
+                request("q1", policy: tightMessages, category: "transactional", preferences: night, now: late)
+            ])
+            #expect(first[0].reason == .deferredQuietHours)
+            let morning = at("2026-11-22T07:00:00Z")
+            let due = try await store.claimDue(now: morning, limit: 10, lease: .seconds(60))
+            guard case .deferred(let key, let payload)? = due.first?.work else {
+                Issue.record("expected the deferral, got \(due)")
+                return
+            }
+            #expect(key.eventID == "q1" && payload == #"{"id":"q1"}"#)
+            // Without resuming, it is a redelivery; resuming, it is decided at the due time.
+            let redelivered = try await store.decide([
+                request("q1", policy: tightMessages, category: "transactional", preferences: night, now: morning)
+            ])
+            #expect(redelivered[0].label == .duplicate && redelivered[0].reason == .deferredQuietHours)
+            let resumed = try await store.decide([
+                request(
+                    "q1",
+                    policy: tightMessages,
+                    category: "transactional",
+                    preferences: night,
+                    now: morning,
+                    resuming: true
+                )
+            ])
+            #expect(resumed[0].reason == .sent && !resumed[0].redelivered)
+            try await store.complete(due)
+            #expect(try await store.claimDue(now: at("2026-11-23T00:00:00Z"), limit: 10, lease: .seconds(60)).isEmpty)
+
+            // A receipt deferred by its throttle, resumed while the next window is also full, is
+            // deferred again: completing the first claim leaves the new deferral in place.
+            _ = try await store.decide([
+                request("r1", policy: tightMessages, kind: "receipt", category: "transactional", now: noon),
+                request("r2", policy: tightMessages, kind: "receipt", category: "transactional", now: noon),
+            ])
+            let nextWindow = at("2026-11-21T12:01:00Z")
+            let receipt = try await store.claimDue(now: nextWindow, limit: 10, lease: .seconds(5))
+            #expect(receipt.count == 1)
+            _ = try await store.decide([
+                request("r3", policy: tightMessages, kind: "receipt", category: "transactional", now: nextWindow)
+            ])
+            let again = try await store.decide([
+                request(
+                    "r2",
+                    policy: tightMessages,
+                    kind: "receipt",
+                    category: "transactional",
+                    now: nextWindow,
+                    resuming: true
+                )
+            ])
+            #expect(again[0].reason == .deferredThrottle && again[0].dueAt == at("2026-11-21T12:02:00Z"))
+            try await store.complete(receipt)
+            let later = try await store.claimDue(now: at("2026-11-21T12:02:00Z"), limit: 10, lease: .seconds(5))
+            #expect(later.count == 1 && later.first?.dueAt == at("2026-11-21T12:02:00Z"))
+        }
+    }
+
+    @Test(
+        "4 concurrent deciders hammering one user's messages limit admit exactly the limit",
+        arguments: StoreKind.allCases
+    )
+    func concurrentLimit(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store in
+            let decided = try await withThrowingTaskGroup(of: [Decision].self) { group in
+                for worker in 0..<4 {
+                    group.addTask {
+                        var all: [Decision] = []
+                        for batch in 0..<10 {
+                            // Seed 004's default: 100 messages per hour, then a digest.
+                            let requests = (0..<10).map { request("w\(worker)-\(batch)-\($0)", now: self.noon) }
+                            all += try await store.decide(requests)
+                        }
+                        return all
+                    }
+                }
+                var all: [Decision] = []
+                for try await decisions in group { all += decisions }
+                return all
+            }
+            #expect(decided.count == 400)
+            #expect(decided.filter { $0.reason == .sent }.count == 100)
+            #expect(decided.filter { $0.reason == .throttledDigested }.count == 300)
+            let digest = try await store.claimDue(now: at("2026-11-21T13:00:00Z"), limit: 10, lease: .seconds(60))
+            guard case .digest(_, let items)? = digest.first?.work else {
+                Issue.record("expected one digest, got \(digest.count) due")
+                return
+            }
+            #expect(items.count == 300)
+        }
+    }
+
+    @Test("concurrent claimers each get different due work; together they get all of it", arguments: StoreKind.allCases)
+    func concurrentClaims(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store in
+            let night = Preferences(quietHours: QuietHours(start: "22:00", end: "08:00", timeZone: "Europe/Oslo"))
+            let late = at("2026-11-21T22:30:00Z")
+            let deferred = try await store.decide(
+                (0..<120).map {
+                    request("c\($0)", category: "transactional", recipient: "user-\($0)", preferences: night, now: late)
+                }
+            )
+            #expect(deferred.allSatisfy { $0.reason == .deferredQuietHours })
+            let morning = at("2026-11-22T07:00:00Z")
+            let claims = try await withThrowingTaskGroup(of: [String].self) { group in
+                for _ in 0..<4 {
+                    group.addTask {
+                        var mine: [String] = []
+                        while true {
+                            let batch = try await store.claimDue(now: morning, limit: 7, lease: .seconds(60))
+                            if batch.isEmpty { return mine }
+                            for work in batch {
+                                if case .deferred(let key, _) = work.work { mine.append(key.eventID) }
+                            }
+                            try await store.complete(batch)
+                        }
+                    }
+                }
+                var all: [String] = []
+                for try await mine in group { all += mine }
+                return all
+            }
+            #expect(claims.count == 120)
+            #expect(Set(claims).count == 120)
+        }
+    }
+
+    @Test("purge forgets old ledger entries and ended windows", arguments: StoreKind.allCases)
+    func purge(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store in
+            _ = try await store.decide([request("p1", policy: tightMessages, now: noon)])
+            try await store.purge(before: at("2026-11-21T11:00:00Z"))
+            #expect(try await store.decide([request("p1", policy: tightMessages, now: noon)])[0].redelivered)
+            try await store.purge(before: at("2026-11-21T13:00:00Z"))
+            #expect(!(try await store.decide([request("p1", policy: tightMessages, now: noon)])[0].redelivered))
+        }
+    }
+}
+
+@Suite("PostgreSQL store")
+struct PostgresStoreTests {
+    @Test("migrations: workers starting at once migrate once and agree on the version")
+    func concurrentMigrations() async throws {
+        try await withPostgresStore { store in
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for _ in 0..<4 { group.addTask { try await store.migrate() } }
+                try await group.waitForAll()
+            }
+            #expect(try await store.schemaVersion() == 2)
+        }
+    }
+
+    @Test("a PostgreSQL URL is read, and a bad one is refused without repeating it")
+    func configuration() throws {
+        let configuration = try PostgresStore.Configuration(
+            url: "postgres://herald:s3cret@db.internal:6543/state?sslmode=require"
+        )
+        #expect(configuration.host == "db.internal" && configuration.port == 6543)
+        #expect(configuration.username == "herald" && configuration.password == "s3cret")
+        #expect(configuration.database == "state" && configuration.requireTLS)
+        do {
+            _ = try PostgresStore.Configuration(url: "postgres://herald:s3cret@db.internal:6543/")
+            Issue.record("a URL without a database was accepted")
+        } catch {
+            #expect(error.code == .storeOpen)
+            #expect(!error.message.contains("s3cret"))
+        }
+    }
+}

@@ -1,0 +1,178 @@
+import Foundation
+import HeraldEvents
+import HeraldPolicy
+import HeraldTestSupport
+import Testing
+
+@testable import HeraldStore
+
+func at(_ text: String) -> Timestamp { Timestamp(rfc3339: text)! }
+
+func registered(
+    _ user: String,
+    _ device: String,
+    token: String,
+    at time: String,
+    provider: PushProvider = .apns
+) -> DirectoryEvent {
+    .deviceRegistered(
+        DeviceRegistration(
+            userID: user,
+            deviceID: device,
+            platform: "ios",
+            provider: provider,
+            token: token,
+            appID: "no.getdrop.app",
+            sandbox: false,
+            locale: "nb-NO",
+            at: at(time)
+        )
+    )
+}
+
+/// The store implementations every contract test runs against.
+enum StoreKind: String, CaseIterable, CustomTestStringConvertible {
+    case sqlite, postgres
+
+    var testDescription: String { rawValue }
+}
+
+/// Runs `body` with a fresh, empty store of `kind`.
+func withStore<R: Sendable>(_ kind: StoreKind, _ body: (any StateStore) async throws -> R) async throws -> R {
+    switch kind {
+    case .sqlite: try await body(try SQLiteStore(path: ":memory:"))
+    case .postgres: try await withPostgresStore { store in try await body(store) }
+    }
+}
+
+@Suite("Store contract: the directory")
+struct DirectoryContractTests {
+    @Test("a user may have several devices; profile and preferences come back with them", arguments: StoreKind.allCases)
+    func devicesProfileAndPreferences(_ kind: StoreKind) async throws {
+        try await withStore(kind) { directory in
+            try await directory.apply([
+                registered("ana", "phone", token: "t1", at: "2026-11-01T10:00:00Z"),
+                registered("ana", "tablet", token: "t2", at: "2026-11-01T11:00:00Z", provider: .fcm),
+                .profileUpdated(
+                    userID: "ana",
+                    locale: "nb-NO",
+                    timeZone: "Europe/Oslo",
+                    at: at("2026-11-01T10:00:00Z")
+                ),
+                .preferencesUpdated(
+                    userID: "ana",
+                    preferences: Preferences(
+                        categories: ["marketing": true],
+                        quietHours: QuietHours(start: "22:00", end: "07:00", timeZone: "Europe/Oslo")
+                    ),
+                    at: at("2026-11-01T10:00:00Z")
+                ),
+            ])
+            let found = try await directory.recipients(["ana", "nobody"])
+            #expect(found["nobody"] == nil)
+            let ana = try #require(found["ana"])
+            #expect(ana.devices.map(\.token) == ["t1", "t2"])
+            #expect(ana.devices.map(\.provider) == [.apns, .fcm])
+            #expect(ana.locale == "nb-NO" && ana.timeZone == "Europe/Oslo")
+            #expect(ana.preferences.categories == ["marketing": true])
+            #expect(ana.preferences.quietHours == QuietHours(start: "22:00", end: "07:00", timeZone: "Europe/Oslo"))
+        }
+    }
+
+    @Test(
+        "a token registered by another user moves to that user (a shared phone after logout/login)",
+        arguments: StoreKind.allCases
+    )
+    func tokenMoves(_ kind: StoreKind) async throws {
+        try await withStore(kind) { directory in
+            try await directory.apply([registered("ana", "phone", token: "shared", at: "2026-11-01T10:00:00Z")])
+            try await directory.apply([registered("ben", "phone", token: "shared", at: "2026-11-02T10:00:00Z")])
+            let found = try await directory.recipients(["ana", "ben"])
+            #expect(found["ana"]?.devices.isEmpty ?? true, "the previous user no longer receives on that phone")
+            #expect(found["ben"]?.devices.map(\.token) == ["shared"])
+            // An older registration arriving late does not take the token back.
+            try await directory.apply([registered("ana", "phone", token: "shared", at: "2026-11-01T12:00:00Z")])
+            let again = try await directory.recipients(["ana", "ben"])
+            #expect(again["ana"]?.devices.isEmpty ?? true)
+            #expect(again["ben"]?.devices.map(\.token) == ["shared"])
+        }
+    }
+
+    @Test(
+        "an invalidated token is ignored until it is registered again after the invalidation",
+        arguments: StoreKind.allCases
+    )
+    func invalidation(_ kind: StoreKind) async throws {
+        try await withStore(kind) { directory in
+            try await directory.apply([
+                registered("ana", "phone", token: "dead", at: "2026-11-01T10:00:00Z"),
+                .tokenInvalidated(provider: .apns, token: "dead", at: at("2026-11-03T10:00:00Z")),
+            ])
+            #expect(try await directory.recipients(["ana"])["ana"]?.devices.isEmpty ?? true)
+            // A registration from before the invalidation (a late redelivery) does not revive it.
+            try await directory.apply([registered("ana", "phone", token: "dead", at: "2026-11-02T10:00:00Z")])
+            #expect(try await directory.recipients(["ana"])["ana"]?.devices.isEmpty ?? true)
+            // Registered again afterwards: it is live.
+            try await directory.apply([registered("ana", "phone", token: "dead", at: "2026-11-04T10:00:00Z")])
+            #expect(try await directory.recipients(["ana"])["ana"]?.devices.map(\.token) == ["dead"])
+            // The same token string at another provider was never invalid.
+            try await directory.apply([
+                .tokenInvalidated(provider: .apns, token: "other", at: at("2026-11-05T10:00:00Z")),
+                registered("ben", "pixel", token: "other", at: "2026-11-01T10:00:00Z", provider: .fcm),
+            ])
+            #expect(try await directory.recipients(["ben"])["ben"]?.devices.map(\.token) == ["other"])
+        }
+    }
+
+    @Test(
+        "unregistering removes a device unless it was registered again later; older profile updates lose",
+        arguments: StoreKind.allCases
+    )
+    func unregisterAndOrdering(_ kind: StoreKind) async throws {
+        try await withStore(kind) { directory in
+            try await directory.apply([
+                registered("ana", "phone", token: "t1", at: "2026-11-01T10:00:00Z"),
+                .deviceUnregistered(userID: "ana", deviceID: "phone", at: at("2026-11-01T09:00:00Z")),
+            ])
+            #expect(try await directory.recipients(["ana"])["ana"]?.devices.count == 1)
+            try await directory.apply([
+                .deviceUnregistered(userID: "ana", deviceID: "phone", at: at("2026-11-01T11:00:00Z"))
+            ])
+            #expect(try await directory.recipients(["ana"])["ana"]?.devices.isEmpty ?? true)
+
+            try await directory.apply([
+                .profileUpdated(userID: "ana", locale: "pl", timeZone: "Europe/Warsaw", at: at("2026-11-05T00:00:00Z")),
+                .profileUpdated(userID: "ana", locale: "en", timeZone: nil, at: at("2026-11-04T00:00:00Z")),
+                .profileUpdated(userID: "ana", locale: nil, timeZone: "Europe/Oslo", at: at("2026-11-06T00:00:00Z")),
+            ])
+            let ana = try await directory.recipients(["ana"])["ana"]
+            #expect(ana?.locale == "pl", "the older update lost; a later one without a locale kept it")
+            #expect(ana?.timeZone == "Europe/Oslo")
+        }
+    }
+
+    @Test("a file database survives reopening; migrations run once")
+    func persistence() async throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("herald-\(UUID().uuidString).sqlite")
+            .path
+        do {
+            let directory = try SQLiteStore(path: path)
+            try await directory.apply([registered("ana", "phone", token: "t1", at: "2026-11-01T10:00:00Z")])
+        }
+        let reopened = try SQLiteStore(path: path)
+        #expect(try await reopened.recipients(["ana"])["ana"]?.devices.map(\.token) == ["t1"])
+    }
+
+    @Test("a batch lookup larger than one query's parameter chunk finds everyone", arguments: StoreKind.allCases)
+    func largeBatch(_ kind: StoreKind) async throws {
+        try await withStore(kind) { directory in
+            let events = (0..<1_200).map {
+                registered("user-\($0)", "d", token: "token-\($0)", at: "2026-11-01T10:00:00Z")
+            }
+            try await directory.apply(events)
+            let found = try await directory.recipients((0..<1_200).map { "user-\($0)" } + ["user-0"])
+            #expect(found.count == 1_200)
+            #expect(found["user-1199"]?.devices.first?.token == "token-1199")
+        }
+    }
+}
