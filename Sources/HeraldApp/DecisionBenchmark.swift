@@ -30,6 +30,11 @@ public struct DecisionBenchmark: Sendable {
         /// Process CPU time per round (user + system), to show how many cores a round kept busy.
         public var roundCPUSeconds: [Double]
         public var reasons: [String: Int]
+        /// Where the time went, over all rounds: seconds in the recipients lookup, in the policy's
+        /// plans, and in `decide`.
+        public var lookupSeconds: Double
+        public var planSeconds: Double
+        public var decideSeconds: Double
 
         public var roundRates: [Double] { roundSeconds.map { Double(decisions) / $0 } }
         public var medianDecisionsPerSecond: Double {
@@ -106,6 +111,9 @@ public struct DecisionBenchmark: Sendable {
         var roundCPU: [Double] = []
         var reasons: [String: Int] = [:]
         var eventNumber = 0
+        var lookup = Duration.zero
+        var planning = Duration.zero
+        var deciding = Duration.zero
         // Noon UTC on a weekday: most users are outside quiet hours; later rounds move on an hour so
         // message windows do not simply fill up.
         var now = Timestamp(epochMilliseconds: 1_763_726_400_000)
@@ -128,7 +136,10 @@ public struct DecisionBenchmark: Sendable {
                     eventNumber += 1
                     pairs.append((user, "event-\(eventNumber)", category, kind))
                 }
+                let lookupStarted = ContinuousClock.now
                 let recipients = try await store.recipients(pairs.map(\.user))
+                let planStarted = ContinuousClock.now
+                lookup += planStarted - lookupStarted
                 var requests: [DecisionRequest] = []
                 requests.reserveCapacity(count)
                 for pair in pairs {
@@ -149,7 +160,10 @@ public struct DecisionBenchmark: Sendable {
                         )
                     )
                 }
+                let decideStarted = ContinuousClock.now
+                planning += decideStarted - planStarted
                 for decision in try await store.decide(requests) { reasons[decision.label.rawValue, default: 0] += 1 }
+                deciding += ContinuousClock.now - decideStarted
                 decided += count
             }
             roundSeconds.append(Self.seconds(ContinuousClock.now - started))
@@ -168,7 +182,10 @@ public struct DecisionBenchmark: Sendable {
             seedSeconds: seedSeconds,
             roundSeconds: roundSeconds,
             roundCPUSeconds: roundCPU,
-            reasons: reasons
+            reasons: reasons,
+            lookupSeconds: Self.seconds(lookup),
+            planSeconds: Self.seconds(planning),
+            decideSeconds: Self.seconds(deciding)
         )
     }
 

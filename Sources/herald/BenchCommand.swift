@@ -245,6 +245,12 @@ struct DecisionBenchCommand: AsyncParsableCommand {
             )
         }
         print("  median: \(String(format: "%.0f", report.medianDecisionsPerSecond)) decisions/s")
+        let total = Double(report.decisions * report.roundSeconds.count)
+        print(
+            "  per decision: lookup \(String(format: "%.1f", report.lookupSeconds / total * 1e6)) µs, "
+                + "plan \(String(format: "%.1f", report.planSeconds / total * 1e6)) µs, "
+                + "decide \(String(format: "%.1f", report.decideSeconds / total * 1e6)) µs"
+        )
         print("  seeding the directory took \(String(format: "%.1f", report.seedSeconds)) s")
         print(
             "  decisions by reason: "

@@ -30,33 +30,7 @@ extension SQLiteStore {
         }
         if let prior, !(request.resumesDeferral && prior.reason.isDeferral) { return prior }
 
-        var counts: [ThrottleKey: Int] = [:]
-        if request.plan.outcome.reason == .sent {
-            for limit in request.plan.limits {
-                try connection.query(
-                    "SELECT count FROM throttle_windows WHERE recipient = ? AND rule = ? AND window_start = ?",
-                    [
-                        .text(limit.key.recipient), .text(limit.key.rule),
-                        .integer(limit.key.windowStart.epochMilliseconds),
-                    ]
-                ) { row in counts[limit.key] = Int(row.integer(0)) }
-            }
-        }
-        let outcome = request.plan.resolved(counts: counts)
-        if outcome.reason == .sent {
-            for limit in request.plan.limits {
-                try connection.query(
-                    """
-                    INSERT INTO throttle_windows (recipient, rule, window_start, window_end, count) VALUES (?, ?, ?, ?, 1)
-                    ON CONFLICT (recipient, rule, window_start) DO UPDATE SET count = count + 1
-                    """,
-                    [
-                        .text(limit.key.recipient), .text(limit.key.rule),
-                        .integer(limit.key.windowStart.epochMilliseconds), .integer(limit.windowEnd.epochMilliseconds),
-                    ]
-                )
-            }
-        }
+        let outcome = try countAgainstLimits(request.plan, connection)
         let at = request.decidedAt.epochMilliseconds
         switch outcome.heldEffect {
         case .none: break
@@ -103,6 +77,46 @@ extension SQLiteStore {
             ]
         )
         return Decision(key: key, reason: outcome.reason, dueAt: outcome.dueAt, redelivered: false)
+    }
+
+    /// ``DecisionPlan/resolved(counts:)``, applied to the stored windows: each window takes one more
+    /// notification in one statement if it holds fewer than its limit; at the first full window,
+    /// the ones already counted are given back and that window's over-limit outcome stands.
+    static func countAgainstLimits(
+        _ plan: DecisionPlan,
+        _ connection: SQLiteConnection
+    ) throws(StoreError)
+        -> PolicyOutcome
+    {
+        guard plan.outcome.reason == .sent else { return plan.outcome }
+        for (index, limit) in plan.limits.enumerated() {
+            var admitted = false
+            try connection.query(
+                """
+                INSERT INTO throttle_windows (recipient, rule, window_start, window_end, count) VALUES (?, ?, ?, ?, 1)
+                ON CONFLICT (recipient, rule, window_start) DO UPDATE SET count = count + 1 WHERE count < ?
+                RETURNING count
+                """,
+                [
+                    .text(limit.key.recipient), .text(limit.key.rule),
+                    .integer(limit.key.windowStart.epochMilliseconds),
+                    .integer(limit.windowEnd.epochMilliseconds), .integer(Int64(limit.limit)),
+                ]
+            ) { _ in admitted = true }
+            if !admitted {
+                for counted in plan.limits[..<index] {
+                    try connection.query(
+                        "UPDATE throttle_windows SET count = count - 1 WHERE recipient = ? AND rule = ? AND window_start = ?",
+                        [
+                            .text(counted.key.recipient), .text(counted.key.rule),
+                            .integer(counted.key.windowStart.epochMilliseconds),
+                        ]
+                    )
+                }
+                return limit.overLimit
+            }
+        }
+        return PolicyOutcome(.sent, effects: plan.limits.map { .count($0.key) })
     }
 
     static func reason(_ text: String?) throws(StoreError) -> DecisionReason {
