@@ -163,6 +163,29 @@ struct DirectoryContractTests {
         #expect(try await reopened.recipients(["ana"])["ana"]?.devices.map(\.token) == ["t1"])
     }
 
+    @Test("SQLite: a version 2 database is migrated to one row per user without losing anything")
+    func migrationFromVersion2() async throws {
+        let connection = try SQLiteConnection(path: ":memory:")
+        try SQLiteStore.migrate(connection, to: 2)
+        try connection.execute(
+            """
+            INSERT INTO devices VALUES ('ana', 'phone', 'ios', 'apns', 't1', 'app', 0, 'nb', 100);
+            INSERT INTO devices VALUES ('ana', 'old', 'ios', 'apns', 't0', 'app', 0, NULL, 50);
+            INSERT INTO invalid_tokens VALUES ('apns', 't0', 60);
+            INSERT INTO profiles VALUES ('ana', 'pl', 'Europe/Warsaw', 100);
+            INSERT INTO preferences VALUES ('ben', '{"pushEnabled":false,"categories":{}}', 100);
+            """
+        )
+        let store = try SQLiteStore(connection: connection)
+        let found = try await store.recipients(["ana", "ben"])
+        #expect(found["ana"]?.devices.map(\.token) == ["t1"], "the invalidated device stays invalid")
+        #expect(found["ana"]?.locale == "pl" && found["ana"]?.timeZone == "Europe/Warsaw")
+        #expect(found["ben"]?.preferences.pushEnabled == false)
+        // The invalidated token registered again later is live again.
+        try await store.apply([registered("ana", "old", token: "t0", at: "2026-11-01T10:00:00Z")])
+        #expect(try await store.recipients(["ana"])["ana"]?.devices.map(\.token) == ["t1", "t0"])
+    }
+
     @Test("a batch lookup larger than one query's parameter chunk finds everyone", arguments: StoreKind.allCases)
     func largeBatch(_ kind: StoreKind) async throws {
         try await withStore(kind) { directory in
