@@ -63,60 +63,64 @@ extension PostgresStore {
         let unique = Array(Set(userIDs))
         guard !unique.isEmpty else { return [:] }
         return try await storeCall("recipients") {
-            // One query for the batch: profile and preferences repeat on each of a user's device rows.
+            // One round trip, three index searches per user (each part filters by `= ANY`, which the
+            // planner answers from the primary keys; joining the three on the user list made it
+            // hash-join whole tables instead).
             let rows = try await client.query(
                 """
-                SELECT u.user_id, p.locale, p.time_zone, pr.document, d.device_id, d.platform, d.provider, d.token,
-                    d.app_id, d.sandbox, d.locale, d.registered_at
-                FROM unnest(\(unique)::text[]) AS u(user_id)
-                LEFT JOIN profiles p ON p.user_id = u.user_id
-                LEFT JOIN preferences pr ON pr.user_id = u.user_id
-                LEFT JOIN devices d ON d.user_id = u.user_id AND NOT EXISTS (
+                SELECT 0, d.user_id, d.device_id, d.platform, d.provider, d.token, d.app_id, d.sandbox, d.locale,
+                    d.registered_at, NULL::text
+                FROM devices d
+                WHERE d.user_id = ANY(\(unique)::text[]) AND NOT EXISTS (
                     SELECT 1 FROM invalid_tokens i
                     WHERE i.provider = d.provider AND i.token = d.token AND i.invalidated_at >= d.registered_at)
-                WHERE p.user_id IS NOT NULL OR pr.user_id IS NOT NULL OR d.user_id IS NOT NULL
-                ORDER BY u.user_id, d.registered_at, d.device_id
+                UNION ALL
+                SELECT 1, p.user_id, NULL, NULL, NULL, NULL, NULL, NULL, p.locale, NULL, p.time_zone
+                FROM profiles p WHERE p.user_id = ANY(\(unique)::text[])
+                UNION ALL
+                SELECT 2, r.user_id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, r.document
+                FROM preferences r WHERE r.user_id = ANY(\(unique)::text[])
                 """,
                 logger: logger
             )
             var result: [String: Recipient] = [:]
             for try await row in rows {
-                let (userID, locale, timeZone, document, deviceID) = try row.decode(
-                    (String, String?, String?, String?, String?).self
-                )
-                var recipient =
-                    result[userID]
-                    ?? Recipient(
-                        userID: userID,
-                        locale: locale,
-                        timeZone: timeZone,
-                        preferences: document.map(PreferencesDocument.decode) ?? Preferences()
+                let (
+                    part, userID, deviceID, platform, providerName, token, appID, sandbox, locale, registeredAt, text
+                ) =
+                    try row.decode(
+                        (
+                            Int32, String, String?, String?, String?, String?, String?, Bool?, String?, Int64?,
+                            String?
+                        ).self
                     )
-                if let deviceID {
-                    let (_, _, _, _, _, platform, providerName, token, appID, sandbox, deviceLocale, registeredAt) =
-                        try row.decode(
-                            (
-                                String, String?, String?, String?, String?, String, String, String, String, Bool,
-                                String?, Int64
-                            ).self
-                        )
-                    guard let provider = PushProvider(rawValue: providerName) else {
+                switch part {
+                case 0:
+                    guard let provider = PushProvider(rawValue: providerName ?? "") else {
                         throw StoreError(code: .storeQuery, message: "devices: unknown provider")
                     }
-                    recipient.devices.append(
-                        RegisteredDevice(
-                            deviceID: deviceID,
-                            platform: platform,
-                            provider: provider,
-                            token: token,
-                            appID: appID,
-                            sandbox: sandbox,
-                            locale: deviceLocale,
-                            registeredAt: Timestamp(epochMilliseconds: registeredAt)
-                        )
+                    let device = RegisteredDevice(
+                        deviceID: deviceID ?? "",
+                        platform: platform ?? "",
+                        provider: provider,
+                        token: token ?? "",
+                        appID: appID ?? "",
+                        sandbox: sandbox ?? false,
+                        locale: locale,
+                        registeredAt: Timestamp(epochMilliseconds: registeredAt ?? 0)
                     )
+                    result[userID, default: Recipient(userID: userID)].devices.append(device)
+                case 1:
+                    result[userID, default: Recipient(userID: userID)].locale = locale
+                    result[userID, default: Recipient(userID: userID)].timeZone = text
+                default:
+                    result[userID, default: Recipient(userID: userID)].preferences =
+                        PreferencesDocument.decode(text ?? "")
                 }
-                result[userID] = recipient
+            }
+            // Oldest registration first, as the SQLite store returns them.
+            for (userID, recipient) in result where recipient.devices.count > 1 {
+                result[userID]?.devices.sort { ($0.registeredAt, $0.deviceID) < ($1.registeredAt, $1.deviceID) }
             }
             return result
         }
