@@ -102,6 +102,7 @@ public struct DecisionBenchmark: Sendable {
             if user > 0 && user % 100_000 == 0 { log("seeded \(user) of \(users) users") }
         }
         if !changes.isEmpty { try await store.apply(changes) }
+        try await store.analyze()
         let seedSeconds = Self.seconds(ContinuousClock.now - seeded)
         log("seeded \(devices) devices in \(String(format: "%.1f", seedSeconds)) s")
 

@@ -61,6 +61,7 @@ public enum DirectoryImport {
             try await store.apply(batch)
             report.imported += batch.count
         }
+        try await store.analyze()
         return report
     }
 }

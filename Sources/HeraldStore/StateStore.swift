@@ -26,6 +26,11 @@ public protocol StateStore: Directory {
 
     /// Deletes ledger entries decided before `before` and throttle windows that ended before it.
     func purge(before: Timestamp) async throws(StoreError)
+
+    /// Refreshes the query planner's statistics: after a bulk load (`herald directory import`),
+    /// before the database's own maintenance has caught up, lookups would otherwise be planned as
+    /// scans of whole tables.
+    func analyze() async throws(StoreError)
 }
 
 /// The identity of one decision: the same (event, kind, recipient) is decided once.

@@ -184,6 +184,10 @@ extension PostgresStore {
         }
     }
 
+    public func analyze() async throws(StoreError) {
+        try await storeCall("analyze") { try await client.query("ANALYZE", logger: logger) }
+    }
+
     public func purge(before: Timestamp) async throws(StoreError) {
         let limit = before.epochMilliseconds
         try await storeCall("purge") {

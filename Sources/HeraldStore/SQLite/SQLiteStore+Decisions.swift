@@ -223,6 +223,10 @@ extension SQLiteStore {
         }
     }
 
+    public func analyze() async throws(StoreError) {
+        try await run { connection throws(StoreError) in try connection.execute("ANALYZE") }
+    }
+
     public func purge(before: Timestamp) async throws(StoreError) {
         try await run { connection throws(StoreError) in
             try connection.transaction { () throws(StoreError) in
