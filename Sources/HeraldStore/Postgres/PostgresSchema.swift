@@ -19,7 +19,9 @@ enum PostgresSchema {
         CREATE TABLE preferences (user_id text PRIMARY KEY, document text NOT NULL, updated_at bigint NOT NULL);
 
         -- One directory change; the same rules as SQLiteStore.apply: changes apply by their time.
-        CREATE FUNCTION herald_apply(batch jsonb) RETURNS void LANGUAGE plpgsql AS $$
+        -- enable_seqscan off: every statement inside is a lookup by key, and a plan cached while a
+        -- table was small (a new database) must not keep scanning it once it is large.
+        CREATE FUNCTION herald_apply(batch jsonb) RETURNS void LANGUAGE plpgsql SET enable_seqscan = off AS $$
         DECLARE
             e record;
         BEGIN
@@ -83,7 +85,7 @@ enum PostgresSchema {
         -- a time and never admit more than the limit.
         CREATE FUNCTION herald_decide(batch jsonb)
         RETURNS TABLE (o_index integer, o_reason text, o_due bigint, o_redelivered boolean)
-        LANGUAGE plpgsql AS $$
+        LANGUAGE plpgsql SET enable_seqscan = off AS $$
         DECLARE
             r record;
             l record;
@@ -125,9 +127,11 @@ enum PostgresSchema {
                         END IF;
                     END LOOP;
                     IF v_reason = 'sent' THEN
-                        UPDATE throttle_windows w SET count = w.count + 1
-                        FROM jsonb_to_recordset(r.limits) AS y(rule text, ws bigint)
-                        WHERE w.recipient = r.r AND w.rule = y.rule AND w.window_start = y.ws;
+                        -- Row by row, by key: a join here gets a generic plan that scans the table.
+                        FOR l IN SELECT * FROM jsonb_to_recordset(r.limits) AS y(rule text, ws bigint) LOOP
+                            UPDATE throttle_windows w SET count = w.count + 1
+                            WHERE w.recipient = r.r AND w.rule = l.rule AND w.window_start = l.ws;
+                        END LOOP;
                     END IF;
                 END IF;
                 IF v_effect = 'digest' THEN

@@ -16,22 +16,38 @@ extension SQLiteStore {
     static func decide(_ request: DecisionRequest, _ connection: SQLiteConnection) throws(StoreError) -> Decision {
         let key = request.key
         let keyValues: [SQLiteConnection.Value] = [.text(key.eventID), .text(key.kind), .text(key.recipient)]
-        var prior: Decision?
+        let at = request.decidedAt.epochMilliseconds
+        // The likely outcome is written first, in the statement that also finds out whether the
+        // ledger already holds the key: one search for a new pair instead of a look-up and an insert.
+        let likely = request.plan.outcome
+        var inserted = false
         try connection.query(
-            "SELECT reason, due_at FROM decisions WHERE event_id = ? AND kind = ? AND recipient = ?",
-            keyValues
-        ) { row throws(StoreError) in
-            prior = Decision(
-                key: key,
-                reason: try reason(row.text(0)),
-                dueAt: row.isNull(1) ? nil : Timestamp(epochMilliseconds: row.integer(1)),
-                redelivered: true
-            )
+            """
+            INSERT INTO decisions (event_id, kind, recipient, reason, due_at, decided_at) VALUES (?, ?, ?, ?, ?, ?)
+            ON CONFLICT (event_id, kind, recipient) DO NOTHING RETURNING 1
+            """,
+            keyValues + [
+                .text(likely.reason.rawValue), likely.dueAt.map { .integer($0.epochMilliseconds) } ?? .null,
+                .integer(at),
+            ]
+        ) { _ in inserted = true }
+        if !inserted {
+            var prior: Decision?
+            try connection.query(
+                "SELECT reason, due_at FROM decisions WHERE event_id = ? AND kind = ? AND recipient = ?",
+                keyValues
+            ) { row throws(StoreError) in
+                prior = Decision(
+                    key: key,
+                    reason: try reason(row.text(0)),
+                    dueAt: row.isNull(1) ? nil : Timestamp(epochMilliseconds: row.integer(1)),
+                    redelivered: true
+                )
+            }
+            if let prior, !(request.resumesDeferral && prior.reason.isDeferral) { return prior }
         }
-        if let prior, !(request.resumesDeferral && prior.reason.isDeferral) { return prior }
 
         let outcome = try countAgainstLimits(request.plan, connection)
-        let at = request.decidedAt.epochMilliseconds
         switch outcome.heldEffect {
         case .none: break
         case .digest(let window, let flushAt):
@@ -65,17 +81,18 @@ extension SQLiteStore {
                 ]
             )
         }
-        try connection.query(
-            """
-            INSERT INTO decisions (event_id, kind, recipient, reason, due_at, decided_at) VALUES (?, ?, ?, ?, ?, ?)
-            ON CONFLICT (event_id, kind, recipient) DO UPDATE SET reason = excluded.reason, due_at = excluded.due_at,
-                decided_at = excluded.decided_at
-            """,
-            keyValues + [
-                .text(outcome.reason.rawValue), outcome.dueAt.map { .integer($0.epochMilliseconds) } ?? .null,
-                .integer(at),
-            ]
-        )
+        if !inserted || outcome.reason != likely.reason || outcome.dueAt != likely.dueAt {
+            try connection.query(
+                """
+                UPDATE decisions SET reason = ?, due_at = ?, decided_at = ?
+                WHERE event_id = ? AND kind = ? AND recipient = ?
+                """,
+                [
+                    .text(outcome.reason.rawValue), outcome.dueAt.map { .integer($0.epochMilliseconds) } ?? .null,
+                    .integer(at),
+                ] + keyValues
+            )
+        }
         return Decision(key: key, reason: outcome.reason, dueAt: outcome.dueAt, redelivered: false)
     }
 
