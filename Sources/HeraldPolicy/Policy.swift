@@ -120,7 +120,8 @@ public struct Policy: Sendable {
 }
 
 extension Duration {
-    var milliseconds: Int64 {
+    /// Whole milliseconds (sub-millisecond parts are dropped): the unit of Herald's timestamps.
+    public var milliseconds: Int64 {
         let (seconds, attoseconds) = components
         return seconds * 1000 + attoseconds / 1_000_000_000_000_000
     }

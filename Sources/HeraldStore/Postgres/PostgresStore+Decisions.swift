@@ -76,7 +76,7 @@ extension PostgresStore {
 
     public func claimDue(now: Timestamp, limit: Int, lease: Duration) async throws(StoreError) -> [DueWork] {
         let nowMilliseconds = now.epochMilliseconds
-        let until = now.epochMilliseconds + lease.storeMilliseconds
+        let until = now.epochMilliseconds + lease.milliseconds
         return try await storeCall("claim due work") {
             // SKIP LOCKED: concurrent claimers each take different rows instead of waiting on each other.
             let rows = try await client.query(

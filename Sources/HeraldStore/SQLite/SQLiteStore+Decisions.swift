@@ -144,7 +144,7 @@ extension SQLiteStore {
     }
 
     public func claimDue(now: Timestamp, limit: Int, lease: Duration) async throws(StoreError) -> [DueWork] {
-        let until = Timestamp(epochMilliseconds: now.epochMilliseconds + lease.storeMilliseconds)
+        let until = Timestamp(epochMilliseconds: now.epochMilliseconds + lease.milliseconds)
         return try await run { connection throws(StoreError) in
             try connection.transaction { () throws(StoreError) in
                 var claimed: [DueWork] = []
@@ -254,12 +254,5 @@ extension SQLiteStore {
                 )
             }
         }
-    }
-}
-
-extension Duration {
-    var storeMilliseconds: Int64 {
-        let (seconds, attoseconds) = components
-        return seconds * 1000 + attoseconds / 1_000_000_000_000_000
     }
 }
