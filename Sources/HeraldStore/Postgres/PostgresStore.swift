@@ -82,6 +82,8 @@ public final class PostgresStore: StateStore, Service {
 
     let client: PostgresClient
     let logger: Logger
+    /// `host:port/database`, for errors (never the user name or password).
+    let endpoint: String
 
     public init(configuration: Configuration, logger: Logger = Logger(label: "herald.store.postgres")) {
         var clientConfiguration = PostgresClient.Configuration(
@@ -95,6 +97,7 @@ public final class PostgresStore: StateStore, Service {
         clientConfiguration.options.maximumConnections = configuration.maximumConnections
         self.client = PostgresClient(configuration: clientConfiguration, backgroundLogger: logger)
         self.logger = logger
+        self.endpoint = "\(configuration.host):\(configuration.port)/\(configuration.database)"
     }
 
     /// Runs the connection pool until cancelled (or the service group shuts down).
@@ -176,7 +179,18 @@ public final class PostgresStore: StateStore, Service {
                 }
                 if let stored = underlying as? StoreError { throw stored }
                 guard let failure = underlying as? PSQLError else {
-                    throw StoreError(code: .storeQuery, message: "\(operation): \(type(of: underlying))")
+                    // The pool's errors (it gave up connecting, it was shut down) name a case and
+                    // carry no query or credentials.
+                    throw StoreError(
+                        code: .storeOpen,
+                        message: "\(operation): PostgreSQL at \(endpoint) is unavailable (\(underlying))"
+                    )
+                }
+                if failure.code == .connectionError || failure.code == .serverClosedConnection {
+                    throw StoreError(
+                        code: .storeOpen,
+                        message: "\(operation): cannot reach PostgreSQL at \(endpoint) (\(failure.code))"
+                    )
                 }
                 let state = failure.serverInfo?[.sqlState]
                 if (state == "40P01" || state == "40001") && attempt < retries {
