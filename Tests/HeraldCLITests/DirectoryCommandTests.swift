@@ -74,4 +74,16 @@ struct DirectoryCommandTests {
             )[0] + "\n"
         )
     }
+
+    @Test("the example snapshot in catalog/ imports cleanly")
+    func exampleSnapshot() throws {
+        let herald = try heraldExecutable().path
+        let result = try run(
+            herald,
+            ["directory", "import", "\(repositoryRoot)/catalog/directory.jsonl", "--store", ":memory:"]
+        )
+        #expect(result.status == 0)
+        #expect(result.output.contains("imported 6 change(s)"))
+        #expect(result.output.contains("rejected 0 line(s)"))
+    }
 }

@@ -4,6 +4,7 @@ import HeraldPolicy
 import Logging
 import PostgresNIO
 import ServiceLifecycle
+import Synchronization
 
 /// Herald's state in PostgreSQL, shared by any number of workers.
 ///
@@ -84,6 +85,8 @@ public final class PostgresStore: StateStore, Service {
     let logger: Logger
     /// `host:port/database`, for errors (never the user name or password).
     let endpoint: String
+    /// Set when ``run()`` starts, so that ``migrate()`` called at the same moment waits for the pool.
+    let running = Atomic<Bool>(false)
 
     public init(configuration: Configuration, logger: Logger = Logger(label: "herald.store.postgres")) {
         var clientConfiguration = PostgresClient.Configuration(
@@ -102,12 +105,19 @@ public final class PostgresStore: StateStore, Service {
 
     /// Runs the connection pool until cancelled (or the service group shuts down).
     public func run() async {
+        running.store(true, ordering: .releasing)
         await client.run()
     }
 
     /// Brings the schema up to date. Safe to call from many workers starting at once: an advisory
     /// lock lets one migrate while the others wait, then find nothing to do.
     public func migrate() async throws(StoreError) {
+        // Usually called right after the service group starts `run()`: give it a moment rather
+        // than lease a connection from a pool that is not running yet (postgres-nio warns, then
+        // waits). Not forever: a store that is never run fails below with the pool's error.
+        for _ in 0..<1000 where !running.load(ordering: .acquiring) {
+            try? await Task.sleep(for: .milliseconds(1))
+        }
         try await storeCall("migration") {
             try await client.withTransaction(logger: logger) { connection in
                 // An arbitrary constant: "herald" in ASCII.
