@@ -132,12 +132,31 @@ extension DirectoryEvent {
         case "user.preferences.updated":
             var preferences = Preferences()
             if case .bool(let enabled)? = data["pushEnabled"] { preferences.pushEnabled = enabled }
-            if case .object(let categories)? = data["categories"] {
-                for (name, value) in categories {
-                    guard case .bool(let enabled) = value else {
-                        throw DirectoryEventError(message: "categories.\(name) must be true or false")
+            // `categories`, or `channels` as seed 004's NotificationPreferences names them. A choice
+            // is either one switch for the category, or one per delivery channel
+            // (`{"push": false, "email": true}`), of which Herald, which sends push, reads `push`;
+            // a category without a push choice keeps its default.
+            for member in ["categories", "channels"] {
+                guard let value = data[member] else { continue }
+                guard case .object(let categories) = value else {
+                    throw DirectoryEventError(message: "\(member) must be an object")
+                }
+                for (name, choice) in categories {
+                    switch choice {
+                    case .bool(let enabled):
+                        preferences.categories[name] = enabled
+                    case .object(let perChannel):
+                        switch perChannel["push"] {
+                        case .bool(let enabled)?: preferences.categories[name] = enabled
+                        case nil, .null?: break
+                        default:
+                            throw DirectoryEventError(message: "\(member).\(name).push must be true or false")
+                        }
+                    default:
+                        throw DirectoryEventError(
+                            message: "\(member).\(name) must be true or false, or an object of channels"
+                        )
                     }
-                    preferences.categories[name] = enabled
                 }
             }
             if case .object(let quiet)? = data["quietHours"], quiet["enabled"] != .bool(false) {

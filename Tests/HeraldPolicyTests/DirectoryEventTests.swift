@@ -78,6 +78,11 @@ struct DirectoryEventTests {
                 #"{"userId":"u-1","quietHours":{"start":"22:00","end":"22:00","timezone":"Europe/Oslo"}}"#, "quietHours"
             ),
             ("user.preferences.updated", #"{"userId":"u-1","categories":{"marketing":"yes"}}"#, "categories.marketing"),
+            (
+                "user.preferences.updated", #"{"userId":"u-1","channels":{"messages":{"push":"no"}}}"#,
+                "channels.messages.push"
+            ),
+            ("user.preferences.updated", #"{"userId":"u-1","channels":[true]}"#, "channels must be an object"),
             ("user.renamed", #"{"userId":"u-1"}"#, "unknown directory event type"),
         ]
     )
@@ -85,6 +90,34 @@ struct DirectoryEventTests {
         let error = #expect(throws: DirectoryEventError.self) { try DirectoryEvent(event(type, data)) }
         #expect(error?.message.contains(names) == true)
         #expect(error?.message.contains("SECRET") == false)
+    }
+
+    @Test("preferences per category and channel: seed 004's `channels`, and per-channel choices of which push counts")
+    func channels() throws {
+        let seedShape = try DirectoryEvent(
+            event(
+                "user.preferences.updated",
+                #"{"userId":"u-1","pushEnabled":true,"channels":{"transactional":true,"messages":false,"marketing":true,"security":true}}"#
+            )
+        )
+        guard case .preferencesUpdated(_, let fromSeed, _) = seedShape else {
+            Issue.record("\(seedShape)")
+            return
+        }
+        #expect(fromSeed.categories == ["transactional": true, "messages": false, "marketing": true, "security": true])
+
+        let perChannel = try DirectoryEvent(
+            event(
+                "user.preferences.updated",
+                #"{"userId":"u-1","categories":{"marketing":{"push":false,"email":true},"messages":{"email":false},"transactional":{"push":true}}}"#
+            )
+        )
+        guard case .preferencesUpdated(_, let parsed, _) = perChannel else {
+            Issue.record("\(perChannel)")
+            return
+        }
+        // messages has no push choice: it keeps its default.
+        #expect(parsed.categories == ["marketing": false, "transactional": true])
     }
 
     @Test("a directory event without a time is rejected: ordering depends on it")
