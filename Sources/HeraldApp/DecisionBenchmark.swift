@@ -103,7 +103,7 @@ public struct DecisionBenchmark: Sendable {
         }
         if !changes.isEmpty { try await store.apply(changes) }
         try await store.analyze()
-        let seedSeconds = Self.seconds(ContinuousClock.now - seeded)
+        let seedSeconds = (ContinuousClock.now - seeded).inSeconds
         log("seeded \(devices) devices in \(String(format: "%.1f", seedSeconds)) s")
 
         let policy = Policy.defaults
@@ -167,7 +167,7 @@ public struct DecisionBenchmark: Sendable {
                 deciding += ContinuousClock.now - decideStarted
                 decided += count
             }
-            roundSeconds.append(Self.seconds(ContinuousClock.now - started))
+            roundSeconds.append((ContinuousClock.now - started).inSeconds)
             roundCPU.append(Self.cpuSeconds() - cpuBefore)
             log(
                 "round \(round + 1): \(Int(Double(decisions) / roundSeconds.last!)) decisions/s, "
@@ -184,14 +184,10 @@ public struct DecisionBenchmark: Sendable {
             roundSeconds: roundSeconds,
             roundCPUSeconds: roundCPU,
             reasons: reasons,
-            lookupSeconds: Self.seconds(lookup),
-            planSeconds: Self.seconds(planning),
-            decideSeconds: Self.seconds(deciding)
+            lookupSeconds: lookup.inSeconds,
+            planSeconds: planning.inSeconds,
+            decideSeconds: deciding.inSeconds
         )
-    }
-
-    static func seconds(_ duration: Duration) -> Double {
-        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
     }
 
     static func cpuSeconds() -> Double {

@@ -40,10 +40,7 @@ public struct KafkaBenchmark: Sendable {
         public var bytes: Int
         public var elapsed: Duration
 
-        public var seconds: Double {
-            let (whole, fraction) = elapsed.components
-            return Double(whole) + Double(fraction) / 1e18
-        }
+        public var seconds: Double { elapsed.inSeconds }
         public var messagesPerSecond: Double { Double(messages) / seconds }
         public var megabytesPerSecond: Double { Double(bytes) / seconds / 1_000_000 }
     }

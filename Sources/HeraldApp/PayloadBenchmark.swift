@@ -54,8 +54,7 @@ public struct PayloadBenchmark: Sendable {
         func rate(_ body: () throws -> Int) rethrows -> Double {
             let start = ContinuousClock.now
             for _ in 0..<builds { checksum &+= try body() }
-            let (seconds, attoseconds) = start.duration(to: .now).components
-            return Double(builds) / (Double(seconds) + Double(attoseconds) / 1e18)
+            return Double(builds) / start.duration(to: .now).inSeconds
         }
         var apns: [Double] = []
         var fcm: [Double] = []
