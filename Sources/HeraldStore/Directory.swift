@@ -39,6 +39,18 @@ public struct Recipient: Sendable, Hashable {
     }
 }
 
+extension Recipient {
+    /// Puts every recipient's devices in the order both stores return them: oldest registration
+    /// first, then by device id. Keys are collected first so the dictionary is not copied by being
+    /// mutated while it is iterated.
+    static func sortDevices(in recipients: inout [String: Recipient]) {
+        let several = recipients.compactMap { $0.value.devices.count > 1 ? $0.key : nil }
+        for userID in several {
+            recipients[userID]?.devices.sort { ($0.registeredAt, $0.deviceID) < ($1.registeredAt, $1.deviceID) }
+        }
+    }
+}
+
 /// One device of a user.
 public struct RegisteredDevice: Sendable, Hashable {
     public var deviceID: String

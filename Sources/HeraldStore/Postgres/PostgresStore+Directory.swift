@@ -120,10 +120,7 @@ extension PostgresStore {
                         PreferencesDocument.decode(text ?? "")
                 }
             }
-            // Oldest registration first, as the SQLite store returns them.
-            for (userID, recipient) in result where recipient.devices.count > 1 {
-                result[userID]?.devices.sort { ($0.registeredAt, $0.deviceID) < ($1.registeredAt, $1.deviceID) }
-            }
+            Recipient.sortDevices(in: &result)
             return result
         }
     }

@@ -253,10 +253,7 @@ public final class SQLiteStore: StateStore, @unchecked Sendable {
                     result[userID] = recipient
                 }
             }
-            // Oldest registration first, as the PostgreSQL store returns them.
-            for (userID, recipient) in result where recipient.devices.count > 1 {
-                result[userID]?.devices.sort { ($0.registeredAt, $0.deviceID) < ($1.registeredAt, $1.deviceID) }
-            }
+            Recipient.sortDevices(in: &result)
             return result
         }
     }
