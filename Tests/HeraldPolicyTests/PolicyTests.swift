@@ -1,3 +1,4 @@
+import Foundation
 import HeraldEvents
 import Testing
 
@@ -165,5 +166,16 @@ struct QuietHoursTests {
         #expect(repeated.contains(at("2026-11-01T05:10:00Z")))  // 01:10 EDT
         #expect(repeated.endsAfter(at("2026-11-01T05:10:00Z")) == at("2026-11-01T05:30:00Z"))  // 01:30 EDT
         #expect(!repeated.contains(at("2026-11-01T06:45:00Z")))  // 01:45 EST, after the end by wall time
+    }
+}
+
+@Suite("Clock")
+struct ClockTests {
+    @Test("the wall clock reads Unix epoch milliseconds")
+    func wallClock() {
+        let before = Int64(Date().timeIntervalSince1970 * 1000)
+        let now = WallClock().now().epochMilliseconds
+        let after = Int64(Date().timeIntervalSince1970 * 1000)
+        #expect(now >= before - 1 && now <= after + 1)
     }
 }
