@@ -32,13 +32,17 @@ public enum StoreLocation: Sendable, CustomStringConvertible {
     }
 
     /// Opens the store, migrates it, runs `body` with it, and closes it.
+    ///
+    /// - Parameter directoryCache: users whose recipient record SQLite keeps in memory (PostgreSQL
+    ///   is shared by workers that each see only part of `herald.directory`, so it is always read).
     public func withStore<R: Sendable>(
         logger: Logger,
+        directoryCache: Int = SQLiteStore.defaultDirectoryCacheCapacity,
         _ body: (any StateStore) async throws -> R
     ) async throws -> R {
         switch self {
         case .sqlite(let path):
-            return try await body(try SQLiteStore(path: path))
+            return try await body(try SQLiteStore(path: path, directoryCache: directoryCache))
         case .postgres(let configuration):
             let store = PostgresStore(configuration: configuration, logger: logger)
             return try await withThrowingTaskGroup(of: Void.self) { group in

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import HeraldApp
+import HeraldStore
 import Logging
 
 struct BenchCommand: AsyncParsableCommand {
@@ -202,9 +203,13 @@ struct DecisionBenchCommand: AsyncParsableCommand {
     @Option(help: "Rounds (the median is reported).")
     var rounds = 3
 
+    @Option(help: "Users whose recipient record SQLite keeps in memory between lookups (0: none).")
+    var directoryCache = SQLiteStore.defaultDirectoryCacheCapacity
+
     @OptionGroup var global: GlobalOptions
 
     func validate() throws {
+        guard directoryCache >= 0 else { throw ValidationError("--directory-cache must not be negative") }
         guard devices >= 2, decisions >= 1, batchSize >= 1, rounds >= 1 else {
             throw ValidationError("--devices must be at least 2; --decisions, --batch-size and --rounds at least 1")
         }
@@ -230,7 +235,7 @@ struct DecisionBenchCommand: AsyncParsableCommand {
         benchmark.decisions = decisions
         benchmark.batchSize = batchSize
         benchmark.rounds = rounds
-        let report = try await location.withStore(logger: logger) { store in
+        let report = try await location.withStore(logger: logger, directoryCache: directoryCache) { store in
             try await benchmark.run(store: store, storeName: "\(location)") { line in
                 FileHandle.standardError.write(Data("… \(line)\n".utf8))
             }
@@ -252,6 +257,11 @@ struct DecisionBenchCommand: AsyncParsableCommand {
                 + "decide \(String(format: "%.1f", report.decideSeconds / total * 1e6)) µs"
         )
         print("  seeding the directory took \(String(format: "%.1f", report.seedSeconds)) s")
+        var usage = rusage()
+        getrusage(Int32(RUSAGE_SELF.rawValue), &usage)
+        print(
+            "  directory cache: \(directoryCache) users; peak RSS \(usage.ru_maxrss / 1024) MB"
+        )
         print(
             "  decisions by reason: "
                 + report.reasons.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")

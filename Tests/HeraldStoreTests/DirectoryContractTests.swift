@@ -163,7 +163,7 @@ struct DirectoryContractTests {
         #expect(try await reopened.recipients(["ana"])["ana"]?.devices.map(\.token) == ["t1"])
     }
 
-    @Test("SQLite: a version 2 database is migrated to one row per user without losing anything")
+    @Test("SQLite: a version 2 database is migrated to the current schema without losing anything")
     func migrationFromVersion2() async throws {
         let connection = try SQLiteConnection(path: ":memory:")
         try SQLiteStore.migrate(connection, to: 2)
@@ -174,6 +174,7 @@ struct DirectoryContractTests {
             INSERT INTO invalid_tokens VALUES ('apns', 't0', 60);
             INSERT INTO profiles VALUES ('ana', 'pl', 'Europe/Warsaw', 100);
             INSERT INTO preferences VALUES ('ben', '{"pushEnabled":false,"categories":{}}', 100);
+            INSERT INTO throttle_windows VALUES ('ana', 'messages', 3600000, 7200000, 42);
             """
         )
         let store = try SQLiteStore(connection: connection)
@@ -181,6 +182,11 @@ struct DirectoryContractTests {
         #expect(found["ana"]?.devices.map(\.token) == ["t1"], "the invalidated device stays invalid")
         #expect(found["ana"]?.locale == "pl" && found["ana"]?.timeZone == "Europe/Warsaw")
         #expect(found["ben"]?.preferences.pushEnabled == false)
+        var window: [Int64] = []
+        try connection.query("SELECT window_start, window_end, count FROM throttle_windows WHERE recipient = 'ana'") {
+            window = [$0.integer(0), $0.integer(1), $0.integer(2)]
+        }
+        #expect(window == [3_600_000, 7_200_000, 42], "version 4 keeps the counted windows")
         // The invalidated token registered again later is live again.
         try await store.apply([registered("ana", "old", token: "t0", at: "2026-11-01T10:00:00Z")])
         #expect(try await store.recipients(["ana"])["ana"]?.devices.map(\.token) == ["t1", "t0"])

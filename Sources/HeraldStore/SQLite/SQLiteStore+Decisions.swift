@@ -111,7 +111,7 @@ extension SQLiteStore {
             try connection.query(
                 """
                 INSERT INTO throttle_windows (recipient, rule, window_start, window_end, count) VALUES (?, ?, ?, ?, 1)
-                ON CONFLICT (recipient, rule, window_start) DO UPDATE SET count = count + 1 WHERE count < ?
+                ON CONFLICT (window_start, rule, recipient) DO UPDATE SET count = count + 1 WHERE count < ?
                 RETURNING count
                 """,
                 [

@@ -10,6 +10,11 @@ public final class SQLiteStore: StateStore, @unchecked Sendable {
     // @unchecked: `connection` is only used on `queue`, which is serial.
     private let connection: SQLiteConnection
     private let queue = DispatchQueue(label: "herald.store.sqlite")
+    // Only used on `queue`, like `connection`.
+    private var cache: RecipientCache
+
+    /// Users whose recipient record is kept in memory by default.
+    public static let defaultDirectoryCacheCapacity = 200_000
 
     /// The schema versions, applied in order; `PRAGMA user_version` records how far a database is.
     static let migrations: [String] = [
@@ -69,17 +74,36 @@ public final class SQLiteStore: StateStore, @unchecked Sendable {
         ALTER TABLE devices_by_user RENAME TO devices;
         CREATE UNIQUE INDEX devices_by_token ON devices (provider, token);
         """,
+        // 4: throttle windows clustered by window, then user: the windows a busy worker counts are
+        // the current ones, so they share pages, and ended windows stay out of the way until purged.
+        """
+        CREATE TABLE windows_by_start (
+            window_start INTEGER NOT NULL, rule TEXT NOT NULL, recipient TEXT NOT NULL, window_end INTEGER NOT NULL,
+            count INTEGER NOT NULL, PRIMARY KEY (window_start, rule, recipient)) WITHOUT ROWID;
+        INSERT INTO windows_by_start SELECT window_start, rule, recipient, window_end, count FROM throttle_windows;
+        DROP TABLE throttle_windows;
+        ALTER TABLE windows_by_start RENAME TO throttle_windows;
+        """,
     ]
 
     /// Opens (or creates) the database at `path` and migrates it to the current schema.
     ///
+    /// - Parameter directoryCache: how many users' recipient records to keep in memory between
+    ///   lookups; 0 reads every lookup from the database.
     /// - Throws: ``StoreError`` `.open` or `.migration`.
-    public convenience init(path: String) throws(StoreError) {
-        try self.init(connection: SQLiteConnection(path: path))
+    public convenience init(
+        path: String,
+        directoryCache: Int = SQLiteStore.defaultDirectoryCacheCapacity
+    ) throws(StoreError) {
+        try self.init(connection: SQLiteConnection(path: path), directoryCache: directoryCache)
     }
 
-    init(connection: SQLiteConnection) throws(StoreError) {
+    init(
+        connection: SQLiteConnection,
+        directoryCache: Int = SQLiteStore.defaultDirectoryCacheCapacity
+    ) throws(StoreError) {
         self.connection = connection
+        self.cache = RecipientCache(capacity: max(directoryCache, 0))
         try Self.migrate(connection)
     }
 
@@ -114,13 +138,22 @@ public final class SQLiteStore: StateStore, @unchecked Sendable {
 
     public func apply(_ events: [DirectoryEvent]) async throws(StoreError) {
         try await run { connection throws(StoreError) in
+            // Cached users are dropped before the transaction commits: nothing else runs on the
+            // queue in between, and dropping a user whose change then rolls back costs one lookup.
             try connection.transaction { () throws(StoreError) in
-                for event in events { try Self.apply(event, connection) }
+                for event in events {
+                    try Self.apply(event, connection) { userID in self.cache.invalidate(userID) }
+                }
             }
         }
     }
 
-    static func apply(_ event: DirectoryEvent, _ connection: SQLiteConnection) throws(StoreError) {
+    /// Applies one change; `touched` is called with each user whose recipient record it may change.
+    static func apply(
+        _ event: DirectoryEvent,
+        _ connection: SQLiteConnection,
+        touched: (String) -> Void
+    ) throws(StoreError) {
         switch event {
         case .deviceRegistered(let device):
             let at = device.at.epochMilliseconds
@@ -135,11 +168,15 @@ public final class SQLiteStore: StateStore, @unchecked Sendable {
                 [.text(provider), .text(device.token), .integer(at), .text(device.userID), .text(device.deviceID)]
             ) { _ in newerElsewhere = true }
             guard !newerElsewhere else { return }
+            touched(device.userID)
             // The token moves: it leaves whatever user or device had it before.
             try connection.query(
-                "DELETE FROM devices WHERE provider = ? AND token = ? AND NOT (user_id = ? AND device_id = ?)",
+                """
+                DELETE FROM devices WHERE provider = ? AND token = ? AND NOT (user_id = ? AND device_id = ?)
+                RETURNING user_id
+                """,
                 [.text(provider), .text(device.token), .text(device.userID), .text(device.deviceID)]
-            )
+            ) { row in touched(row.text(0) ?? "") }
             // An invalidation at or after this registration still applies to it.
             try connection.query(
                 """
@@ -159,6 +196,7 @@ public final class SQLiteStore: StateStore, @unchecked Sendable {
                 ]
             )
         case .deviceUnregistered(let userID, let deviceID, let at):
+            touched(userID)
             try connection.query(
                 "DELETE FROM devices WHERE user_id = ? AND device_id = ? AND registered_at <= ?",
                 [.text(userID), .text(deviceID), .integer(at.epochMilliseconds)]
@@ -178,10 +216,12 @@ public final class SQLiteStore: StateStore, @unchecked Sendable {
                 """
                 UPDATE devices SET invalidated_at = max(coalesce(invalidated_at, ?3), ?3)
                 WHERE provider = ?1 AND token = ?2 AND registered_at <= ?3
+                RETURNING user_id
                 """,
                 values
-            )
+            ) { row in touched(row.text(0) ?? "") }
         case .profileUpdated(let userID, let locale, let timeZone, let at):
+            touched(userID)
             try connection.query(
                 """
                 INSERT INTO users (user_id, locale, time_zone, profile_at) VALUES (?, ?, ?, ?)
@@ -195,6 +235,7 @@ public final class SQLiteStore: StateStore, @unchecked Sendable {
                 ]
             )
         case .preferencesUpdated(let userID, let preferences, let at):
+            touched(userID)
             try connection.query(
                 """
                 INSERT INTO users (user_id, preferences, preferences_at) VALUES (?, ?, ?)
@@ -211,50 +252,88 @@ public final class SQLiteStore: StateStore, @unchecked Sendable {
     static let chunkSize = 500
 
     public func recipients(_ userIDs: [String]) async throws(StoreError) -> [String: Recipient] {
-        let unique = Array(Set(userIDs))
-        return try await run { connection throws(StoreError) in
+        try await run { connection throws(StoreError) in
+            guard self.cache.isEnabled else { return try Self.recipients(Array(Set(userIDs)), connection) }
+            // Another connection's commit (another process) may have changed any user.
+            var version: Int64 = 0
+            try connection.query("PRAGMA data_version") { row in version = row.integer(0) }
+            if self.cache.dataVersion != version {
+                self.cache.removeAll()
+                self.cache.dataVersion = version
+            }
             var result: [String: Recipient] = [:]
-            for start in stride(from: 0, to: unique.count, by: Self.chunkSize) {
-                let chunk = Array(unique[start..<min(start + Self.chunkSize, unique.count)])
-                let placeholders = Array(repeating: "?", count: chunk.count).joined(separator: ",")
-                let values = chunk.map { SQLiteConnection.Value.text($0) }
-                try connection.query(
-                    """
-                    SELECT user_id, device_id, platform, provider, token, app_id, sandbox, locale, registered_at
-                    FROM devices WHERE user_id IN (\(placeholders)) AND invalidated_at IS NULL
-                    """,
-                    values
-                ) { row throws(StoreError) in
-                    let userID = row.text(0) ?? ""
-                    guard let provider = PushProvider(rawValue: row.text(3) ?? "") else {
-                        throw StoreError(code: .storeQuery, message: "devices: unknown provider")
-                    }
-                    let device = RegisteredDevice(
-                        deviceID: row.text(1) ?? "",
-                        platform: row.text(2) ?? "",
-                        provider: provider,
-                        token: row.text(4) ?? "",
-                        appID: row.text(5) ?? "",
-                        sandbox: row.integer(6) != 0,
-                        locale: row.text(7),
-                        registeredAt: Timestamp(epochMilliseconds: row.integer(8))
-                    )
-                    result[userID, default: Recipient(userID: userID)].devices.append(device)
-                }
-                try connection.query(
-                    "SELECT user_id, locale, time_zone, preferences FROM users WHERE user_id IN (\(placeholders))",
-                    values
-                ) { row in
-                    let userID = row.text(0) ?? ""
-                    var recipient = result.removeValue(forKey: userID) ?? Recipient(userID: userID)
-                    recipient.locale = row.text(1)
-                    recipient.timeZone = row.text(2)
-                    if let document = row.text(3) { recipient.preferences = PreferencesDocument.decode(document) }
-                    result[userID] = recipient
+            result.reserveCapacity(userIDs.count)
+            var missing: [String] = []
+            var looked = Set<String>()
+            looked.reserveCapacity(userIDs.count)
+            for userID in userIDs where looked.insert(userID).inserted {
+                switch self.cache.lookup(userID) {
+                case .present(let recipient): result[userID] = recipient
+                case .absent: break
+                case nil: missing.append(userID)
                 }
             }
-            Recipient.sortDevices(in: &result)
+            guard !missing.isEmpty else { return result }
+            let loaded = try Self.recipients(missing, connection)
+            for userID in missing {
+                if let recipient = loaded[userID] {
+                    result[userID] = recipient
+                    self.cache.insert(.present(recipient), for: userID)
+                } else {
+                    self.cache.insert(.absent, for: userID)
+                }
+            }
             return result
         }
+    }
+
+    /// Reads the recipients among `unique` (no duplicates) from the database.
+    static func recipients(
+        _ unique: [String],
+        _ connection: SQLiteConnection
+    ) throws(StoreError) -> [String: Recipient] {
+        var result: [String: Recipient] = [:]
+        result.reserveCapacity(unique.count)
+        for start in stride(from: 0, to: unique.count, by: Self.chunkSize) {
+            let chunk = Array(unique[start..<min(start + Self.chunkSize, unique.count)])
+            let placeholders = Array(repeating: "?", count: chunk.count).joined(separator: ",")
+            let values = chunk.map { SQLiteConnection.Value.text($0) }
+            try connection.query(
+                """
+                SELECT user_id, device_id, platform, provider, token, app_id, sandbox, locale, registered_at
+                FROM devices WHERE user_id IN (\(placeholders)) AND invalidated_at IS NULL
+                """,
+                values
+            ) { row throws(StoreError) in
+                let userID = row.text(0) ?? ""
+                guard let provider = PushProvider(rawValue: row.text(3) ?? "") else {
+                    throw StoreError(code: .storeQuery, message: "devices: unknown provider")
+                }
+                let device = RegisteredDevice(
+                    deviceID: row.text(1) ?? "",
+                    platform: row.text(2) ?? "",
+                    provider: provider,
+                    token: row.text(4) ?? "",
+                    appID: row.text(5) ?? "",
+                    sandbox: row.integer(6) != 0,
+                    locale: row.text(7),
+                    registeredAt: Timestamp(epochMilliseconds: row.integer(8))
+                )
+                result[userID, default: Recipient(userID: userID)].devices.append(device)
+            }
+            try connection.query(
+                "SELECT user_id, locale, time_zone, preferences FROM users WHERE user_id IN (\(placeholders))",
+                values
+            ) { row in
+                let userID = row.text(0) ?? ""
+                var recipient = result.removeValue(forKey: userID) ?? Recipient(userID: userID)
+                recipient.locale = row.text(1)
+                recipient.timeZone = row.text(2)
+                if let document = row.text(3) { recipient.preferences = PreferencesDocument.decode(document) }
+                result[userID] = recipient
+            }
+        }
+        Recipient.sortDevices(in: &result)
+        return result
     }
 }

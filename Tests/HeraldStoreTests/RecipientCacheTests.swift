@@ -1,0 +1,61 @@
+import Foundation
+import HeraldPolicy
+import Testing
+
+@testable import HeraldStore
+
+@Suite("SQLite's directory cache")
+struct RecipientCacheTests {
+    @Test("a cached user sees its own store's changes: a token moving away, an invalidation, new preferences")
+    func ownChanges() async throws {
+        let store = try SQLiteStore(path: ":memory:", directoryCache: 100)
+        try await store.apply([registered("ana", "phone", token: "shared", at: "2026-11-01T10:00:00Z")])
+        #expect(try await store.recipients(["ana", "nobody"])["ana"]?.devices.map(\.token) == ["shared"])
+
+        try await store.apply([registered("ben", "phone", token: "shared", at: "2026-11-02T10:00:00Z")])
+        #expect(try await store.recipients(["ana"])["ana"]?.devices.isEmpty ?? true, "the token moved to ben")
+
+        try await store.apply([registered("ana", "tablet", token: "t2", at: "2026-11-02T11:00:00Z")])
+        #expect(try await store.recipients(["ana"])["ana"]?.devices.map(\.token) == ["t2"])
+        try await store.apply([.tokenInvalidated(provider: .apns, token: "t2", at: at("2026-11-03T10:00:00Z"))])
+        #expect(try await store.recipients(["ana"])["ana"]?.devices.isEmpty ?? true, "invalidated by token alone")
+
+        // A user first looked up while unknown is found once they register.
+        try await store.apply([registered("nobody", "phone", token: "t3", at: "2026-11-03T10:00:00Z")])
+        #expect(try await store.recipients(["nobody"])["nobody"]?.devices.map(\.token) == ["t3"])
+
+        try await store.apply([
+            .preferencesUpdated(
+                userID: "nobody",
+                preferences: Preferences(pushEnabled: false),
+                at: at("2026-11-04T10:00:00Z")
+            )
+        ])
+        #expect(try await store.recipients(["nobody"])["nobody"]?.preferences.pushEnabled == false)
+    }
+
+    @Test("a change committed through another connection (another process) is seen by a store that cached the user")
+    func otherConnection() async throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("herald-\(UUID().uuidString).sqlite")
+            .path
+        defer { for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) } }
+        let reader = try SQLiteStore(path: path, directoryCache: 100)
+        let writer = try SQLiteStore(path: path, directoryCache: 100)
+        try await writer.apply([registered("ana", "phone", token: "t1", at: "2026-11-01T10:00:00Z")])
+        #expect(try await reader.recipients(["ana"])["ana"]?.devices.map(\.token) == ["t1"])
+        try await writer.apply([.deviceUnregistered(userID: "ana", deviceID: "phone", at: at("2026-11-02T10:00:00Z"))])
+        #expect(try await reader.recipients(["ana"])["ana"]?.devices.isEmpty ?? true)
+    }
+
+    @Test("the cache holds at most its capacity and keeps recently used users")
+    func bounded() {
+        var cache = RecipientCache(capacity: 4)
+        for user in ["a", "b", "c", "d", "e"] { cache.insert(.absent, for: user) }
+        #expect(cache.count <= 4)
+        #expect(cache.lookup("e") != nil, "the latest user stays")
+        #expect(cache.lookup("a") == nil, "the oldest generation was dropped")
+        var disabled = RecipientCache(capacity: 0)
+        disabled.insert(.absent, for: "a")
+        #expect(disabled.lookup("a") == nil)
+    }
+}
