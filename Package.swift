@@ -69,6 +69,14 @@ let package = Package(
             dependencies: ["HeraldEvents"]
         ),
         .target(
+            name: "HeraldWorker",
+            dependencies: [
+                "HeraldEvents", "HeraldKafka", "HeraldCatalog", "HeraldPolicy", "HeraldProviders", "HeraldStore",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
+        .target(
             name: "HeraldApp",
             dependencies: [
                 "HeraldKafka",
@@ -77,8 +85,10 @@ let package = Package(
                 "HeraldProviders",
                 "HeraldPolicy",
                 "HeraldStore",
+                "HeraldWorker",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Yams", package: "Yams"),
             ]
         ),
         .executableTarget(
@@ -98,6 +108,10 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
+        ),
+        .testTarget(
+            name: "HeraldWorkerTests",
+            dependencies: ["HeraldWorker", "HeraldApp", "HeraldTestSupport"]
         ),
         .testTarget(
             name: "HeraldCLITests",

@@ -1,0 +1,293 @@
+import Foundation
+import HeraldWorker
+import Yams
+
+/// `herald.yaml`: what a Herald process connects to and how it behaves. Every key can be
+/// overridden by an environment variable: `worker.batch_size` by `HERALD_WORKER_BATCH_SIZE` (lists
+/// are comma-separated). Secrets are read from files named in the configuration, or from their
+/// variables, and never appear in an error or a log. `docs/configuration.md` lists every key.
+public struct HeraldConfiguration: Sendable {
+    public var kafka = Kafka()
+    public var worker = Worker()
+    public var store = "sqlite:herald.sqlite"
+    public var directoryCache = 200_000
+    public var catalogDirectory = "catalog"
+    /// Where `/metrics` and `/health/*` are served; empty: not served.
+    public var httpListen = "127.0.0.1:9464"
+    public var logLevel = "info"
+    public var logFormat = "json"
+
+    public struct Kafka: Sendable {
+        /// `embedded`: an in-process mock cluster (development and tests only).
+        public var bootstrapServers = ["embedded"]
+        public var clientID = "herald"
+        public var securityProtocol = "plaintext"
+        public var saslMechanism = ""
+        public var saslUsername = ""
+        /// Read from `sasl_password_file` or `HERALD_KAFKA_SASL_PASSWORD`.
+        public var saslPassword: String?
+    }
+
+    public struct Worker: Sendable {
+        public var groupID = "herald-worker"
+        public var domainTopics = [
+            "orders.events", "payments.events", "security.events", "messages.events", "marketing.events",
+        ]
+        public var topics = WorkerTopics()
+        public var unknownEventTypes = UnknownEventTypes.deadLetter
+        public var batchSize = 1000
+        public var dueWorkInterval: Duration = .seconds(1)
+        public var shutdownDeadline: Duration = .seconds(30)
+    }
+
+    public init() {}
+
+    /// One key: its path, what it holds, and whether it is a secret.
+    struct Key {
+        enum Kind {
+            case string, integer, list, duration
+            case choice([String])
+        }
+        var path: String
+        var kind: Kind
+        var secret = false
+
+        var environmentName: String {
+            "HERALD_" + path.uppercased().replacingOccurrences(of: ".", with: "_")
+        }
+    }
+
+    static let keys: [Key] = [
+        Key(path: "kafka.bootstrap_servers", kind: .list),
+        Key(path: "kafka.client_id", kind: .string),
+        Key(path: "kafka.security_protocol", kind: .choice(["plaintext", "ssl", "sasl_plaintext", "sasl_ssl"])),
+        Key(path: "kafka.sasl_mechanism", kind: .choice(["", "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"])),
+        Key(path: "kafka.sasl_username", kind: .string),
+        Key(path: "kafka.sasl_password_file", kind: .string),
+        Key(path: "kafka.sasl_password", kind: .string, secret: true),
+        Key(path: "worker.group_id", kind: .string),
+        Key(path: "worker.topics", kind: .list),
+        Key(path: "worker.directory_topic", kind: .string),
+        Key(path: "worker.outbound_topic", kind: .string),
+        Key(path: "worker.dead_letter_topic", kind: .string),
+        Key(path: "worker.decisions_topic", kind: .string),
+        Key(path: "worker.unknown_event_types", kind: .choice(UnknownEventTypes.allCases.map(\.rawValue))),
+        Key(path: "worker.batch_size", kind: .integer),
+        Key(path: "worker.due_work_interval", kind: .duration),
+        Key(path: "worker.shutdown_deadline", kind: .duration),
+        Key(path: "store.url", kind: .string, secret: true),
+        Key(path: "store.directory_cache", kind: .integer),
+        Key(path: "catalog.directory", kind: .string),
+        Key(path: "http.listen", kind: .string),
+        Key(path: "log.level", kind: .choice(["trace", "debug", "info", "notice", "warning", "error", "critical"])),
+        Key(path: "log.format", kind: .choice(["json", "text"])),
+    ]
+
+    /// Reads `path` (if given), applies `HERALD_*` overrides from `environment`, and validates.
+    ///
+    /// - Throws: ``ConfigurationError`` naming the file and key; a secret's value is never shown.
+    public static func load(
+        path: String?,
+        environment: [String: String] = ProcessInfo.processInfo.environment
+    ) throws(ConfigurationError) -> HeraldConfiguration {
+        var values: [String: Value] = [:]
+        if let path {
+            guard let data = FileManager.default.contents(atPath: path) else {
+                throw ConfigurationError("\(path): cannot read the configuration file")
+            }
+            let text = String(decoding: data, as: UTF8.self)
+            let document: Any?
+            do {
+                document = try Yams.load(yaml: text)
+            } catch {
+                throw ConfigurationError("\(path): not valid YAML: \(Self.yamlProblem(error))")
+            }
+            if let document {
+                guard let root = document as? [String: Any] else {
+                    throw ConfigurationError("\(path): the configuration must be a mapping of sections")
+                }
+                try flatten(root, prefix: "", file: path, into: &values)
+            }
+        }
+        for key in keys {
+            if let value = environment[key.environmentName] { values[key.path] = .environment(value) }
+        }
+        return try HeraldConfiguration(values: values, file: path)
+    }
+
+    /// A value as found: from YAML (a scalar or a list of scalars) or from an environment variable.
+    enum Value {
+        case scalar(String)
+        case list([String])
+        case environment(String)
+    }
+
+    static func flatten(
+        _ mapping: [String: Any],
+        prefix: String,
+        file: String,
+        into values: inout [String: Value]
+    ) throws(ConfigurationError) {
+        for (name, value) in mapping {
+            let path = prefix.isEmpty ? name : "\(prefix).\(name)"
+            if let nested = value as? [String: Any] {
+                try flatten(nested, prefix: path, file: file, into: &values)
+                continue
+            }
+            guard keys.contains(where: { $0.path == path }) else {
+                let known = keys.map(\.path).filter { $0.hasPrefix(prefix.isEmpty ? "" : prefix + ".") }
+                throw ConfigurationError(
+                    "\(file): unknown key '\(path)'"
+                        + (known.isEmpty ? "" : "; known here: " + known.joined(separator: ", "))
+                )
+            }
+            if let list = value as? [Any] {
+                values[path] = .list(list.map { "\($0)" })
+            } else if value is NSNull {
+                values[path] = .scalar("")
+            } else {
+                values[path] = .scalar("\(value)")
+            }
+        }
+    }
+
+    init(values: [String: Value], file: String?) throws(ConfigurationError) {
+        func source(_ key: Key) -> String {
+            if case .environment? = values[key.path] { return key.environmentName }
+            return (file.map { "\($0): " } ?? "") + key.path
+        }
+        func text(_ key: Key) throws(ConfigurationError) -> String? {
+            switch values[key.path] {
+            case nil: return nil
+            case .scalar(let value)?, .environment(let value)?: return value
+            case .list?: throw ConfigurationError("\(source(key)): expected one value, not a list")
+            }
+        }
+        func list(_ key: Key) -> [String]? {
+            switch values[key.path] {
+            case nil: return nil
+            case .list(let items)?: return items
+            case .scalar(let value)?, .environment(let value)?:
+                return value.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter {
+                    !$0.isEmpty
+                }
+            }
+        }
+        for key in Self.keys {
+            guard let value = try text(key) ?? list(key)?.joined(separator: ",") else { continue }
+            switch key.kind {
+            case .integer:
+                guard let number = Int(value), number >= 0 else {
+                    throw ConfigurationError("\(source(key)): expected a non-negative integer, got '\(value)'")
+                }
+            case .duration:
+                guard Self.duration(value) != nil else {
+                    throw ConfigurationError(
+                        "\(source(key)): expected a duration such as 500ms, 5s or 2m, got '\(value)'"
+                    )
+                }
+            case .choice(let choices):
+                guard choices.contains(value) else {
+                    let shown = key.secret ? "" : ", got '\(value)'"
+                    throw ConfigurationError(
+                        "\(source(key)): expected one of \(choices.filter { !$0.isEmpty }.joined(separator: ", "))\(shown)"
+                    )
+                }
+            case .string, .list: break
+            }
+        }
+        func key(_ path: String) -> Key { Self.keys.first { $0.path == path }! }
+        func string(_ path: String) throws(ConfigurationError) -> String? { try text(key(path)) }
+        func integer(_ path: String) throws(ConfigurationError) -> Int? { try string(path).flatMap { Int($0) } }
+        func duration(_ path: String) throws(ConfigurationError) -> Duration? {
+            try string(path).flatMap(Self.duration)
+        }
+
+        if let servers = list(key("kafka.bootstrap_servers")) { kafka.bootstrapServers = servers }
+        if kafka.bootstrapServers.isEmpty {
+            throw ConfigurationError(
+                "\(source(key("kafka.bootstrap_servers"))): name at least one broker, or 'embedded'"
+            )
+        }
+        kafka.clientID = try string("kafka.client_id") ?? kafka.clientID
+        kafka.securityProtocol = try string("kafka.security_protocol") ?? kafka.securityProtocol
+        kafka.saslMechanism = try string("kafka.sasl_mechanism") ?? kafka.saslMechanism
+        kafka.saslUsername = try string("kafka.sasl_username") ?? kafka.saslUsername
+        if let password = try string("kafka.sasl_password") {
+            kafka.saslPassword = password
+        } else if let file = try string("kafka.sasl_password_file"), !file.isEmpty {
+            guard let data = FileManager.default.contents(atPath: file) else {
+                throw ConfigurationError("\(source(key("kafka.sasl_password_file"))): cannot read \(file)")
+            }
+            kafka.saslPassword = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .newlines)
+        }
+        if kafka.securityProtocol.hasPrefix("sasl") && (kafka.saslMechanism.isEmpty || kafka.saslPassword == nil) {
+            throw ConfigurationError(
+                "kafka.security_protocol \(kafka.securityProtocol) needs kafka.sasl_mechanism, kafka.sasl_username and "
+                    + "kafka.sasl_password_file (or HERALD_KAFKA_SASL_PASSWORD)"
+            )
+        }
+
+        worker.groupID = try string("worker.group_id") ?? worker.groupID
+        if let topics = list(key("worker.topics")) { worker.domainTopics = topics }
+        worker.topics.directory = try string("worker.directory_topic") ?? worker.topics.directory
+        worker.topics.outbound = try string("worker.outbound_topic") ?? worker.topics.outbound
+        worker.topics.eventsDeadLetter = try string("worker.dead_letter_topic") ?? worker.topics.eventsDeadLetter
+        if let decisions = try string("worker.decisions_topic") {
+            worker.topics.decisions = decisions.isEmpty ? nil : decisions
+        }
+        if let handling = try string("worker.unknown_event_types") {
+            worker.unknownEventTypes = UnknownEventTypes(rawValue: handling)!
+        }
+        worker.batchSize = try integer("worker.batch_size") ?? worker.batchSize
+        if worker.batchSize < 1 {
+            throw ConfigurationError("\(source(key("worker.batch_size"))): must be at least 1")
+        }
+        worker.dueWorkInterval = try duration("worker.due_work_interval") ?? worker.dueWorkInterval
+        worker.shutdownDeadline = try duration("worker.shutdown_deadline") ?? worker.shutdownDeadline
+        for (path, topic) in [
+            ("worker.directory_topic", worker.topics.directory), ("worker.outbound_topic", worker.topics.outbound),
+            ("worker.dead_letter_topic", worker.topics.eventsDeadLetter),
+        ] where topic.isEmpty {
+            throw ConfigurationError("\(source(key(path))): must name a topic")
+        }
+        if worker.domainTopics.isEmpty {
+            throw ConfigurationError("\(source(key("worker.topics"))): name at least one topic")
+        }
+
+        store = try string("store.url") ?? store
+        directoryCache = try integer("store.directory_cache") ?? directoryCache
+        catalogDirectory = try string("catalog.directory") ?? catalogDirectory
+        httpListen = try string("http.listen") ?? httpListen
+        logLevel = try string("log.level") ?? logLevel
+        logFormat = try string("log.format") ?? logFormat
+    }
+
+    /// `500ms`, `5s`, `2m`, `1h`, or a plain number of seconds.
+    static func duration(_ text: String) -> Duration? {
+        let units: [(String, Int64)] = [("ms", 1), ("s", 1000), ("m", 60_000), ("h", 3_600_000)]
+        for (suffix, milliseconds) in units where text.hasSuffix(suffix) {
+            guard let number = Int64(text.dropLast(suffix.count)), number >= 0 else { return nil }
+            return .milliseconds(number * milliseconds)
+        }
+        return Int64(text).flatMap { $0 >= 0 ? .seconds($0) : nil }
+    }
+
+    /// Yams' message without the document's text (it may hold a secret).
+    static func yamlProblem(_ error: any Error) -> String {
+        if let yaml = error as? YamlError, case .scanner(_, let problem, let mark, _) = yaml {
+            return "\(problem) at line \(mark.line)"
+        }
+        if let yaml = error as? YamlError, case .parser(_, let problem, let mark, _) = yaml {
+            return "\(problem) at line \(mark.line)"
+        }
+        return "syntax error"
+    }
+}
+
+/// A configuration problem, naming the file or variable and key.
+public struct ConfigurationError: Error, Sendable, CustomStringConvertible {
+    public var description: String
+
+    init(_ description: String) { self.description = "configuration: " + description }
+}

@@ -1,0 +1,166 @@
+import HeraldCatalog
+import HeraldEvents
+import HeraldKafka
+import HeraldPolicy
+import HeraldStore
+
+extension EventProcessor {
+    /// Claims deferred notifications and digests that are due by the clock and builds their
+    /// records. The caller produces them and then calls ``StateStore/complete(_:)`` with `claimed`;
+    /// if it crashes first, the lease runs out and the work is claimed again, with the same
+    /// notification ids.
+    ///
+    /// A deferred notification is decided again (its deferral resumed): preferences or quiet hours
+    /// may have changed, and a throttle window may have room now.
+    public func processDue(
+        limit: Int,
+        lease: Duration
+    ) async throws(StoreError) -> (records: [KafkaProducerRecord], claimed: [DueWork]) {
+        let now = clock.now()
+        let claimed = try await store.claimDue(now: now, limit: limit, lease: lease)
+        guard !claimed.isEmpty else { return ([], []) }
+        var counters = WorkerStatistics.Counters()
+        var records: [KafkaProducerRecord] = []
+        let directory = try await store.recipients(
+            claimed.map {
+                switch $0.work {
+                case .deferred(let key, _): key.recipient
+                case .digest(let window, _): window.recipient
+                }
+            }
+        )
+
+        var requests: [DecisionRequest] = []
+        var resumed: [(event: CloudEvent, kind: NotificationKind)] = []
+        for work in claimed {
+            guard case .deferred(let key, let payload) = work.work else { continue }
+            guard let (event, kind) = storedEvent(payload, kind: key.kind, now: now, into: &records, &counters)
+            else { continue }
+            let recipient = directory[key.recipient]
+            let plan = policy.plan(
+                Policy.Input(
+                    kind: kind.name,
+                    category: kind.category,
+                    recipient: key.recipient,
+                    deviceCount: recipient?.devices.count ?? 0,
+                    preferences: recipient?.preferences ?? Preferences(),
+                    expiresAt: OutboundBuilder.expiry(of: kind, createdAt: event.time ?? now)
+                ),
+                now: now
+            )
+            requests.append(
+                DecisionRequest(key: key, plan: plan, decidedAt: now, payload: payload, resumesDeferral: true)
+            )
+            resumed.append((event, kind))
+        }
+        let decisions = requests.isEmpty ? [] : try await store.decide(requests)
+        for (decision, (event, kind)) in zip(decisions, resumed) {
+            counters.decisionsByReason[decision.label.rawValue, default: 0] += 1
+            if let topic = topics.decisions {
+                records.append(Self.decisionRecord(decision, topic: topic, decidedAt: now))
+            }
+            guard decision.reason == .sent, let recipient = directory[decision.key.recipient] else { continue }
+            do {
+                try build(
+                    event,
+                    kind: kind,
+                    for: recipient,
+                    eventID: event.id,
+                    now: now,
+                    into: &records,
+                    counters: &counters
+                )
+            } catch {
+                records.append(
+                    dueDeadLetter(event.structuredJSON(), key: decision.key.recipient, error, now: now, &counters)
+                )
+            }
+        }
+
+        for work in claimed {
+            guard case .digest(let window, let items) = work.work, let first = items.first else { continue }
+            var events: [CloudEvent] = []
+            var kind: NotificationKind?
+            for item in items {
+                guard
+                    let (event, itemKind) = storedEvent(
+                        item.payload,
+                        kind: item.key.kind,
+                        now: now,
+                        into: &records,
+                        &counters
+                    )
+                else { continue }
+                events.append(event)
+                kind = itemKind
+            }
+            guard let kind, let latest = events.last, let recipient = directory[window.recipient] else { continue }
+            do {
+                try build(
+                    latest,
+                    kind: kind,
+                    for: recipient,
+                    eventID: "digest:\(window.rule):\(window.windowStart.epochMilliseconds):\(first.key.eventID)",
+                    now: now,
+                    digestOf: events,
+                    into: &records,
+                    counters: &counters
+                )
+            } catch {
+                records.append(
+                    dueDeadLetter(latest.structuredJSON(), key: window.recipient, error, now: now, &counters)
+                )
+            }
+        }
+        let finished = counters
+        statistics.update { $0.add(finished) }
+        return (records, claimed)
+    }
+
+    /// The event kept with due work, and its kind; a dead letter if either is gone (the catalog
+    /// dropped the kind since).
+    private func storedEvent(
+        _ payload: String,
+        kind name: String,
+        now: Timestamp,
+        into records: inout [KafkaProducerRecord],
+        _ counters: inout WorkerStatistics.Counters
+    ) -> (CloudEvent, NotificationKind)? {
+        let event: CloudEvent
+        do {
+            event = try decoder.decode(value: Array(payload.utf8))
+        } catch {
+            records.append(dueDeadLetter(payload, key: nil, DeadLetterReason(error), now: now, &counters))
+            return nil
+        }
+        guard let kind = catalog.kind(named: name) else {
+            let reason = DeadLetterReason(
+                code: DeadLetterReason.unknownTypeCode,
+                message: "the catalog no longer has kind '\(name)'"
+            )
+            records.append(dueDeadLetter(payload, key: nil, reason, now: now, &counters))
+            return nil
+        }
+        return (event, kind)
+    }
+
+    private func dueDeadLetter(
+        _ payload: String,
+        key: String?,
+        _ reason: DeadLetterReason,
+        now: Timestamp,
+        _ counters: inout WorkerStatistics.Counters
+    ) -> KafkaProducerRecord {
+        counters.deadLettersByCode[reason.code, default: 0] += 1
+        logger.notice("due work dead-lettered", metadata: ["code": "\(reason.code)"])
+        let message = KafkaMessage(
+            topic: "herald.due",
+            partition: -1,
+            offset: -1,
+            timestampMilliseconds: now.epochMilliseconds,
+            key: key.map { KafkaBytes($0) },
+            value: KafkaBytes(payload)
+        )
+        return DeadLetter.record(for: message, reason: reason, topic: topics.eventsDeadLetter, at: now)
+    }
+}

@@ -1,0 +1,344 @@
+import HeraldCatalog
+import HeraldEvents
+import HeraldKafka
+import HeraldPolicy
+import HeraldProviders
+import HeraldStore
+import Logging
+
+/// Where the worker reads and writes, besides the domain topics.
+public struct WorkerTopics: Sendable, Hashable {
+    public var directory = "herald.directory"
+    public var outbound = "herald.outbound"
+    public var eventsDeadLetter = "herald.events.dlq"
+    /// One record per decision, for analytics; `nil`: not written.
+    public var decisions: String?
+
+    public init() {}
+}
+
+/// What to do with an event whose type no kind in the catalog handles.
+public enum UnknownEventTypes: String, Sendable, CaseIterable {
+    /// Send it to the events dead-letter topic (`event.unknown_type`).
+    case deadLetter = "dead_letter"
+    /// Skip it, counted in `herald_events_ignored_total`: for shared topics that carry events Herald
+    /// has no notification for.
+    case ignore
+}
+
+/// The worker's step from consumed messages to the records to produce: decode, route, look up
+/// recipients, decide, render, build provider calls. A batch costs one directory write, one
+/// recipients lookup and one decide call, whatever its size.
+///
+/// Processing is deterministic for a given store state and clock: a redelivered message yields the
+/// same records, with the same notification ids, because the decision ledger answers with the
+/// decisions already made.
+public final class EventProcessor: Sendable {
+    let catalog: Catalog
+    let renderer: Renderer
+    let policy: Policy
+    let store: any StateStore
+    let clock: any HeraldClock
+    let topics: WorkerTopics
+    let unknownEventTypes: UnknownEventTypes
+    let statistics: WorkerStatistics
+    let logger: Logger
+    let decoder = EventDecoder()
+
+    public init(
+        catalog: Catalog,
+        policy: Policy,
+        store: any StateStore,
+        clock: any HeraldClock,
+        topics: WorkerTopics,
+        unknownEventTypes: UnknownEventTypes,
+        statistics: WorkerStatistics,
+        logger: Logger
+    ) {
+        self.catalog = catalog
+        self.renderer = Renderer(catalog: catalog)
+        self.policy = policy
+        self.store = store
+        self.clock = clock
+        self.topics = topics
+        self.unknownEventTypes = unknownEventTypes
+        self.statistics = statistics
+        self.logger = logger
+    }
+
+    /// One event ready to be decided.
+    struct Routed {
+        var index: Int
+        var event: CloudEvent
+        var kind: NotificationKind
+        var recipients: [String]
+    }
+
+    /// The records for `messages`, in order: directory changes are applied first, then each domain
+    /// event gives its outbound records, dead letters and decision records.
+    ///
+    /// - Throws: ``StoreError`` when the store cannot be reached; nothing was produced and the batch
+    ///   can be processed again.
+    public func process(_ messages: [KafkaMessage]) async throws(StoreError) -> [KafkaProducerRecord] {
+        var records: [KafkaProducerRecord] = []
+        var counters = WorkerStatistics.Counters()
+        let now = clock.now()
+        var changes: [DirectoryEvent] = []
+        var routed: [Routed] = []
+        for (index, message) in messages.enumerated() {
+            let event: CloudEvent
+            do {
+                event = try decoder.decode(value: message.value.map(Array.init), headers: Self.headers(of: message))
+            } catch {
+                counters.eventsByType["unparsable", default: 0] += 1
+                records.append(deadLetter(message, DeadLetterReason(error), now: now, counters: &counters))
+                continue
+            }
+            counters.eventsByType[event.type, default: 0] += 1
+            if message.topic == topics.directory {
+                do {
+                    changes.append(try DirectoryEvent(event))
+                } catch {
+                    let reason = DeadLetterReason(code: DirectoryEventError.code, message: error.message)
+                    records.append(deadLetter(message, reason, now: now, counters: &counters))
+                }
+                continue
+            }
+            guard let kind = catalog.kind(for: event) else {
+                switch unknownEventTypes {
+                case .ignore: counters.ignoredEvents += 1
+                case .deadLetter:
+                    let reason = DeadLetterReason(
+                        code: DeadLetterReason.unknownTypeCode,
+                        message: "no kind in the catalog handles event type '\(event.type)'"
+                    )
+                    records.append(deadLetter(message, reason, now: now, counters: &counters))
+                }
+                continue
+            }
+            do {
+                let recipients = try renderer.recipients(of: event, kind: kind)
+                // Fields are checked before anything is decided, so a malformed event counts
+                // against no limit.
+                _ = try renderer.fields(of: event, kind: kind)
+                routed.append(Routed(index: index, event: event, kind: kind, recipients: recipients))
+            } catch {
+                records.append(deadLetter(message, DeadLetterReason(error), now: now, counters: &counters))
+            }
+        }
+        counters.directoryChanges = changes.count
+        if !changes.isEmpty { try await store.apply(changes) }
+        if !routed.isEmpty {
+            try await decideAndBuild(routed, messages: messages, now: now, into: &records, counters: &counters)
+        }
+        let finished = counters
+        statistics.update { $0.add(finished) }
+        return records
+    }
+
+    private func decideAndBuild(
+        _ routed: [Routed],
+        messages: [KafkaMessage],
+        now: Timestamp,
+        into records: inout [KafkaProducerRecord],
+        counters: inout WorkerStatistics.Counters
+    ) async throws(StoreError) {
+        let directory = try await store.recipients(routed.flatMap(\.recipients))
+        var requests: [DecisionRequest] = []
+        requests.reserveCapacity(routed.count)
+        for item in routed {
+            let createdAt = item.event.time ?? now
+            let expiresAt = OutboundBuilder.expiry(of: item.kind, createdAt: createdAt)
+            var payload: String?
+            for userID in item.recipients {
+                let recipient = directory[userID]
+                let plan = policy.plan(
+                    Policy.Input(
+                        kind: item.kind.name,
+                        category: item.kind.category,
+                        recipient: userID,
+                        deviceCount: recipient?.devices.count ?? 0,
+                        preferences: recipient?.preferences ?? Preferences(),
+                        expiresAt: expiresAt
+                    ),
+                    now: now
+                )
+                // The event is kept only with work that may come due later.
+                if payload == nil && (plan.outcome.dueAt != nil || !plan.limits.isEmpty) {
+                    payload = item.event.structuredJSON()
+                }
+                requests.append(
+                    DecisionRequest(
+                        key: DecisionKey(eventID: item.event.id, kind: item.kind.name, recipient: userID),
+                        plan: plan,
+                        decidedAt: now,
+                        payload: payload ?? ""
+                    )
+                )
+            }
+        }
+        let decisions = try await store.decide(requests)
+        var next = 0
+        for item in routed {
+            let message = messages[item.index]
+            var failure: DeadLetterReason?
+            for userID in item.recipients {
+                let decision = decisions[next]
+                next += 1
+                counters.decisionsByReason[decision.label.rawValue, default: 0] += 1
+                if let topic = topics.decisions {
+                    records.append(Self.decisionRecord(decision, topic: topic, decidedAt: now))
+                }
+                guard decision.reason == .sent, let recipient = directory[userID] else { continue }
+                do {
+                    try build(
+                        item.event,
+                        kind: item.kind,
+                        for: recipient,
+                        eventID: item.event.id,
+                        now: now,
+                        into: &records,
+                        counters: &counters
+                    )
+                } catch {
+                    failure = failure ?? error
+                }
+            }
+            // The event's other recipients got theirs; the dead letter says which part failed.
+            if let failure { records.append(deadLetter(message, failure, now: now, counters: &counters)) }
+        }
+    }
+
+    /// Renders `event` for each of the recipient's devices (once per locale) and appends one
+    /// outbound record per device.
+    ///
+    /// - Throws: ``DeadLetterReason`` for a render failure or a payload over the provider's limit.
+    func build(
+        _ event: CloudEvent,
+        kind: NotificationKind,
+        for recipient: Recipient,
+        eventID: String,
+        now: Timestamp,
+        digestOf digest: [CloudEvent]? = nil,
+        into records: inout [KafkaProducerRecord],
+        counters: inout WorkerStatistics.Counters
+    ) throws(DeadLetterReason) {
+        let createdAt = digest == nil ? (event.time ?? now) : now
+        let expiresAt = OutboundBuilder.expiry(of: kind, createdAt: createdAt)
+        let timeZone = recipient.timeZone ?? "UTC"
+        var renderedByLocale: [String: RenderedNotification] = [:]
+        let trace = (event.extensions["traceparent"], event.extensions["tracestate"])
+        for device in recipient.devices {
+            let locale = device.locale ?? recipient.locale
+            let rendered: RenderedNotification
+            if let cached = renderedByLocale[locale ?? ""] {
+                rendered = cached
+            } else {
+                do throws(RenderError) {
+                    if let digest {
+                        rendered = try renderer.renderDigest(digest, as: kind, locale: locale, timeZone: timeZone)
+                    } else {
+                        rendered = try renderer.render(event, as: kind, locale: locale, timeZone: timeZone)
+                    }
+                } catch {
+                    throw DeadLetterReason(error)
+                }
+                renderedByLocale[locale ?? ""] = rendered
+            }
+            let outbound: OutboundMessage
+            do {
+                outbound = try OutboundBuilder.outbound(
+                    rendered,
+                    eventID: eventID,
+                    createdAt: createdAt,
+                    expiresAt: expiresAt,
+                    recipient: recipient.userID,
+                    device: device,
+                    trace: trace
+                )
+            } catch  where error.code == .invalidToken {
+                // The directory holds a token no provider accepts; the event is fine.
+                counters.skippedDevices += 1
+                logger.warning(
+                    "skipped a device whose token the provider cannot address",
+                    metadata: ["user": "\(Redact.user(recipient.userID))", "provider": "\(device.provider.rawValue)"]
+                )
+                continue
+            } catch {
+                throw DeadLetterReason(error)
+            }
+            counters.outboundByProvider[device.provider.rawValue, default: 0] += 1
+            records.append(
+                KafkaProducerRecord(
+                    topic: topics.outbound,
+                    key: KafkaBytes(recipient.userID),
+                    value: KafkaBytes(outbound.encoded()),
+                    headers: [
+                        KafkaHeader("content-type", string: "application/json"),
+                        KafkaHeader(HeraldHeader.version, string: DeadLetter.heraldVersion),
+                    ]
+                )
+            )
+        }
+    }
+
+    func deadLetter(
+        _ message: KafkaMessage,
+        _ reason: DeadLetterReason,
+        now: Timestamp,
+        counters: inout WorkerStatistics.Counters
+    ) -> KafkaProducerRecord {
+        counters.deadLettersByCode[reason.code, default: 0] += 1
+        logger.notice(
+            "event dead-lettered",
+            metadata: [
+                "code": "\(reason.code)", "topic": "\(message.topic)", "partition": "\(message.partition)",
+                "offset": "\(message.offset)",
+            ]
+        )
+        return DeadLetter.record(for: message, reason: reason, topic: topics.eventsDeadLetter, at: now)
+    }
+
+    static func headers(of message: KafkaMessage) -> [EventDecoder.Header] {
+        message.headers.map { EventDecoder.Header(name: $0.name, value: $0.value.map(Array.init)) }
+    }
+
+    static func decisionRecord(_ decision: Decision, topic: String, decidedAt: Timestamp) -> KafkaProducerRecord {
+        var writer = JSONStreamWriter(capacity: 256)
+        writer.beginObject()
+        writer.member("eventId", decision.key.eventID)
+        writer.member("kind", decision.key.kind)
+        writer.member("recipient", decision.key.recipient)
+        writer.member("reason", decision.label.rawValue)
+        if let dueAt = decision.dueAt { writer.member("dueAt", dueAt.description) }
+        writer.member("decidedAt", decidedAt.description)
+        writer.endObject()
+        return KafkaProducerRecord(
+            topic: topic,
+            key: KafkaBytes(decision.key.recipient),
+            value: KafkaBytes(writer.bytes)
+        )
+    }
+}
+
+extension DeadLetterReason: Error {}
+
+extension WorkerStatistics.Counters {
+    mutating func add(_ other: Self) {
+        eventsByType.merge(other.eventsByType, uniquingKeysWith: +)
+        decisionsByReason.merge(other.decisionsByReason, uniquingKeysWith: +)
+        outboundByProvider.merge(other.outboundByProvider, uniquingKeysWith: +)
+        deadLettersByCode.merge(other.deadLettersByCode, uniquingKeysWith: +)
+        ignoredEvents += other.ignoredEvents
+        directoryChanges += other.directoryChanges
+        skippedDevices += other.skippedDevices
+    }
+}
+
+/// Personal data in logs: user ids appear only as a stable hash, so a person can follow one user
+/// through the logs without the logs holding the id.
+public enum Redact {
+    public static func user(_ userID: String) -> String {
+        "u:" + String(NotificationID.make(eventID: "", kind: "", recipient: userID, device: "").prefix(12))
+    }
+}

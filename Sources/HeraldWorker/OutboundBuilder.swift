@@ -1,0 +1,116 @@
+import HeraldCatalog
+import HeraldEvents
+import HeraldPolicy
+import HeraldProviders
+import HeraldStore
+
+/// Turns a rendered notification into the provider call for one device.
+public enum OutboundBuilder {
+    /// The provider-neutral message for one device. Expiries count from the event's time, or from
+    /// `now` for an event without one (never from the epoch, which would make every provider drop
+    /// it as expired).
+    public static func pushMessage(
+        _ rendered: RenderedNotification,
+        eventID: String,
+        createdAt: Timestamp,
+        recipient: String,
+        token: String
+    ) -> PushMessage {
+        let presentation = rendered.presentation
+        return PushMessage(
+            notificationID: NotificationID.make(
+                eventID: eventID,
+                kind: rendered.kind,
+                recipient: recipient,
+                device: token
+            ),
+            kind: rendered.kind,
+            title: rendered.title,
+            subtitle: rendered.subtitle,
+            body: rendered.body,
+            deepLink: rendered.deepLink?.preferred,
+            data: rendered.data.map { PushMessage.KeyValue($0.key, $0.value) },
+            threadID: presentation.threadID,
+            category: presentation.iosCategory,
+            sound: presentation.sound,
+            interruptionLevel: presentation.interruptionLevel,
+            collapseKey: presentation.collapseKey,
+            androidChannel: presentation.androidChannel,
+            timeToLive: presentation.timeToLive,
+            highPriority: presentation.priority == "high",
+            createdAt: createdAt
+        )
+    }
+
+    /// When a notification of `kind` created at `createdAt` stops being worth sending, if ever.
+    public static func expiry(of kind: NotificationKind, createdAt: Timestamp) -> Timestamp? {
+        kind.presentation.timeToLive.map {
+            Timestamp(epochMilliseconds: createdAt.epochMilliseconds + Int64($0) * 1000)
+        }
+    }
+
+    /// The outbound message for `device`.
+    ///
+    /// - Throws: ``PayloadError`` (`.invalidToken`, `.payloadTooLarge`).
+    public static func outbound(
+        _ rendered: RenderedNotification,
+        eventID: String,
+        createdAt: Timestamp,
+        expiresAt: Timestamp?,
+        recipient: String,
+        device registered: RegisteredDevice,
+        trace: (parent: String?, state: String?) = (nil, nil)
+    ) throws(PayloadError) -> OutboundMessage {
+        let device = Device(
+            token: registered.token,
+            appID: registered.appID,
+            environment: registered.sandbox ? .sandbox : .production
+        )
+        let message = pushMessage(
+            rendered,
+            eventID: eventID,
+            createdAt: createdAt,
+            recipient: recipient,
+            token: registered.token
+        )
+        let request: OutboundMessage.Request
+        switch registered.provider {
+        case .apns:
+            let apns = try APNsPayloadBuilder.build(message, for: device)
+            request = OutboundMessage.Request(
+                path: apns.path,
+                headers: apns.headers.map { OutboundMessage.Header($0.name, $0.value) },
+                body: apns.body
+            )
+        case .fcm:
+            // The sender puts the project in front: /v1/projects/{project}/messages:send.
+            request = OutboundMessage.Request(
+                path: "messages:send",
+                headers: [OutboundMessage.Header("content-type", "application/json; charset=UTF-8")],
+                body: try FCMPayloadBuilder.build(message, for: device)
+            )
+        case .expo:
+            request = OutboundMessage.Request(
+                path: "/--/api/v2/push/send",
+                headers: [OutboundMessage.Header("content-type", "application/json")],
+                body: try ExpoPayloadBuilder.build(message, for: device)
+            )
+        }
+        return OutboundMessage(
+            notificationID: message.notificationID,
+            eventID: eventID,
+            kind: rendered.kind,
+            category: rendered.category,
+            recipient: recipient,
+            provider: registered.provider,
+            app: registered.appID,
+            environment: device.environment,
+            token: registered.token,
+            request: request,
+            createdAt: createdAt,
+            expiresAt: expiresAt,
+            traceParent: trace.parent,
+            traceState: trace.state
+        )
+    }
+}

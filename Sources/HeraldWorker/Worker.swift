@@ -1,0 +1,164 @@
+import HeraldEvents
+import HeraldKafka
+import HeraldPolicy
+import HeraldStore
+import Logging
+import ServiceLifecycle
+
+/// The worker role: consumes the domain topics and `herald.directory`, and produces outbound
+/// provider calls, dead letters and decision records.
+///
+/// Batches are processed one after another in consumption order (so each partition stays in
+/// order), while earlier batches' deliveries are still being acknowledged. A message is marked
+/// done — and its offset becomes committable — only once every record it produced is acknowledged.
+/// `await producer.enqueue` waits while librdkafka's queue is full, and the consumer stops fetching
+/// when its buffer is full: a slow broker slows consumption instead of growing memory.
+///
+/// On graceful shutdown (SIGTERM) the consumer stops fetching; the batch in hand is finished,
+/// deliveries are awaited, offsets committed and the producer flushed.
+public final class Worker: Service, Sendable {
+    public struct Configuration: Sendable {
+        public var consumer: KafkaConsumerConfiguration
+        public var producer: KafkaProducerConfiguration
+        /// How often due deferrals and digests are looked for.
+        public var dueWorkInterval: Duration = .seconds(1)
+        public var dueWorkBatch = 500
+        /// How long claimed due work stays with this worker before another may take it.
+        public var dueWorkLease: Duration = .seconds(60)
+        /// Wait before processing a batch again after the store failed.
+        public var storeRetryDelay: Duration = .seconds(1)
+
+        public init(consumer: KafkaConsumerConfiguration, producer: KafkaProducerConfiguration) {
+            self.consumer = consumer
+            self.producer = producer
+        }
+    }
+
+    let configuration: Configuration
+    let processor: EventProcessor
+    let consumer: KafkaConsumer
+    let producer: KafkaProducer
+    let logger: Logger
+    let readiness: WorkerReadiness
+
+    /// - Throws: ``KafkaError`` `.configuration` for invalid Kafka settings.
+    public init(
+        configuration: Configuration,
+        processor: EventProcessor,
+        readiness: WorkerReadiness = WorkerReadiness(),
+        logger: Logger
+    ) throws(KafkaError) {
+        self.configuration = configuration
+        self.processor = processor
+        self.logger = logger
+        self.readiness = readiness
+        self.consumer = try KafkaConsumer(
+            configuration: configuration.consumer,
+            logger: logger,
+            onAssign: { partitions in readiness.assigned(partitions) },
+            onRevoke: { partitions in readiness.revoked(partitions) }
+        )
+        self.producer = try KafkaProducer(configuration: configuration.producer, logger: logger)
+    }
+
+    public var statistics: WorkerStatistics { processor.statistics }
+
+    public func run() async throws {
+        let producer = producer
+        // The producer must outlive the consumer's last batch: it is shut down by this method,
+        // after the deliveries, not by the graceful-shutdown signal all services receive.
+        let producing = Task.detached { try await producer.run() }
+        defer { producer.triggerShutdown() }
+        try await withTaskCancellationHandler {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask { try await self.consumer.run() }
+                group.addTask { try await self.dueWorkLoop() }
+                try await consume()
+                // The consumer has finished: done work is committed, the group left.
+                group.cancelAll()
+                try await group.waitForAll()
+            }
+        } onCancel: {
+            consumer.triggerShutdown()
+        }
+        producer.triggerShutdown()
+        try await producing.value
+        logger.info("worker stopped")
+    }
+
+    private func consume() async throws {
+        let (consumer, producer, statistics) = (consumer, producer, statistics)
+        try await withThrowingDiscardingTaskGroup { deliveries in
+            for await batch in consumer.messages {
+                let records = try await processWithRetry(batch)
+                let pending = try await producer.enqueue(records)
+                deliveries.addTask {
+                    if let failure = await pending.failures().first {
+                        // Not marked done: the batch is redelivered to whoever takes the partitions.
+                        consumer.triggerShutdown()
+                        throw failure.error
+                    }
+                    consumer.markDone(batch)
+                    let now = WallClock().now().epochMilliseconds
+                    statistics.update { counters in
+                        for message in batch {
+                            if let sent = message.timestampMilliseconds {
+                                counters.latencies.observe(Double(max(now - sent, 0)) / 1000)
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Processes `batch`, waiting and trying again while the store is unreachable: the partition
+    /// waits (and readiness says so) rather than skipping events.
+    private func processWithRetry(_ batch: [KafkaMessage]) async throws -> [KafkaProducerRecord] {
+        while true {
+            do {
+                let records = try await processor.process(batch)
+                readiness.storeAnswered(true)
+                return records
+            } catch {
+                readiness.storeAnswered(false)
+                logger.error("store failed; retrying the batch", metadata: ["error": "\(error)"])
+                try await Task.sleep(for: configuration.storeRetryDelay)
+            }
+        }
+    }
+
+    private func dueWorkLoop() async throws {
+        while !Task.isCancelled {
+            do {
+                let (records, claimed) = try await processor.processDue(
+                    limit: configuration.dueWorkBatch,
+                    lease: configuration.dueWorkLease
+                )
+                if !claimed.isEmpty {
+                    let failures = try await producer.enqueue(records).failures()
+                    // Unacknowledged due work stays claimed until its lease runs out, then comes back.
+                    if failures.isEmpty { try await processor.store.complete(claimed) }
+                    // More may be due right away.
+                    if claimed.count == configuration.dueWorkBatch { continue }
+                }
+            } catch let error as KafkaError where error.code == .closed {
+                return
+            } catch {
+                logger.error("due work failed; trying again", metadata: ["error": "\(error)"])
+            }
+            do {
+                try await Task.sleep(for: configuration.dueWorkInterval)
+            } catch {
+                return
+            }
+        }
+    }
+
+    /// Drops the consumer without committing or leaving the group, as a killed process would.
+    /// For failure tests only.
+    package func simulateCrash() {
+        consumer.simulateCrash()
+        producer.triggerShutdown()
+    }
+}

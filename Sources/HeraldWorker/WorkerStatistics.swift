@@ -1,0 +1,57 @@
+import Synchronization
+
+/// What the worker has done, by label, for `/metrics` and the end-of-run summary. Counters only go
+/// up; one lock per update batch, not per event.
+public final class WorkerStatistics: Sendable {
+    public struct Counters: Sendable {
+        /// Events consumed, by CloudEvents type (`unparsable` when the type could not be read).
+        public var eventsByType: [String: Int] = [:]
+        public var decisionsByReason: [String: Int] = [:]
+        public var outboundByProvider: [String: Int] = [:]
+        public var deadLettersByCode: [String: Int] = [:]
+        /// Events of a type no kind handles, ignored by configuration.
+        public var ignoredEvents = 0
+        public var directoryChanges = 0
+        /// Devices skipped because their token cannot be addressed (not a valid APNs token).
+        public var skippedDevices = 0
+        /// Seconds from an event's Kafka timestamp to its outbound records being acknowledged.
+        public var latencies = LatencyHistogram()
+    }
+
+    private let counters = Mutex(Counters())
+
+    public init() {}
+
+    public func update(_ body: (inout Counters) -> Void) { counters.withLock { body(&$0) } }
+
+    public var snapshot: Counters { counters.withLock { $0 } }
+}
+
+/// A fixed-bucket histogram of seconds (Prometheus style: cumulative on export).
+public struct LatencyHistogram: Sendable {
+    public static let bounds: [Double] = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
+    /// Observations per bucket; the last is everything above the largest bound.
+    public private(set) var buckets = [Int](repeating: 0, count: bounds.count + 1)
+    public private(set) var count = 0
+    public private(set) var sum = 0.0
+
+    public mutating func observe(_ seconds: Double) {
+        var index = 0
+        while index < Self.bounds.count && seconds > Self.bounds[index] { index += 1 }
+        buckets[index] += 1
+        count += 1
+        sum += seconds
+    }
+
+    /// The upper bound of the bucket holding the `fraction` quantile (0.5: the median).
+    public func quantile(_ fraction: Double) -> Double? {
+        guard count > 0 else { return nil }
+        let target = Int((Double(count) * fraction).rounded(.up))
+        var seen = 0
+        for (index, bucket) in buckets.enumerated() {
+            seen += bucket
+            if seen >= max(target, 1) { return index < Self.bounds.count ? Self.bounds[index] : .infinity }
+        }
+        return .infinity
+    }
+}

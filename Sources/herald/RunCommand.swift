@@ -1,0 +1,57 @@
+import ArgumentParser
+import HeraldApp
+import Logging
+
+/// `herald run --role worker --config herald.yaml`.
+struct RunCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "run",
+        abstract: "Run a Herald role until SIGTERM or SIGINT.",
+        discussion: """
+            The configuration file's keys are listed in docs/configuration.md; each can be overridden by an \
+            environment variable (worker.batch_size by HERALD_WORKER_BATCH_SIZE). With \
+            kafka.bootstrap_servers 'embedded' an in-process development cluster is started.
+            """
+    )
+
+    enum Role: String, ExpressibleByArgument, CaseIterable {
+        case worker
+    }
+
+    @Option(help: "The role to run: worker.")
+    var role: Role = .worker
+
+    @Option(help: "The configuration file (YAML). Without it, defaults and HERALD_* variables apply.")
+    var config: String?
+
+    func run() async throws {
+        let configuration: HeraldConfiguration
+        do {
+            configuration = try HeraldConfiguration.load(path: config)
+        } catch {
+            printError("herald: \(error)")
+            throw ExitCode(78)  // EX_CONFIG
+        }
+        let logger = try bootstrapLogging(configuration)
+        do {
+            try await WorkerApp.run(configuration: configuration, logger: logger)
+        } catch let error as ConfigurationError {
+            printError("herald: \(error)")
+            throw ExitCode(78)
+        }
+    }
+
+    func bootstrapLogging(_ configuration: HeraldConfiguration) throws -> Logger {
+        let level = Logger.Level(rawValue: configuration.logLevel) ?? .info
+        let json = configuration.logFormat == "json"
+        LoggingSystem.bootstrap { label in
+            var handler: any LogHandler =
+                json ? JSONLogHandler(label: label) : StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+        var logger = Logger(label: "herald.worker")
+        logger.logLevel = level
+        return logger
+    }
+}

@@ -1,0 +1,289 @@
+import Foundation
+import HeraldEvents
+import HeraldKafka
+import HeraldStore
+import HeraldTestSupport
+import HeraldWorker
+import Testing
+
+/// The example recipients: one per locale, each on another provider.
+let exampleUsers: [(user: String, provider: String, token: String, locale: String, timeZone: String)] = [
+    ("u-en", "apns", "740f4707bebcf74f9b7c25d48e3358945f6aa01da5ddb387462c7eaf61bb78ad", "en", "Europe/Oslo"),
+    ("u-pl", "fcm", "dGVzdC1mY20tcmVnaXN0cmF0aW9uLXRva2Vu:APA91bHPRgkF", "pl", "Europe/Oslo"),
+    ("u-nb", "expo", "ExponentPushToken[nb-xxxxxxxxxxxxxxxxxxxx]", "nb", "Europe/Oslo"),
+]
+
+/// What each example kind must say in each locale, and where it links.
+let expectedTexts: [String: (link: String, en: String, pl: String, nb: String)] = [
+    "order.confirmed": (
+        "https://getdrop.no/orders/ord-7f3a", "of NOK 1,234.50 (3 items) is confirmed",
+        "na kwotę 1234,50 NOK (3 produkty)", "på 1 234,50 kr (3 varer) er bekreftet"
+    ),
+    "order.shipped": (
+        "https://getdrop.no/orders/ord-7f3a/tracking", "Expected Tuesday, November 24, 2026.",
+        "Przewidywana dostawa: wtorek, 24 listopada 2026.", "Forventet levert tirsdag 24. november 2026."
+    ),
+    "payment.received": (
+        "https://getdrop.no/wallet", "Ahmad Karimi sent you NOK 5,000.00.", "Ahmad Karimi przesyła Ci 5000,00 NOK.",
+        "Ahmad Karimi sendte deg 5 000,00 kr."
+    ),
+    "payment.failed": (
+        "https://getdrop.no/payments/pay-91c3", "Your payment of €249.90 failed", "Płatność na kwotę 249,90 €",
+        "Betalingen på 249,90 € feilet"
+    ),
+    "security.login": (
+        "https://getdrop.no/profile/security", "on Nov 21, 2026, 11:15 PM", "(21 lis 2026, 23:15)",
+        "21. nov. 2026, 23:15"
+    ),
+    "message.received": (
+        "https://getdrop.no/chats/chat-55", "Are we still on for dinner?", "Are we still on for dinner?",
+        "Are we still on for dinner?"
+    ),
+    "promo.offer": (
+        "https://getdrop.no/offers/black-friday", "30% off until Dec 1, 2026.", "30% zniżki do 1 gru 2026.",
+        "30 % rabatt frem til 1. des. 2026."
+    ),
+]
+
+/// The example event of `kind`, addressed to `user` alone, with an id of its own.
+func exampleEvent(_ kind: String, for user: String) throws -> KafkaProducerRecord {
+    let path = repositoryRoot.appendingPathComponent("catalog/events/\(kind).json").path
+    let bytes = try #require(FileManager.default.contents(atPath: path))
+    guard case .object(var event) = try JSONParser().parse(Array(bytes)), case .object(var data)? = event["data"] else {
+        throw TestFailure("\(path) is not an event with object data")
+    }
+    for (index, member) in data.members.enumerated() {
+        switch member.key {
+        case "userId": data.members[index].value = .string(user)
+        case "recipientIds", "userIds": data.members[index].value = .array([.string(user)])
+        default: break
+        }
+    }
+    var topic = ""
+    for (index, member) in event.members.enumerated() {
+        switch member.key {
+        case "id": event.members[index].value = .string("\(member.value.stringValue ?? "")-\(user)")
+        case "data": event.members[index].value = .object(data)
+        case "source": topic = domainTopics[member.value.stringValue ?? ""] ?? ""
+        default: break
+        }
+    }
+    return KafkaProducerRecord(
+        topic: topic,
+        key: KafkaBytes(user),
+        value: KafkaBytes(JSONValue.object(event).serialized)
+    )
+}
+
+@Suite("Worker end to end on the embedded broker", .serialized)
+struct WorkerEndToEndTests {
+    @Test(
+        "every example kind in three locales becomes the expected provider call (provider, token, text, deep link)",
+        arguments: StoreKind.allCases
+    )
+    func examplesInThreeLocales(_ kind: StoreKind) async throws {
+        let pipeline = try Pipeline()
+        try await withStore(kind) { store in
+            // Before the events: the last partition's events must not race the directory.
+            let clock = TestClock("2026-11-21T08:00:00Z")
+            let worker = try pipeline.worker(store: store, clock: clock)
+            try await pipeline.withCollector(["herald.outbound", "herald.events.dlq"]) { received in
+                try await withRunningServices([worker]) {
+                    try await pipeline.produce(
+                        exampleUsers.flatMap {
+                            recipientRecords(
+                                $0.user,
+                                provider: $0.provider,
+                                token: $0.token,
+                                locale: $0.locale,
+                                timeZone: $0.timeZone
+                            )
+                        }
+                    )
+                    try await eventually("the directory holds the three users") {
+                        try await store.recipients(exampleUsers.map(\.user)).values.filter { !$0.devices.isEmpty }
+                            .count == 3
+                    }
+                    var events: [KafkaProducerRecord] = []
+                    for kind in expectedTexts.keys.sorted() {
+                        for user in exampleUsers { events.append(try exampleEvent(kind, for: user.user)) }
+                    }
+                    try await pipeline.produce(events)
+                    try await eventually("21 outbound messages") { received.count >= 21 }
+                    // Nothing more arrives: no duplicates, no dead letters.
+                    try await Task.sleep(for: .milliseconds(500))
+                }
+                let messages = received.all
+                #expect(messages.filter { $0.topic == "herald.events.dlq" }.map(\.text) == [])
+                let outbound = messages.compactMap(\.outbound)
+                #expect(outbound.count == 21)
+                for (kindName, expected) in expectedTexts {
+                    for user in exampleUsers {
+                        let found = outbound.filter { $0.kind == kindName && $0.recipient == user.user }
+                        #expect(found.count == 1, "\(kindName) for \(user.user)")
+                        guard let message = found.first else { continue }
+                        // ICU separates amounts, currencies and times with no-break spaces.
+                        let body = String(decoding: message.request.body, as: UTF8.self)
+                            .replacingOccurrences(of: "\u{00A0}", with: " ").replacingOccurrences(
+                                of: "\u{202F}",
+                                with: " "
+                            )
+                        let text = user.locale == "en" ? expected.en : user.locale == "pl" ? expected.pl : expected.nb
+                        #expect(message.provider.rawValue == user.provider)
+                        #expect(message.token == user.token)
+                        #expect(body.contains(text), "\(kindName) in \(user.locale): \(body)")
+                        #expect(body.contains(expected.link), "\(kindName) links to \(expected.link): \(body)")
+                        #expect(message.eventID.hasSuffix("-\(user.user)"))
+                        #expect(message.attempt == 1)
+                        #expect(
+                            message.notificationID
+                                == NotificationIDs.expected(message.eventID, kindName, user.user, user.token)
+                        )
+                    }
+                }
+                // The outbound record is keyed by the recipient.
+                #expect(messages.filter { $0.topic == "herald.outbound" }.allSatisfy { $0.key != nil })
+            }
+        }
+    }
+
+    @Test("each poison class lands in the dead-letter topic with its code, and the partition keeps moving")
+    func poisonEvents() async throws {
+        let pipeline = try Pipeline()
+        let store = try SQLiteStore(path: ":memory:")
+        let clock = TestClock("2026-11-21T08:00:00Z")
+        let worker = try pipeline.worker(store: store, clock: clock)
+        let user = exampleUsers[0]
+        let order = "orders.events"
+        func record(_ value: String, key: String = "k") -> KafkaProducerRecord {
+            KafkaProducerRecord(
+                topic: order,
+                partition: 0,
+                key: KafkaBytes(key),
+                value: KafkaBytes(value),
+                headers: [KafkaHeader("origin", string: "test")]
+            )
+        }
+        let orderData: [(String, JSONValue)] = [
+            ("userId", .string(user.user)), ("orderId", .string("ord-1")),
+            ("total", object([("amount", .number("10")), ("currency", .string("NOK"))])), ("itemCount", .number("1")),
+        ]
+        let poison: [(code: String, record: KafkaProducerRecord)] = [
+            ("event.not_json", record("this is not JSON")),
+            ("event.missing_attribute", record(#"{"specversion":"1.0","type":"order.confirmed","source":"/orders"}"#)),
+            ("event.unknown_type", record(cloudEvent(id: "p3", type: "order.teleported", data: object(orderData)))),
+            (
+                "render.field_type_mismatch",
+                record(
+                    cloudEvent(
+                        id: "p4",
+                        type: "order.confirmed",
+                        data: object(orderData.map { $0.0 == "itemCount" ? ($0.0, .string("three")) : $0 })
+                    )
+                )
+            ),
+            (
+                "render.missing_recipient",
+                record(
+                    cloudEvent(id: "p5", type: "order.confirmed", data: object(orderData.filter { $0.0 != "userId" }))
+                )
+            ),
+            (
+                "render.bad_time_zone",
+                record(
+                    cloudEvent(
+                        id: "p6",
+                        type: "security.login",
+                        data: object([
+                            ("userId", .string("u-mars")), ("deviceName", .string("Pixel")),
+                            ("location", .string("Oslo")),
+                        ])
+                    )
+                )
+            ),
+            (
+                "payload_too_large",
+                record(
+                    cloudEvent(
+                        id: "p7",
+                        type: "message.received",
+                        data: object([
+                            ("recipientIds", .array([.string(user.user)])), ("chatId", .string("chat-1")),
+                            ("senderName", .string(String(repeating: "A", count: 6000))), ("preview", .string("Hi")),
+                        ])
+                    )
+                )
+            ),
+        ]
+        let good = record(cloudEvent(id: "good", type: "order.confirmed", data: object(orderData)), key: user.user)
+
+        try await pipeline.withCollector(["herald.outbound", "herald.events.dlq"]) { received in
+            try await withRunningServices([worker]) {
+                try await pipeline.produce(
+                    recipientRecords(
+                        user.user,
+                        provider: user.provider,
+                        token: user.token,
+                        locale: "en",
+                        timeZone: "Europe/Oslo"
+                    )
+                        + recipientRecords(
+                            "u-mars",
+                            provider: "fcm",
+                            token: "mars-token",
+                            locale: "en",
+                            timeZone: "Mars/Olympus_Mons"
+                        )
+                )
+                try await eventually("the directory holds both users") {
+                    try await store.recipients([user.user, "u-mars"]).count == 2
+                }
+                try await pipeline.produce(poison.map(\.record) + [good])
+                try await eventually("every poison event dead-lettered and the good one sent") {
+                    received.count >= poison.count + 1
+                }
+            }
+            let letters = received.all.filter { $0.topic == "herald.events.dlq" }
+            #expect(letters.map { $0.headerText(HeraldHeader.errorCode) ?? "" } == poison.map(\.code))
+            for (letter, original) in zip(letters, poison) {
+                #expect(letter.text == String(decoding: Array(original.record.value!), as: UTF8.self))
+                #expect(letter.key.map { Array($0) } == Array("k".utf8))
+                #expect(letter.headerText("origin") == "test", "the original headers are kept")
+                #expect(letter.headerText(HeraldHeader.originalTopic) == order)
+                #expect(letter.headerText(HeraldHeader.originalPartition) == "0")
+                #expect(letter.headerText(HeraldHeader.originalOffset) != nil)
+                #expect(letter.headerText(HeraldHeader.originalTimestamp) != nil)
+                #expect(letter.headerText(HeraldHeader.version) == DeadLetter.heraldVersion)
+                #expect(!(letter.headerText(HeraldHeader.errorMessage) ?? "").isEmpty)
+            }
+            let offsets = letters.compactMap { $0.headerText(HeraldHeader.originalOffset).flatMap { Int64($0) } }
+            #expect(offsets == offsets.sorted(), "dead letters keep the partition's order")
+            let sent = received.all.compactMap(\.outbound)
+            #expect(sent.map(\.eventID) == ["good"], "the event after the poison ones is handled")
+        }
+        let statistics = worker.statistics.snapshot
+        #expect(statistics.deadLettersByCode.values.reduce(0, +) == poison.count)
+    }
+}
+
+/// Notification ids computed independently of the worker: FNV-1a over the unit-separated parts.
+enum NotificationIDs {
+    static func expected(_ eventID: String, _ kind: String, _ recipient: String, _ token: String) -> String {
+        let key = Array([eventID, kind, recipient, token].joined(separator: "\u{1F}").utf8)
+        func fnv(_ seed: UInt64) -> UInt64 {
+            var hash = seed
+            for byte in key {
+                hash ^= UInt64(byte)
+                hash = hash &* 0x100_0000_01b3
+            }
+            return hash
+        }
+        let high = fnv(0xcbf2_9ce4_8422_2325)
+        let low = fnv(high ^ 0x9E37_79B9_7F4A_7C15)
+        func hex(_ value: UInt64) -> String {
+            let digits = String(value, radix: 16, uppercase: true)
+            return String(repeating: "0", count: 16 - digits.count) + digits
+        }
+        return hex(high) + hex(low)
+    }
+}

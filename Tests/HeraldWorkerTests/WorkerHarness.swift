@@ -1,0 +1,216 @@
+import Foundation
+import HeraldApp
+import HeraldCatalog
+import HeraldEvents
+import HeraldKafka
+import HeraldPolicy
+import HeraldStore
+import HeraldTestSupport
+import HeraldWorker
+import Synchronization
+import Testing
+
+let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+    .deletingLastPathComponent()
+
+let exampleCatalog: Catalog = {
+    do {
+        return try CatalogLoader.load(directory: repositoryRoot.appendingPathComponent("catalog").path).catalog
+    } catch {
+        fatalError("the example catalog does not load: \(error)")
+    }
+}()
+
+/// A clock the test sets.
+final class TestClock: HeraldClock {
+    private let time: Mutex<Timestamp>
+
+    init(_ text: String) { time = Mutex(Timestamp(rfc3339: text)!) }
+
+    func now() -> Timestamp { time.withLock { $0 } }
+
+    func set(_ text: String) { time.withLock { $0 = Timestamp(rfc3339: text)! } }
+}
+
+enum StoreKind: String, CaseIterable, CustomTestStringConvertible {
+    case sqlite, postgres
+    var testDescription: String { rawValue }
+}
+
+func withStore<R: Sendable>(_ kind: StoreKind, _ body: (any StateStore) async throws -> R) async throws -> R {
+    switch kind {
+    case .sqlite: try await body(try SQLiteStore(path: ":memory:"))
+    case .postgres: try await withPostgresStore { try await body($0) }
+    }
+}
+
+/// The example domain topics, by the example events' `source`.
+let domainTopics = [
+    "/orders": "orders.events", "/payments": "payments.events", "/identity": "security.events",
+    "/chat": "messages.events", "/marketing": "marketing.events",
+]
+
+/// An embedded cluster with Herald's topics, and helpers to feed it and read what comes out.
+struct Pipeline {
+    let environment: KafkaTestEnvironment
+
+    init() throws {
+        var topics = Dictionary(uniqueKeysWithValues: domainTopics.values.map { ($0, 3) })
+        topics["herald.directory"] = 3
+        topics["herald.outbound"] = 3
+        topics["herald.events.dlq"] = 1
+        topics["herald.decisions"] = 1
+        environment = try KafkaTestEnvironment(topics: topics)
+    }
+
+    func worker(
+        store: any StateStore,
+        clock: any HeraldClock,
+        group: String = "herald-worker",
+        batchSize: Int = 100,
+        settings: (inout HeraldConfiguration) -> Void = { _ in }
+    ) throws -> Worker {
+        var configuration = HeraldConfiguration()
+        configuration.worker.domainTopics = domainTopics.values.sorted()
+        configuration.worker.batchSize = batchSize
+        settings(&configuration)
+        return try WorkerApp.makeWorker(
+            configuration: configuration,
+            bootstrapServers: [environment.cluster.bootstrapServers],
+            catalog: exampleCatalog,
+            store: store,
+            clock: clock,
+            logger: environment.logger
+        ) { worker in
+            var consumer = environment.consumerConfiguration(group: group, topics: worker.consumer.topics)
+            consumer.maxBatchSize = worker.consumer.maxBatchSize
+            consumer.fetchMaxWait = .milliseconds(50)
+            worker.consumer = consumer
+            worker.producer = environment.producerConfiguration()
+            worker.dueWorkInterval = .milliseconds(100)
+        }
+    }
+
+    func produce(_ records: [KafkaProducerRecord]) async throws {
+        let producer = try environment.makeProducer()
+        try await withRunningServices([producer]) {
+            for result in try await producer.send(records) { _ = try result.get() }
+        }
+    }
+
+    /// Runs `body` while a consumer of its own group reads `topics` from the beginning.
+    func withCollector<R: Sendable>(
+        _ topics: [String],
+        _ body: (ReceivedMessages) async throws -> R
+    ) async throws -> R {
+        let consumer = try environment.makeConsumer(group: "collector-\(UUID().uuidString)", topics: topics)
+        let received = ReceivedMessages()
+        return try await withRunningServices([consumer]) {
+            let reading = Task {
+                for await batch in consumer.messages {
+                    received.append(batch)
+                    consumer.markDone(batch)
+                }
+            }
+            defer { reading.cancel() }
+            return try await body(received)
+        }
+    }
+}
+
+/// Waits until `condition` holds, checking every 50 ms.
+func eventually(
+    within limit: Duration = .seconds(30),
+    _ what: String,
+    _ condition: () async throws -> Bool
+) async throws {
+    let deadline = ContinuousClock.now + limit
+    while ContinuousClock.now < deadline {
+        if try await condition() { return }
+        try await Task.sleep(for: .milliseconds(50))
+    }
+    throw TestFailure("timed out after \(limit) waiting until \(what)")
+}
+
+/// A CloudEvent as JSON bytes.
+func cloudEvent(
+    id: String,
+    type: String,
+    source: String = "/tests",
+    time: String = "2026-11-21T12:00:00Z",
+    data: JSONValue
+) -> String {
+    JSONValue.object(
+        JSONObject([
+            ("specversion", .string("1.0")), ("id", .string(id)), ("source", .string(source)), ("type", .string(type)),
+            ("time", .string(time)), ("datacontenttype", .string("application/json")), ("data", data),
+        ])
+    ).serialized
+}
+
+func object(_ members: [(String, JSONValue)]) -> JSONValue { .object(JSONObject(members)) }
+
+/// A directory record for `herald.directory`, keyed by the user.
+func directoryRecord(_ user: String, _ id: String, _ type: String, _ data: [(String, JSONValue)]) -> KafkaProducerRecord
+{
+    KafkaProducerRecord(
+        topic: "herald.directory",
+        key: KafkaBytes(user),
+        value: KafkaBytes(
+            cloudEvent(
+                id: id,
+                type: type,
+                source: "/accounts",
+                time: "2026-11-01T09:00:00Z",
+                data: object([("userId", .string(user))] + data)
+            )
+        )
+    )
+}
+
+/// One user with one device, a profile, and marketing opted in.
+func recipientRecords(
+    _ user: String,
+    provider: String,
+    token: String,
+    locale: String,
+    timeZone: String
+) -> [KafkaProducerRecord] {
+    [
+        directoryRecord(
+            user,
+            "\(user)-device",
+            "device.registered",
+            [
+                ("deviceId", .string("device-1")), ("platform", .string(provider == "apns" ? "ios" : "android")),
+                ("provider", .string(provider)), ("token", .string(token)), ("appId", .string("no.getdrop.app")),
+                ("environment", .string("production")), ("locale", .string(locale)),
+            ]
+        ),
+        directoryRecord(
+            user,
+            "\(user)-profile",
+            "user.profile.updated",
+            [("locale", .string(locale)), ("timeZone", .string(timeZone))]
+        ),
+        directoryRecord(
+            user,
+            "\(user)-preferences",
+            "user.preferences.updated",
+            [("categories", object([("marketing", .bool(true))]))]
+        ),
+    ]
+}
+
+extension KafkaMessage {
+    var text: String { value.map { String(decoding: Array($0), as: UTF8.self) } ?? "" }
+
+    func headerText(_ name: String) -> String? { header(name).map { String(decoding: Array($0), as: UTF8.self) } }
+
+    var outbound: OutboundMessage? { value.flatMap { try? OutboundMessage(decoding: Array($0)) } }
+}
+
+struct TestFailure: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}
