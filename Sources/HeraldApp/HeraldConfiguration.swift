@@ -174,7 +174,9 @@ public struct HeraldConfiguration: Sendable {
             }
         }
         for key in Self.keys {
-            guard let value = try text(key) ?? list(key)?.joined(separator: ",") else { continue }
+            let found: String?
+            if case .list = key.kind { found = list(key)?.joined(separator: ",") } else { found = try text(key) }
+            guard let value = found else { continue }
             switch key.kind {
             case .integer:
                 guard let number = Int(value), number >= 0 else {

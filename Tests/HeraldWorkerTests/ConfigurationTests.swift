@@ -1,0 +1,97 @@
+import Foundation
+import HeraldApp
+import HeraldWorker
+import Testing
+
+@Suite("herald.yaml")
+struct ConfigurationTests {
+    func file(_ text: String) throws -> String {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("herald-\(UUID().uuidString).yaml").path
+        try text.write(toFile: path, atomically: true, encoding: .utf8)
+        return path
+    }
+
+    @Test("a file's values are read, and HERALD_* variables override them")
+    func fileAndEnvironment() throws {
+        let path = try file(
+            """
+            kafka:
+              bootstrap_servers: [kafka-1:9092, kafka-2:9092]
+            worker:
+              topics: [orders.events]
+              batch_size: 250
+              unknown_event_types: ignore
+              due_work_interval: 500ms
+            store:
+              url: sqlite:/var/lib/herald/state.sqlite
+            """
+        )
+        let configuration = try HeraldConfiguration.load(
+            path: path,
+            environment: ["HERALD_WORKER_BATCH_SIZE": "400", "HERALD_WORKER_TOPICS": "a.events, b.events"]
+        )
+        #expect(configuration.kafka.bootstrapServers == ["kafka-1:9092", "kafka-2:9092"])
+        #expect(configuration.worker.batchSize == 400)
+        #expect(configuration.worker.domainTopics == ["a.events", "b.events"])
+        #expect(configuration.worker.unknownEventTypes == .ignore)
+        #expect(configuration.worker.dueWorkInterval == .milliseconds(500))
+        #expect(configuration.store == "sqlite:/var/lib/herald/state.sqlite")
+        #expect(configuration.worker.topics.outbound == "herald.outbound", "unset keys keep their defaults")
+    }
+
+    @Test("errors name the file or variable and the key", arguments: [
+        ("worker:\n  batch_size: many\n", [:], "worker.batch_size: expected a non-negative integer, got 'many'"),
+        ("worker:\n  batchsize: 10\n", [:], "unknown key 'worker.batchsize'"),
+        ("worker:\n  unknown_event_types: explode\n", [:], "worker.unknown_event_types: expected one of dead_letter, ignore"),
+        ("", ["HERALD_WORKER_DUE_WORK_INTERVAL": "soon"], "HERALD_WORKER_DUE_WORK_INTERVAL: expected a duration"),
+        ("worker: [1, 2\n", [:], "not valid YAML"),
+    ] as [(String, [String: String], String)])
+    func errorsNameTheKey(_ text: String, _ environment: [String: String], _ expected: String) throws {
+        let path = try file(text)
+        do {
+            _ = try HeraldConfiguration.load(path: path, environment: environment)
+            Issue.record("accepted: \(text)")
+        } catch {
+            #expect("\(error)".contains(expected), "\(error)")
+        }
+    }
+
+    @Test("secrets are read from files or variables and never appear in errors")
+    func secrets() throws {
+        let secret = "s3cr3t-password-value"
+        let passwordFile = try file(secret + "\n")
+        let configuration = try HeraldConfiguration.load(
+            path: try file(
+                """
+                kafka:
+                  security_protocol: sasl_ssl
+                  sasl_mechanism: SCRAM-SHA-512
+                  sasl_username: herald
+                  sasl_password_file: \(passwordFile)
+                """
+            ),
+            environment: [:]
+        )
+        #expect(configuration.kafka.saslPassword == secret)
+
+        // A bad store URL's error does not repeat the URL (it holds a password).
+        let url = "postgres://herald:\(secret)@db:notaport/herald"
+        do {
+            _ = try StoreLocation(url)
+            Issue.record("accepted a port that is not a number")
+        } catch {
+            #expect(!"\(error)".contains(secret))
+        }
+        // Nor does a YAML syntax error quote the document.
+        do {
+            _ = try HeraldConfiguration.load(path: try file("kafka:\n  sasl_password: \"\(secret)\n"), environment: [:])
+            Issue.record("accepted unterminated YAML")
+        } catch {
+            #expect(!"\(error)".contains(secret), "\(error)")
+        }
+        // A SASL protocol without a password is refused before connecting.
+        #expect(throws: ConfigurationError.self) {
+            try HeraldConfiguration.load(path: nil, environment: ["HERALD_KAFKA_SECURITY_PROTOCOL": "sasl_ssl"])
+        }
+    }
+}

@@ -1,0 +1,185 @@
+import Foundation
+import HeraldEvents
+import HeraldKafka
+import HeraldPolicy
+import HeraldStore
+import HeraldWorker
+import Logging
+import Testing
+
+/// The worker's processing step without Kafka: messages in, records out.
+@Suite("Event processing")
+struct EventProcessorTests {
+    let store: SQLiteStore
+    let clock = TestClock("2026-11-21T12:00:00Z")
+    let statistics = WorkerStatistics()
+
+    init() throws {
+        store = try SQLiteStore(path: ":memory:")
+    }
+
+    func processor(_ configure: (inout WorkerTopics) -> Void = { _ in }, unknown: UnknownEventTypes = .deadLetter)
+        -> EventProcessor
+    {
+        var topics = WorkerTopics()
+        configure(&topics)
+        return EventProcessor(
+            catalog: exampleCatalog,
+            policy: .defaults,
+            store: store,
+            clock: clock,
+            topics: topics,
+            unknownEventTypes: unknown,
+            statistics: statistics,
+            logger: Logger(label: "test")
+        )
+    }
+
+    var offset: Int64 = 0
+
+    mutating func message(_ value: String, topic: String = "messages.events") -> KafkaMessage {
+        offset += 1
+        return KafkaMessage(
+            topic: topic,
+            partition: 0,
+            offset: offset,
+            timestampMilliseconds: clock.now().epochMilliseconds,
+            key: nil,
+            value: KafkaBytes(value)
+        )
+    }
+
+    mutating func chat(_ id: String, from sender: String = "Ana", at time: String = "2026-11-21T12:00:00Z") -> KafkaMessage {
+        message(
+            cloudEvent(
+                id: id,
+                type: "message.received",
+                source: "/chat",
+                time: time,
+                data: object([
+                    ("recipientIds", .array([.string("u-en")])), ("chatId", .string("chat-1")),
+                    ("senderName", .string(sender)), ("preview", .string("Hello \(id)")),
+                ])
+            )
+        )
+    }
+
+    func register(quietHours: Bool = false) async throws {
+        var changes: [DirectoryEvent] = [
+            .deviceRegistered(
+                DeviceRegistration(
+                    userID: "u-en",
+                    deviceID: "phone",
+                    platform: "ios",
+                    provider: .apns,
+                    token: exampleUsers[0].token,
+                    appID: "no.getdrop.app",
+                    sandbox: false,
+                    locale: "en",
+                    at: Timestamp(rfc3339: "2026-11-01T00:00:00Z")!
+                )
+            ),
+            .profileUpdated(userID: "u-en", locale: "en", timeZone: "Europe/Oslo", at: Timestamp(rfc3339: "2026-11-01T00:00:00Z")!),
+        ]
+        if quietHours {
+            changes.append(
+                .preferencesUpdated(
+                    userID: "u-en",
+                    preferences: Preferences(quietHours: QuietHours(start: "22:00", end: "07:00", timeZone: "Europe/Oslo")),
+                    at: Timestamp(rfc3339: "2026-11-01T00:00:00Z")!
+                )
+            )
+        }
+        try await store.apply(changes)
+    }
+
+    @Test("a redelivered batch yields the same records, with the same notification ids, and counts once")
+    mutating func redelivery() async throws {
+        try await register()
+        let processor = processor { $0.decisions = "herald.decisions" }
+        let batch = [chat("m1"), chat("m2"), chat("m3")]
+        let first = try await processor.process(batch)
+        let again = try await processor.process(batch)
+        let outbound = first.filter { $0.topic == "herald.outbound" }
+        #expect(outbound.count == 3)
+        #expect(outbound.map(\.value) == again.filter { $0.topic == "herald.outbound" }.map(\.value))
+        let decisions = again.filter { $0.topic == "herald.decisions" }.map { String(decoding: Array($0.value!), as: UTF8.self) }
+        #expect(decisions.count == 3)
+        #expect(decisions.allSatisfy { $0.contains(#""reason":"duplicate""#) }, "\(decisions)")
+        #expect(statistics.snapshot.decisionsByReason == ["sent": 3, "duplicate": 3])
+        // Counted once: 97 more fit in the hour's limit of 100; the 98th is digested.
+        var more: [KafkaMessage] = []
+        for number in 4...101 { more.append(chat("m\(number)")) }
+        let records = try await processor.process(more)
+        #expect(records.filter { $0.topic == "herald.outbound" }.count == 97)
+        #expect(statistics.snapshot.decisionsByReason["throttled.digested"] == 1)
+    }
+
+    @Test("events of a type no kind handles are ignored, and counted, when so configured")
+    mutating func unknownTypesIgnored() async throws {
+        let processor = processor(unknown: .ignore)
+        let records = try await processor.process([
+            message(cloudEvent(id: "x", type: "order.teleported", data: object([])))
+        ])
+        #expect(records.isEmpty)
+        #expect(statistics.snapshot.ignoredEvents == 1)
+        #expect(statistics.snapshot.eventsByType == ["order.teleported": 1])
+    }
+
+    @Test("a notification deferred by quiet hours is sent when they end, with the id it would have had")
+    mutating func deferral() async throws {
+        try await register(quietHours: true)
+        let processor = processor()
+        clock.set("2026-11-21T22:30:00Z")  // 23:30 in Oslo
+        let order = message(
+            cloudEvent(
+                id: "late-order",
+                type: "order.confirmed",
+                source: "/orders",
+                time: "2026-11-21T22:30:00Z",
+                data: object([
+                    ("userId", .string("u-en")), ("orderId", .string("ord-9")),
+                    ("total", object([("amount", .number("10")), ("currency", .string("NOK"))])),
+                    ("itemCount", .number("1")),
+                ])
+            ),
+            topic: "orders.events"
+        )
+        #expect(try await processor.process([order]).isEmpty)
+        #expect(statistics.snapshot.decisionsByReason == ["deferred.quiet_hours": 1])
+        #expect(try await processor.processDue(limit: 10, lease: .seconds(60)).claimed.isEmpty, "not due yet")
+
+        clock.set("2026-11-22T06:00:00Z")  // 07:00 in Oslo
+        let (records, claimed) = try await processor.processDue(limit: 10, lease: .seconds(60))
+        #expect(claimed.count == 1)
+        let sent = records.compactMap { try? OutboundMessage(decoding: Array($0.value!)) }
+        #expect(sent.map(\.eventID) == ["late-order"])
+        #expect(
+            sent.first?.notificationID
+                == NotificationIDs.expected("late-order", "order.confirmed", "u-en", exampleUsers[0].token)
+        )
+        try await store.complete(claimed)
+        #expect(try await processor.processDue(limit: 10, lease: .seconds(60)).claimed.isEmpty, "sent once")
+    }
+
+    @Test("over the messages limit, the rest of the hour becomes one digest: \"3 new messages from Cleo and 1 other\"")
+    mutating func digest() async throws {
+        try await register()
+        let processor = processor()
+        var batch: [KafkaMessage] = []
+        for number in 1...100 { batch.append(chat("m\(number)")) }
+        batch += [chat("d1", from: "Ben"), chat("d2", from: "Ben"), chat("d3", from: "Cleo")]
+        let records = try await processor.process(batch)
+        #expect(records.count == 100)
+        #expect(statistics.snapshot.decisionsByReason == ["sent": 100, "throttled.digested": 3])
+
+        clock.set("2026-11-21T13:00:00Z")
+        let (due, claimed) = try await processor.processDue(limit: 10, lease: .seconds(60))
+        #expect(claimed.count == 1)
+        let digests = due.compactMap { try? OutboundMessage(decoding: Array($0.value!)) }
+        #expect(digests.count == 1)
+        let body = String(decoding: digests.first?.request.body ?? [], as: UTF8.self)
+        #expect(body.contains("3 new messages from Cleo and 1 other"), "\(body)")
+        #expect(digests.first?.eventID.hasPrefix("digest:") == true)
+    }
+}
