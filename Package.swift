@@ -111,7 +111,7 @@ let package = Package(
         ),
         .testTarget(
             name: "HeraldWorkerTests",
-            dependencies: ["HeraldWorker", "HeraldApp", "HeraldTestSupport"]
+            dependencies: ["HeraldWorker", "HeraldApp", "HeraldTestSupport", "herald"]
         ),
         .testTarget(
             name: "HeraldCLITests",

@@ -26,6 +26,8 @@ public struct HeraldConfiguration: Sendable {
         public var saslUsername = ""
         /// Read from `sasl_password_file` or `HERALD_KAFKA_SASL_PASSWORD`.
         public var saslPassword: String?
+        /// How long the group waits for a silent worker before giving its partitions to others.
+        public var sessionTimeout: Duration = .seconds(45)
     }
 
     public struct Worker: Sendable {
@@ -65,6 +67,7 @@ public struct HeraldConfiguration: Sendable {
         Key(path: "kafka.sasl_username", kind: .string),
         Key(path: "kafka.sasl_password_file", kind: .string),
         Key(path: "kafka.sasl_password", kind: .string, secret: true),
+        Key(path: "kafka.session_timeout", kind: .duration),
         Key(path: "worker.group_id", kind: .string),
         Key(path: "worker.topics", kind: .list),
         Key(path: "worker.directory_topic", kind: .string),
@@ -230,6 +233,7 @@ public struct HeraldConfiguration: Sendable {
             )
         }
 
+        kafka.sessionTimeout = try duration("kafka.session_timeout") ?? kafka.sessionTimeout
         worker.groupID = try string("worker.group_id") ?? worker.groupID
         if let topics = list(key("worker.topics")) { worker.domainTopics = topics }
         worker.topics.directory = try string("worker.directory_topic") ?? worker.topics.directory

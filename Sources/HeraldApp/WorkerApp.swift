@@ -86,6 +86,7 @@ public enum WorkerApp {
             topics: worker.domainTopics + [worker.topics.directory]
         )
         consumer.client = clientOptions(configuration.kafka, bootstrapServers: bootstrapServers)
+        consumer.sessionTimeout = configuration.kafka.sessionTimeout
         consumer.maxBatchSize = worker.batchSize
         consumer.maxBufferedMessages = max(10 * worker.batchSize, 10_000)
         var producer = KafkaProducerConfiguration()

@@ -39,7 +39,7 @@ public final class Worker: Service, Sendable {
     let consumer: KafkaConsumer
     let producer: KafkaProducer
     let logger: Logger
-    let readiness: WorkerReadiness
+    public let readiness: WorkerReadiness
 
     /// - Throws: ``KafkaError`` `.configuration` for invalid Kafka settings.
     public init(

@@ -6,7 +6,8 @@ import Testing
 @Suite("herald.yaml")
 struct ConfigurationTests {
     func file(_ text: String) throws -> String {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("herald-\(UUID().uuidString).yaml").path
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("herald-\(UUID().uuidString).yaml")
+            .path
         try text.write(toFile: path, atomically: true, encoding: .utf8)
         return path
     }
@@ -39,13 +40,19 @@ struct ConfigurationTests {
         #expect(configuration.worker.topics.outbound == "herald.outbound", "unset keys keep their defaults")
     }
 
-    @Test("errors name the file or variable and the key", arguments: [
-        ("worker:\n  batch_size: many\n", [:], "worker.batch_size: expected a non-negative integer, got 'many'"),
-        ("worker:\n  batchsize: 10\n", [:], "unknown key 'worker.batchsize'"),
-        ("worker:\n  unknown_event_types: explode\n", [:], "worker.unknown_event_types: expected one of dead_letter, ignore"),
-        ("", ["HERALD_WORKER_DUE_WORK_INTERVAL": "soon"], "HERALD_WORKER_DUE_WORK_INTERVAL: expected a duration"),
-        ("worker: [1, 2\n", [:], "not valid YAML"),
-    ] as [(String, [String: String], String)])
+    @Test(
+        "errors name the file or variable and the key",
+        arguments: [
+            ("worker:\n  batch_size: many\n", [:], "worker.batch_size: expected a non-negative integer, got 'many'"),
+            ("worker:\n  batchsize: 10\n", [:], "unknown key 'worker.batchsize'"),
+            (
+                "worker:\n  unknown_event_types: explode\n", [:],
+                "worker.unknown_event_types: expected one of dead_letter, ignore"
+            ),
+            ("", ["HERALD_WORKER_DUE_WORK_INTERVAL": "soon"], "HERALD_WORKER_DUE_WORK_INTERVAL: expected a duration"),
+            ("worker: [1, 2\n", [:], "not valid YAML"),
+        ] as [(String, [String: String], String)]
+    )
     func errorsNameTheKey(_ text: String, _ environment: [String: String], _ expected: String) throws {
         let path = try file(text)
         do {

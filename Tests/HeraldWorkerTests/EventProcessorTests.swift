@@ -18,7 +18,10 @@ struct EventProcessorTests {
         store = try SQLiteStore(path: ":memory:")
     }
 
-    func processor(_ configure: (inout WorkerTopics) -> Void = { _ in }, unknown: UnknownEventTypes = .deadLetter)
+    func processor(
+        _ configure: (inout WorkerTopics) -> Void = { _ in },
+        unknown: UnknownEventTypes = .deadLetter
+    )
         -> EventProcessor
     {
         var topics = WorkerTopics()
@@ -49,7 +52,11 @@ struct EventProcessorTests {
         )
     }
 
-    mutating func chat(_ id: String, from sender: String = "Ana", at time: String = "2026-11-21T12:00:00Z") -> KafkaMessage {
+    mutating func chat(
+        _ id: String,
+        from sender: String = "Ana",
+        at time: String = "2026-11-21T12:00:00Z"
+    ) -> KafkaMessage {
         message(
             cloudEvent(
                 id: id,
@@ -79,13 +86,20 @@ struct EventProcessorTests {
                     at: Timestamp(rfc3339: "2026-11-01T00:00:00Z")!
                 )
             ),
-            .profileUpdated(userID: "u-en", locale: "en", timeZone: "Europe/Oslo", at: Timestamp(rfc3339: "2026-11-01T00:00:00Z")!),
+            .profileUpdated(
+                userID: "u-en",
+                locale: "en",
+                timeZone: "Europe/Oslo",
+                at: Timestamp(rfc3339: "2026-11-01T00:00:00Z")!
+            ),
         ]
         if quietHours {
             changes.append(
                 .preferencesUpdated(
                     userID: "u-en",
-                    preferences: Preferences(quietHours: QuietHours(start: "22:00", end: "07:00", timeZone: "Europe/Oslo")),
+                    preferences: Preferences(
+                        quietHours: QuietHours(start: "22:00", end: "07:00", timeZone: "Europe/Oslo")
+                    ),
                     at: Timestamp(rfc3339: "2026-11-01T00:00:00Z")!
                 )
             )
@@ -103,7 +117,9 @@ struct EventProcessorTests {
         let outbound = first.filter { $0.topic == "herald.outbound" }
         #expect(outbound.count == 3)
         #expect(outbound.map(\.value) == again.filter { $0.topic == "herald.outbound" }.map(\.value))
-        let decisions = again.filter { $0.topic == "herald.decisions" }.map { String(decoding: Array($0.value!), as: UTF8.self) }
+        let decisions = again.filter { $0.topic == "herald.decisions" }.map {
+            String(decoding: Array($0.value!), as: UTF8.self)
+        }
         #expect(decisions.count == 3)
         #expect(decisions.allSatisfy { $0.contains(#""reason":"duplicate""#) }, "\(decisions)")
         #expect(statistics.snapshot.decisionsByReason == ["sent": 3, "duplicate": 3])

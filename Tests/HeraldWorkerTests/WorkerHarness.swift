@@ -91,10 +91,12 @@ struct Pipeline {
         }
     }
 
-    func produce(_ records: [KafkaProducerRecord]) async throws {
+    /// Produces `records` and returns where each landed.
+    @discardableResult
+    func produce(_ records: [KafkaProducerRecord]) async throws -> [KafkaDeliveryReport] {
         let producer = try environment.makeProducer()
-        try await withRunningServices([producer]) {
-            for result in try await producer.send(records) { _ = try result.get() }
+        return try await withRunningServices([producer]) {
+            try await producer.send(records).map { try $0.get() }
         }
     }
 

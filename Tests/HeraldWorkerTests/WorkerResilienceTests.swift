@@ -1,0 +1,116 @@
+import Foundation
+import HeraldEvents
+import HeraldKafka
+import HeraldStore
+import HeraldTestSupport
+import HeraldWorker
+import Testing
+
+/// `count` order events for the example users, spread over the orders topic's partitions.
+func orderEvents(_ range: Range<Int>) -> [KafkaProducerRecord] {
+    range.map { number in
+        let user = exampleUsers[number % exampleUsers.count]
+        return KafkaProducerRecord(
+            topic: "orders.events",
+            key: KafkaBytes("order-\(number)"),
+            value: KafkaBytes(
+                cloudEvent(
+                    id: "order-\(number)",
+                    type: "order.confirmed",
+                    source: "/orders",
+                    data: object([
+                        ("userId", .string(user.user)), ("orderId", .string("ord-\(number)")),
+                        ("total", object([("amount", .number("99.5")), ("currency", .string("NOK"))])),
+                        ("itemCount", .number("2")),
+                    ])
+                )
+            )
+        )
+    }
+}
+
+func registerExampleUsers(_ pipeline: Pipeline, _ store: any StateStore) async throws {
+    try await pipeline.produce(
+        exampleUsers.flatMap {
+            recipientRecords($0.user, provider: $0.provider, token: $0.token, locale: $0.locale, timeZone: $0.timeZone)
+        }
+    )
+}
+
+/// Checks that every event in `expected` has exactly one notification id and that its copies are
+/// identical; returns the event ids seen.
+func checkOutbound(_ messages: [KafkaMessage], expected: Int) -> Set<String> {
+    var byEvent: [String: [OutboundMessage]] = [:]
+    for message in messages.compactMap(\.outbound) { byEvent[message.eventID, default: []].append(message) }
+    for (event, copies) in byEvent where copies.count > 1 {
+        #expect(Set(copies.map(\.notificationID)).count == 1, "duplicates of \(event) carry one notification id")
+        #expect(Set(copies.map(\.request.body)).count == 1, "duplicates of \(event) are identical")
+    }
+    #expect(byEvent.count == expected)
+    return Set(byEvent.keys)
+}
+
+@Suite("Worker failures and rebalances", .serialized)
+struct WorkerResilienceTests {
+    @Test("a worker killed mid-batch and a new one started: every outbound message exists, duplicates are identical")
+    func killAndRestart() async throws {
+        let pipeline = try Pipeline()
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("herald-\(UUID().uuidString).sqlite")
+            .path
+        defer { for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) } }
+        let clock = TestClock("2026-11-21T08:00:00Z")
+        let total = 5000
+        try await pipeline.withCollector(["herald.outbound"]) { received in
+            let first = try pipeline.worker(store: try SQLiteStore(path: path), clock: clock, batchSize: 20)
+            let running = Task { try await first.run() }
+            try await registerExampleUsers(pipeline, try SQLiteStore(path: path))
+            try await eventually("the directory is loaded") {
+                try await SQLiteStore(path: path).recipients(exampleUsers.map(\.user)).count == 3
+            }
+            try await pipeline.produce(orderEvents(0..<total))
+            try await eventually("the first worker is part way") { received.count >= 200 }
+            first.simulateCrash()
+            _ = try? await running.value
+            let before = Set(received.all.compactMap(\.outbound).map(\.eventID)).count
+            #expect(before < total, "the crash happened mid-stream (\(before) of \(total) done)")
+
+            // A new process: a new store connection to the same file, the same group.
+            let second = try pipeline.worker(store: try SQLiteStore(path: path), clock: clock, batchSize: 20)
+            try await withRunningServices([second]) {
+                try await eventually(within: .seconds(60), "every event's outbound message") {
+                    Set(received.all.compactMap(\.outbound).map(\.eventID)).count >= total
+                }
+            }
+            _ = checkOutbound(received.all, expected: total)
+        }
+    }
+
+    @Test("two workers share the topics; when one leaves, the other takes over and no event is lost")
+    func oneOfTwoLeaves() async throws {
+        let pipeline = try Pipeline()
+        try await withPostgresStore { store in
+            let clock = TestClock("2026-11-21T08:00:00Z")
+            try await pipeline.withCollector(["herald.outbound"]) { received in
+                let staying = try pipeline.worker(store: store, clock: clock, batchSize: 20)
+                let leaving = try pipeline.worker(store: store, clock: clock, batchSize: 20)
+                try await withRunningServices([staying]) {
+                    let leavingTask = Task { try await leaving.run() }
+                    try await registerExampleUsers(pipeline, store)
+                    try await eventually("the directory is loaded") {
+                        try await store.recipients(exampleUsers.map(\.user)).count == 3
+                    }
+                    try await pipeline.produce(orderEvents(0..<400))
+                    try await eventually("both workers are busy") { received.count >= 100 }
+                    leavingTask.cancel()  // graceful: finish, commit, leave the group
+                    try await leavingTask.value
+                    try await pipeline.produce(orderEvents(400..<600))
+                    try await eventually(within: .seconds(60), "every event's outbound message") {
+                        Set(received.all.compactMap(\.outbound).map(\.eventID)).count >= 600
+                    }
+                }
+                _ = checkOutbound(received.all, expected: 600)
+                #expect(leaving.statistics.snapshot.outboundByProvider.values.reduce(0, +) > 0, "both took part")
+            }
+        }
+    }
+}
