@@ -48,8 +48,12 @@ public enum WorkerApp {
                 store: store,
                 logger: logger
             )
+            var endpoints: [any Service] = []
+            if !configuration.httpListen.isEmpty {
+                endpoints.append(try HTTPEndpoints(listen: configuration.httpListen, worker: worker, logger: logger))
+            }
             var groupConfiguration = ServiceGroupConfiguration(
-                services: services.map { .init(service: $0) } + [
+                services: (services + endpoints).map { .init(service: $0) } + [
                     .init(service: worker, successTerminationBehavior: .gracefullyShutdownGroup)
                 ],
                 gracefulShutdownSignals: [.sigterm, .sigint],

@@ -21,5 +21,8 @@ public final class WorkerReadiness: Sendable {
 
     public var assignedPartitions: Int { state.withLock { $0.partitions.count } }
 
+    /// Whether the store answered the last time the worker asked.
+    public var storeAnswers: Bool { state.withLock { $0.storeAnswers } }
+
     public var isReady: Bool { state.withLock { !$0.partitions.isEmpty && $0.storeAnswers } }
 }

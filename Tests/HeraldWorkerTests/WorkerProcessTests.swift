@@ -58,6 +58,8 @@ struct WorkerProcessTests {
           url: sqlite:\(database)
         catalog:
           directory: \(repositoryRoot.appendingPathComponent("catalog").path)
+        http:
+          listen: 127.0.0.1:0
         log:
           level: info
           format: json

@@ -1,0 +1,157 @@
+import HeraldWorker
+import Logging
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import ServiceLifecycle
+
+/// `/metrics`, `/health/live` and `/health/ready` over HTTP/1.1, for Prometheus and orchestrators.
+/// Answers come from in-memory state only (counters, readiness), so a scrape never waits on Kafka
+/// or the store.
+public final class HTTPEndpoints: Service, Sendable {
+    public struct Response: Sendable {
+        public var status: HTTPResponseStatus
+        public var contentType: String
+        public var body: String
+
+        public init(status: HTTPResponseStatus, contentType: String = "text/plain; charset=utf-8", body: String) {
+            self.status = status
+            self.contentType = contentType
+            self.body = body
+        }
+    }
+
+    let host: String
+    let port: Int
+    let respond: @Sendable (String) -> Response
+    let logger: Logger
+    private let bound = BoundAddress()
+
+    /// - Parameter listen: `host:port`; port 0 picks a free one (see ``port()``).
+    /// - Throws: ``ConfigurationError`` naming `http.listen` if it is not `host:port`.
+    public init(listen: String, logger: Logger, respond: @escaping @Sendable (String) -> Response) throws {
+        guard let colon = listen.lastIndex(of: ":"), let port = Int(listen[listen.index(after: colon)...]),
+            (0...65535).contains(port)
+        else {
+            throw ConfigurationError("http.listen: expected host:port, got '\(listen)'")
+        }
+        self.host = String(listen[..<colon])
+        self.port = port
+        self.respond = respond
+        self.logger = logger
+    }
+
+    /// The endpoints of a running worker.
+    public convenience init(listen: String, worker: Worker, logger: Logger) throws {
+        try self.init(listen: listen, logger: logger) { path in
+            switch path {
+            case "/metrics":
+                return Response(
+                    status: .ok,
+                    contentType: WorkerMetrics.contentType,
+                    body: WorkerMetrics.exposition(worker.statistics.snapshot, lag: worker.lag())
+                )
+            case "/health/live":
+                return Response(status: .ok, body: "live\n")
+            case "/health/ready":
+                let readiness = worker.readiness
+                return readiness.isReady
+                    ? Response(status: .ok, body: "ready: \(readiness.assignedPartitions) partitions\n")
+                    : Response(
+                        status: .serviceUnavailable,
+                        body: "not ready: \(readiness.assignedPartitions) partitions assigned, store answering: "
+                            + "\(readiness.storeAnswers)\n"
+                    )
+            default:
+                return Response(status: .notFound, body: "not found\n")
+            }
+        }
+    }
+
+    /// The port bound, once ``run()`` has started listening.
+    public func port() async -> Int { await bound.value }
+
+    public func run() async throws {
+        let respond = respond
+        let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
+            .childChannelInitializer { channel in
+                channel.pipeline.configureHTTPServerPipeline().flatMap {
+                    channel.pipeline.addHandler(RequestHandler(respond: respond))
+                }
+            }
+            .bind(host: host, port: port)
+            .get()
+        let port = channel.localAddress?.port ?? self.port
+        bound.set(port)
+        logger.info("serving /metrics and /health", metadata: ["address": "\(host):\(port)"])
+        try? await gracefulShutdown()
+        try await channel.close()
+    }
+}
+
+/// The bound port, handed from ``HTTPEndpoints/run()`` to whoever asks.
+private actor BoundAddressStorage {
+    var port: Int?
+    var waiters: [CheckedContinuation<Int, Never>] = []
+
+    func set(_ port: Int) {
+        self.port = port
+        for waiter in waiters { waiter.resume(returning: port) }
+        waiters = []
+    }
+
+    func value() async -> Int {
+        if let port { return port }
+        return await withCheckedContinuation { waiters.append($0) }
+    }
+}
+
+private struct BoundAddress: Sendable {
+    let storage = BoundAddressStorage()
+    func set(_ port: Int) { Task { await storage.set(port) } }
+    var value: Int { get async { await storage.value() } }
+}
+
+private final class RequestHandler: ChannelInboundHandler, Sendable {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias OutboundOut = HTTPServerResponsePart
+
+    let respond: @Sendable (String) -> HTTPEndpoints.Response
+
+    init(respond: @escaping @Sendable (String) -> HTTPEndpoints.Response) {
+        self.respond = respond
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard case .head(let request) = unwrapInboundIn(data) else { return }
+        let path = String(request.uri.prefix { $0 != "?" })
+        let response =
+            request.method == .GET || request.method == .HEAD
+            ? respond(path) : HTTPEndpoints.Response(status: .methodNotAllowed, body: "GET only\n")
+        var headers = HTTPHeaders()
+        headers.add(name: "content-type", value: response.contentType)
+        headers.add(name: "content-length", value: String(response.body.utf8.count))
+        let keepAlive = request.isKeepAlive
+        if !keepAlive { headers.add(name: "connection", value: "close") }
+        context.write(
+            wrapOutboundOut(
+                .head(HTTPResponseHead(version: request.version, status: response.status, headers: headers))
+            ),
+            promise: nil
+        )
+        if request.method != .HEAD {
+            context.write(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(string: response.body)))), promise: nil)
+        }
+        let done = context.writeAndFlushPromise()
+        context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: done)
+        if !keepAlive {
+            let channel = context.channel
+            done.futureResult.whenComplete { _ in channel.close(promise: nil) }
+        }
+    }
+}
+
+extension ChannelHandlerContext {
+    fileprivate func writeAndFlushPromise() -> EventLoopPromise<Void> { eventLoop.makePromise() }
+}

@@ -1,0 +1,90 @@
+import HeraldKafka
+
+/// The worker's metrics in Prometheus' text exposition format (version 0.0.4).
+public enum WorkerMetrics {
+    public static let contentType = "text/plain; version=0.0.4; charset=utf-8"
+
+    /// Every counter, the latency histogram, and consumer lag per partition.
+    public static func exposition(_ counters: WorkerStatistics.Counters, lag: [TopicPartition: Int64]) -> String {
+        var text = ""
+        func counter(_ name: String, _ help: String, label: String, _ values: [String: Int]) {
+            text += "# HELP \(name) \(help)\n# TYPE \(name) counter\n"
+            for (value, count) in values.sorted(by: { $0.key < $1.key }) {
+                text += "\(name){\(label)=\"\(escape(value))\"} \(count)\n"
+            }
+        }
+        counter(
+            "herald_events_consumed_total",
+            "Events consumed, by CloudEvents type.",
+            label: "type",
+            counters.eventsByType
+        )
+        counter(
+            "herald_decisions_total",
+            "Decisions, by reason code.",
+            label: "reason",
+            counters.decisionsByReason
+        )
+        counter(
+            "herald_outbound_total",
+            "Provider calls produced to the outbound topic, by provider.",
+            label: "provider",
+            counters.outboundByProvider
+        )
+        counter(
+            "herald_dead_letters_total",
+            "Events sent to the events dead-letter topic, by error code.",
+            label: "code",
+            counters.deadLettersByCode
+        )
+        for (name, help, value) in [
+            (
+                "herald_events_ignored_total", "Events of a type no kind handles, ignored by configuration.",
+                counters.ignoredEvents
+            ),
+            ("herald_directory_changes_total", "herald.directory changes applied.", counters.directoryChanges),
+            (
+                "herald_devices_skipped_total", "Devices skipped because their token cannot be addressed.",
+                counters.skippedDevices
+            ),
+        ] {
+            text += "# HELP \(name) \(help)\n# TYPE \(name) counter\n\(name) \(value)\n"
+        }
+        let histogram = counters.latencies
+        let name = "herald_event_processing_seconds"
+        text += "# HELP \(name) From an event's Kafka timestamp to its records being acknowledged.\n"
+        text += "# TYPE \(name) histogram\n"
+        var cumulative = 0
+        for (index, bound) in LatencyHistogram.bounds.enumerated() {
+            cumulative += histogram.buckets[index]
+            text += "\(name)_bucket{le=\"\(bound)\"} \(cumulative)\n"
+        }
+        text += "\(name)_bucket{le=\"+Inf\"} \(histogram.count)\n"
+        text += "\(name)_sum \(histogram.sum)\n\(name)_count \(histogram.count)\n"
+        text += "# HELP herald_consumer_lag Messages behind the end of each assigned partition.\n"
+        text += "# TYPE herald_consumer_lag gauge\n"
+        for (partition, behind) in lag.sorted(by: { $0.key < $1.key }) {
+            text +=
+                "herald_consumer_lag{topic=\"\(escape(partition.topic))\",partition=\"\(partition.partition)\"} \(behind)\n"
+        }
+        return text
+    }
+
+    static func escape(_ value: String) -> String {
+        var escaped = ""
+        for character in value {
+            switch character {
+            case "\\": escaped += "\\\\"
+            case "\"": escaped += "\\\""
+            case "\n": escaped += "\\n"
+            default: escaped.append(character)
+            }
+        }
+        return escaped
+    }
+}
+
+extension Worker {
+    /// Consumer lag per assigned partition.
+    public func lag() -> [TopicPartition: Int64] { consumer.lag() }
+}

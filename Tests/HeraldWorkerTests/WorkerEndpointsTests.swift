@@ -1,0 +1,69 @@
+import Foundation
+import HeraldApp
+import HeraldKafka
+import HeraldStore
+import HeraldTestSupport
+import HeraldWorker
+import Logging
+import Testing
+
+/// GET `url` with curl; returns the status code and body.
+func httpGet(_ url: String) throws -> (status: Int, body: String) {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
+    process.arguments = ["-s", "-w", "\n%{http_code}", url]
+    let output = Pipe()
+    process.standardOutput = output
+    process.standardError = FileHandle.nullDevice
+    try process.run()
+    let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    process.waitUntilExit()
+    let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
+    return (Int(lines.last ?? "") ?? 0, lines.dropLast().joined(separator: "\n"))
+}
+
+@Suite("Worker /metrics and /health", .serialized)
+struct WorkerEndpointsTests {
+    @Test("ready once partitions are assigned; /metrics counts events, decisions, outbound, dead letters and lag")
+    func endpoints() async throws {
+        let pipeline = try Pipeline()
+        let store = try SQLiteStore(path: ":memory:")
+        let worker = try pipeline.worker(store: store, clock: TestClock("2026-11-21T08:00:00Z"))
+        let endpoints = try HTTPEndpoints(listen: "127.0.0.1:0", worker: worker, logger: Logger(label: "test"))
+        try await withRunningServices([endpoints]) {
+            let base = "http://127.0.0.1:\(await endpoints.port())"
+            #expect(try httpGet(base + "/health/live").status == 200)
+            #expect(try httpGet(base + "/health/ready").status == 503, "no partitions before the worker runs")
+            #expect(try httpGet(base + "/nothing").status == 404)
+            try await withRunningServices([worker]) {
+                try await eventually("the worker is ready") { try httpGet(base + "/health/ready").status == 200 }
+                try await registerExampleUsers(pipeline, store)
+                try await eventually("the directory is loaded") {
+                    try await store.recipients(exampleUsers.map(\.user)).count == 3
+                }
+                try await pipeline.produce(
+                    orderEvents(0..<30) + [KafkaProducerRecord(topic: "orders.events", value: KafkaBytes("not json"))]
+                )
+                try await eventually("the metrics show every event") {
+                    try httpGet(base + "/metrics").body.contains(
+                        #"herald_events_consumed_total{type="order.confirmed"} 30"#
+                    )
+                }
+                let metrics = try httpGet(base + "/metrics").body
+                for line in [
+                    #"herald_decisions_total{reason="sent"} 30"#, #"herald_outbound_total{provider="apns"} 10"#,
+                    #"herald_outbound_total{provider="fcm"} 10"#, #"herald_outbound_total{provider="expo"} 10"#,
+                    #"herald_dead_letters_total{code="event.not_json"} 1"#, #"herald_directory_changes_total 9"#,
+                    "# TYPE herald_event_processing_seconds histogram",
+                    #"herald_consumer_lag{topic="orders.events",partition="0"}"#,
+                ] {
+                    #expect(metrics.contains(line), "\(line) in\n\(metrics)")
+                }
+                // Every consumed message (9 directory changes, 31 events) is timed once its records are acknowledged.
+                try await eventually("every message timed") {
+                    try httpGet(base + "/metrics").body.contains("herald_event_processing_seconds_count 40")
+                }
+            }
+        }
+    }
+}
