@@ -2,6 +2,7 @@ import Foundation
 import HeraldCatalog
 import HeraldEvents
 import HeraldProviders
+import HeraldWorker
 
 /// What `herald payload ...` does, apart from parsing flags.
 public enum PayloadTool {
@@ -57,29 +58,12 @@ public enum PayloadTool {
         device: Device,
         now: Timestamp
     ) -> PushMessage {
-        let presentation = rendered.presentation
-        return PushMessage(
-            notificationID: NotificationID.make(
-                eventID: event.id,
-                kind: rendered.kind,
-                recipient: recipient,
-                device: device.token
-            ),
-            kind: rendered.kind,
-            title: rendered.title,
-            subtitle: rendered.subtitle,
-            body: rendered.body,
-            deepLink: rendered.deepLink?.preferred,
-            data: rendered.data.map { PushMessage.KeyValue($0.key, $0.value) },
-            threadID: presentation.threadID,
-            category: presentation.iosCategory,
-            sound: presentation.sound,
-            interruptionLevel: presentation.interruptionLevel,
-            collapseKey: presentation.collapseKey,
-            androidChannel: presentation.androidChannel,
-            timeToLive: presentation.timeToLive,
-            highPriority: presentation.priority == "high",
-            createdAt: event.time ?? now
+        OutboundBuilder.pushMessage(
+            rendered,
+            eventID: event.id,
+            createdAt: event.time ?? now,
+            recipient: recipient,
+            token: device.token
         )
     }
 

@@ -30,21 +30,6 @@ func registered(
     )
 }
 
-/// The store implementations every contract test runs against.
-enum StoreKind: String, CaseIterable, CustomTestStringConvertible {
-    case sqlite, postgres
-
-    var testDescription: String { rawValue }
-}
-
-/// Runs `body` with a fresh, empty store of `kind`.
-func withStore<R: Sendable>(_ kind: StoreKind, _ body: (any StateStore) async throws -> R) async throws -> R {
-    switch kind {
-    case .sqlite: try await body(try SQLiteStore(path: ":memory:"))
-    case .postgres: try await withPostgresStore { store in try await body(store) }
-    }
-}
-
 @Suite("Store contract: the directory")
 struct DirectoryContractTests {
     @Test("a user may have several devices; profile and preferences come back with them", arguments: StoreKind.allCases)

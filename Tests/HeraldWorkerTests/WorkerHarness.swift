@@ -32,18 +32,6 @@ final class TestClock: HeraldClock {
     func set(_ text: String) { time.withLock { $0 = Timestamp(rfc3339: text)! } }
 }
 
-enum StoreKind: String, CaseIterable, CustomTestStringConvertible {
-    case sqlite, postgres
-    var testDescription: String { rawValue }
-}
-
-func withStore<R: Sendable>(_ kind: StoreKind, _ body: (any StateStore) async throws -> R) async throws -> R {
-    switch kind {
-    case .sqlite: try await body(try SQLiteStore(path: ":memory:"))
-    case .postgres: try await withPostgresStore { try await body($0) }
-    }
-}
-
 /// The example domain topics, by the example events' `source`.
 let domainTopics = [
     "/orders": "orders.events", "/payments": "payments.events", "/identity": "security.events",
