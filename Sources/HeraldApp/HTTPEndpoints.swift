@@ -143,15 +143,11 @@ private final class RequestHandler: ChannelInboundHandler, Sendable {
         if request.method != .HEAD {
             context.write(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(string: response.body)))), promise: nil)
         }
-        let done = context.writeAndFlushPromise()
+        let done = context.eventLoop.makePromise(of: Void.self)
         context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: done)
         if !keepAlive {
             let channel = context.channel
             done.futureResult.whenComplete { _ in channel.close(promise: nil) }
         }
     }
-}
-
-extension ChannelHandlerContext {
-    fileprivate func writeAndFlushPromise() -> EventLoopPromise<Void> { eventLoop.makePromise() }
 }

@@ -262,9 +262,21 @@ public struct HeraldConfiguration: Sendable {
         }
 
         store = try string("store.url") ?? store
+        do {
+            _ = try StoreLocation(store)
+        } catch {
+            // The message says what is wrong without the URL, which may hold a password.
+            throw ConfigurationError("\(source(key("store.url"))): \(error.message)")
+        }
         directoryCache = try integer("store.directory_cache") ?? directoryCache
         catalogDirectory = try string("catalog.directory") ?? catalogDirectory
         httpListen = try string("http.listen") ?? httpListen
+        if !httpListen.isEmpty {
+            let port = httpListen.split(separator: ":").last.flatMap { Int($0) }
+            guard httpListen.contains(":"), let port, (0...65535).contains(port) else {
+                throw ConfigurationError("\(source(key("http.listen"))): expected host:port, got '\(httpListen)'")
+            }
+        }
         logLevel = try string("log.level") ?? logLevel
         logFormat = try string("log.format") ?? logFormat
     }

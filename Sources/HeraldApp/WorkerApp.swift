@@ -11,13 +11,7 @@ import ServiceLifecycle
 public enum WorkerApp {
     /// Loads the catalog, opens the store, connects to Kafka (or starts the embedded cluster when
     /// `kafka.bootstrap_servers` is `embedded`) and runs the worker.
-    ///
-    /// - Parameter started: called once the worker runs, with the bootstrap servers it uses.
-    public static func run(
-        configuration: HeraldConfiguration,
-        logger: Logger,
-        started: @Sendable (String) -> Void = { _ in }
-    ) async throws {
+    public static func run(configuration: HeraldConfiguration, logger: Logger) async throws {
         let catalog: Catalog
         do {
             catalog = try CatalogLoader.load(directory: configuration.catalogDirectory).catalog
@@ -69,7 +63,6 @@ public enum WorkerApp {
                     "group": "\(configuration.worker.groupID)",
                 ]
             )
-            started(servers.joined(separator: ","))
             try await group.run()
         }
     }

@@ -82,6 +82,14 @@ public final class Renderer: Sendable {
         return result
     }
 
+    /// Checks that `event` has the kind's required fields with their declared types, without
+    /// collecting them: the worker's check before deciding.
+    ///
+    /// - Throws: ``RenderError`` `.missingField` or `.fieldTypeMismatch`, naming the field.
+    public func checkFields(of event: CloudEvent, kind: NotificationKind) throws(RenderError) {
+        _ = try fieldValues(of: event, kind: kind)
+    }
+
     /// The kind's field values in the order of `kind.fields` (`nil` for a missing optional one):
     /// a few fields are found faster by position than by hashing their names.
     func fieldValues(of event: CloudEvent, kind: NotificationKind) throws(RenderError) -> [FieldValue?] {

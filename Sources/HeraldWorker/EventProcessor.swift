@@ -88,7 +88,7 @@ public final class EventProcessor: Sendable {
         for (index, message) in messages.enumerated() {
             let event: CloudEvent
             do {
-                event = try decoder.decode(value: message.value.map(Array.init), headers: Self.headers(of: message))
+                event = try decode(message)
             } catch {
                 counters.eventsByType["unparsable", default: 0] += 1
                 records.append(deadLetter(message, DeadLetterReason(error), now: now, counters: &counters))
@@ -120,7 +120,7 @@ public final class EventProcessor: Sendable {
                 let recipients = try renderer.recipients(of: event, kind: kind)
                 // Fields are checked before anything is decided, so a malformed event counts
                 // against no limit.
-                _ = try renderer.fields(of: event, kind: kind)
+                try renderer.checkFields(of: event, kind: kind)
                 routed.append(Routed(index: index, event: event, kind: kind, recipients: recipients))
             } catch {
                 records.append(deadLetter(message, DeadLetterReason(error), now: now, counters: &counters))
@@ -299,8 +299,18 @@ public final class EventProcessor: Sendable {
         return DeadLetter.record(for: message, reason: reason, topic: topics.eventsDeadLetter, at: now)
     }
 
-    static func headers(of message: KafkaMessage) -> [EventDecoder.Header] {
-        message.headers.map { EventDecoder.Header(name: $0.name, value: $0.value.map(Array.init)) }
+    /// Decodes the message's value in place, without copying it out of the consumed record.
+    func decode(_ message: KafkaMessage) throws(EventError) -> CloudEvent {
+        let headers =
+            message.headers.isEmpty
+            ? [] : message.headers.map { EventDecoder.Header(name: $0.name, value: $0.value.map(Array.init)) }
+        guard let value = message.value else {
+            return try decoder.decode(value: Optional<UnsafeRawBufferPointer>.none, headers: headers)
+        }
+        let result = value.withUnsafeBytes { bytes in
+            Result { () throws(EventError) in try decoder.decode(value: bytes, headers: headers) }
+        }
+        return try result.get()
     }
 
     static func decisionRecord(_ decision: Decision, topic: String, decidedAt: Timestamp) -> KafkaProducerRecord {

@@ -51,6 +51,8 @@ struct ConfigurationTests {
             ),
             ("", ["HERALD_WORKER_DUE_WORK_INTERVAL": "soon"], "HERALD_WORKER_DUE_WORK_INTERVAL: expected a duration"),
             ("worker: [1, 2\n", [:], "not valid YAML"),
+            ("http:\n  listen: everywhere\n", [:], "http.listen: expected host:port, got 'everywhere'"),
+            ("", ["HERALD_STORE_URL": "postgres://herald@db:port/herald"], "HERALD_STORE_URL: "),
         ] as [(String, [String: String], String)]
     )
     func errorsNameTheKey(_ text: String, _ environment: [String: String], _ expected: String) throws {
@@ -84,9 +86,10 @@ struct ConfigurationTests {
         // A bad store URL's error does not repeat the URL (it holds a password).
         let url = "postgres://herald:\(secret)@db:notaport/herald"
         do {
-            _ = try StoreLocation(url)
+            _ = try HeraldConfiguration.load(path: nil, environment: ["HERALD_STORE_URL": url])
             Issue.record("accepted a port that is not a number")
         } catch {
+            #expect("\(error)".contains("HERALD_STORE_URL"))
             #expect(!"\(error)".contains(secret))
         }
         // Nor does a YAML syntax error quote the document.
