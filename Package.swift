@@ -17,6 +17,12 @@ let package = Package(
         .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-nio-http2", from: "1.46.0"),
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
+        .package(url: "https://github.com/apple/swift-certificates", from: "1.21.1"),
+        .package(url: "https://github.com/apple/swift-asn1", from: "1.7.4"),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
     ],
     targets: [
         // The system librdkafka (Debian: librdkafka-dev). Only HeraldKafka/RDKafka/ imports it.
@@ -77,6 +83,54 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
+        // JSON Web Tokens as providers use them: ES256 (APNs) and RS256 (Google OAuth2), signed and
+        // verified with swift-crypto.
+        .target(
+            name: "HeraldAuth",
+            dependencies: [
+                "HeraldEvents",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+            ]
+        ),
+        // APNs-, FCM- and Expo-like servers over HTTP/2 and TLS, for tests, benchmarks and `herald dev`.
+        .target(
+            name: "HeraldSimulator",
+            dependencies: [
+                "HeraldAuth",
+                "HeraldEvents",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
+        .target(
+            name: "HeraldSender",
+            dependencies: [
+                "HeraldAuth",
+                "HeraldEvents",
+                "HeraldKafka",
+                "HeraldProviders",
+                "HeraldStore",
+                "HeraldWorker",
+                "HeraldPolicy",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "DequeModule", package: "swift-collections"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
         .target(
             name: "HeraldApp",
             dependencies: [
@@ -87,6 +141,8 @@ let package = Package(
                 "HeraldPolicy",
                 "HeraldStore",
                 "HeraldWorker",
+                "HeraldSender",
+                "HeraldSimulator",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -109,6 +165,8 @@ let package = Package(
             dependencies: [
                 "HeraldKafka",
                 "HeraldStore",
+                "HeraldPolicy",
+                "HeraldEvents",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
@@ -116,6 +174,13 @@ let package = Package(
         .testTarget(
             name: "HeraldWorkerTests",
             dependencies: ["HeraldWorker", "HeraldApp", "HeraldTestSupport", "herald"]
+        ),
+        .testTarget(
+            name: "HeraldSenderTests",
+            dependencies: [
+                "HeraldSender", "HeraldSimulator", "HeraldAuth", "HeraldApp", "HeraldTestSupport", "HeraldPolicy",
+                "HeraldProviders", "HeraldWorker", "HeraldEvents",
+            ]
         ),
         .testTarget(
             name: "HeraldCLITests",

@@ -47,9 +47,13 @@ public enum ExpoPayloadBuilder {
     static func message(_ message: PushMessage, token: String, body: String, dropped: Int) -> JSONValue {
         let kept = OptionalParts(message, dropped: dropped, subtitleIsDroppable: true)
         let (data, subtitle, deepLink) = (kept.data, kept.subtitle, kept.deepLink)
-        var dataMembers: [(key: String, value: JSONValue)] = []
+        var dataMembers: [(key: String, value: JSONValue)] = [
+            (FCMPayloadBuilder.notificationIDKey, .string(message.notificationID))
+        ]
         if let deepLink { dataMembers.append(("deepLink", .string(deepLink))) }
-        for entry in data where entry.key != "deepLink" { dataMembers.append((entry.key, .string(entry.value))) }
+        for entry in data where entry.key != "deepLink" && entry.key != FCMPayloadBuilder.notificationIDKey {
+            dataMembers.append((entry.key, .string(entry.value)))
+        }
 
         var members: [(key: String, value: JSONValue)] = [("to", .string(token))]
         if !message.contentAvailable {

@@ -34,6 +34,9 @@ public enum FCMPayloadBuilder {
         }
     }
 
+    /// The data key that carries the notification id.
+    public static let notificationIDKey = "herald_notification_id"
+
     static func isReserved(_ key: String) -> Bool {
         // Every reserved key starts with one of these letters; most data keys are decided by one byte.
         switch key.utf8.first {
@@ -59,11 +62,16 @@ public enum FCMPayloadBuilder {
             writer.member("body", body)
             writer.endObject()
         }
-        if kept.deepLink != nil || kept.data.contains(where: { $0.key != "deepLink" }) {
+        do {
+            // The notification id rides along in every message (never dropped: it is what the app
+            // and the delivery records use to tell notifications apart).
             writer.key("data")
             writer.beginObject()
+            writer.member(notificationIDKey, message.notificationID)
             if let deepLink = kept.deepLink { writer.member("deepLink", deepLink) }
-            for entry in kept.data where entry.key != "deepLink" { writer.member(entry.key, entry.value) }
+            for entry in kept.data where entry.key != "deepLink" && entry.key != notificationIDKey {
+                writer.member(entry.key, entry.value)
+            }
             writer.endObject()
         }
         writer.key("android")

@@ -13,7 +13,7 @@ struct FCMAndExpoTests {
         let body = try FCMPayloadBuilder.build(message { $0.androidChannel = "transactional" }, for: fcmDevice)
         #expect(
             text(body)
-                == #"{"message":{"token":"fcm-token-123:APA91b","notification":{"title":"Order confirmed","body":"Your order ord-7 of 1 234,50 kr is confirmed."},"data":{"deepLink":"https://getdrop.no/orders/ord-7","notificationType":"order.confirmed","orderId":"ord-7"},"android":{"priority":"HIGH","ttl":"3600s","collapse_key":"order-ord-7","notification":{"channel_id":"transactional","sound":"default","tag":"order-ord-7"}},"apns":{"headers":{"apns-push-type":"alert","apns-priority":"10","apns-expiration":"1795266000","apns-collapse-id":"order-ord-7"},"payload":{"aps":{"sound":"default","thread-id":"orders","category":"ORDER","interruption-level":"active"}}}}}"#
+                == #"{"message":{"token":"fcm-token-123:APA91b","notification":{"title":"Order confirmed","body":"Your order ord-7 of 1 234,50 kr is confirmed."},"data":{"herald_notification_id":"n-1","deepLink":"https://getdrop.no/orders/ord-7","notificationType":"order.confirmed","orderId":"ord-7"},"android":{"priority":"HIGH","ttl":"3600s","collapse_key":"order-ord-7","notification":{"channel_id":"transactional","sound":"default","tag":"order-ord-7"}},"apns":{"headers":{"apns-push-type":"alert","apns-priority":"10","apns-expiration":"1795266000","apns-collapse-id":"order-ord-7"},"payload":{"aps":{"sound":"default","thread-id":"orders","category":"ORDER","interruption-level":"active"}}}}}"#
         )
     }
 
@@ -60,7 +60,7 @@ struct FCMAndExpoTests {
         )
         #expect(
             text(built)
-                == #"{"to":"ExponentPushToken[xxxxxxxxxxxxxxxxxxxxxx]","title":"Order confirmed","body":"Your order ord-7 of 1 234,50 kr is confirmed.","data":{"deepLink":"https://getdrop.no/orders/ord-7","notificationType":"order.confirmed","orderId":"ord-7"},"sound":"default","badge":1,"channelId":"transactional","priority":"high","ttl":3600,"categoryId":"ORDER","mutableContent":true}"#
+                == #"{"to":"ExponentPushToken[xxxxxxxxxxxxxxxxxxxxxx]","title":"Order confirmed","body":"Your order ord-7 of 1 234,50 kr is confirmed.","data":{"herald_notification_id":"n-1","deepLink":"https://getdrop.no/orders/ord-7","notificationType":"order.confirmed","orderId":"ord-7"},"sound":"default","badge":1,"channelId":"transactional","priority":"high","ttl":3600,"categoryId":"ORDER","mutableContent":true}"#
         )
         let batches = ExpoPayloadBuilder.batches(Array(repeating: built, count: 250))
         #expect(batches.count == 3)

@@ -3,6 +3,7 @@ import HeraldEvents
 import HeraldKafka
 import HeraldPolicy
 import HeraldStore
+import HeraldTestSupport
 import HeraldWorker
 import Logging
 import Testing

@@ -21,17 +21,6 @@ let exampleCatalog: Catalog = {
     }
 }()
 
-/// A clock the test sets.
-final class TestClock: HeraldClock {
-    private let time: Mutex<Timestamp>
-
-    init(_ text: String) { time = Mutex(Timestamp(rfc3339: text)!) }
-
-    func now() -> Timestamp { time.withLock { $0 } }
-
-    func set(_ text: String) { time.withLock { $0 = Timestamp(rfc3339: text)! } }
-}
-
 /// The example domain topics, by the example events' `source`.
 let domainTopics = [
     "/orders": "orders.events", "/payments": "payments.events", "/identity": "security.events",

@@ -66,7 +66,7 @@ struct WorkerProcessTests {
         """.write(to: configuration, atomically: true, encoding: .utf8)
 
         let logPath = directory.appendingPathComponent("stderr.log")
-        FileManager.default.createFile(atPath: logPath.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: logPath.path, contents: nil)
         let process = Process()
         process.executableURL = try heraldExecutable()
         process.arguments = ["run", "--role", "worker", "--config", configuration.path]

@@ -1,0 +1,123 @@
+import AsyncHTTPClient
+import DequeModule
+import HeraldEvents
+import NIOCore
+import NIOHTTP1
+import NIOSSL
+import Synchronization
+
+/// A provider's answer as bytes.
+struct ProviderAnswer: Sendable {
+    var status: Int
+    var headers: HTTPHeaders
+    var body: [UInt8]
+
+    /// `Retry-After` in seconds (the only form APNs, FCM and Expo send).
+    var retryAfter: Duration? {
+        headers.first(name: "retry-after").flatMap { Int64($0.trimmingCharacters(in: .whitespaces)) }.map {
+            .seconds($0)
+        }
+    }
+}
+
+/// HTTP to providers: one `HTTPClient` per credential (so each APNs key or Firebase project has its
+/// own connections), HTTP/2 where the provider offers it, a deadline per request.
+enum ProviderTransport {
+    /// The largest answer read; providers' answers are a few hundred bytes.
+    static let maximumAnswerBytes = 64 * 1024
+
+    /// A client that trusts the system's roots, plus `extraTrustRootsPEM` (the provider simulator's
+    /// authority) if given.
+    static func makeClient(extraTrustRootsPEM: String?, connectTimeout: Duration) throws -> HTTPClient {
+        var tls = TLSConfiguration.makeClientConfiguration()
+        if let extraTrustRootsPEM {
+            let certificates = try NIOSSLCertificate.fromPEMBytes(Array(extraTrustRootsPEM.utf8))
+            tls.additionalTrustRoots = [.certificates(certificates)]
+        }
+        var configuration = HTTPClient.Configuration(
+            tlsConfiguration: tls,
+            timeout: HTTPClient.Configuration.Timeout(connect: .nanoseconds(connectTimeout.nanoseconds))
+        )
+        configuration.httpVersion = .automatic
+        configuration.connectionPool = HTTPClient.Configuration.ConnectionPool(
+            idleTimeout: .minutes(10),
+            concurrentHTTP1ConnectionsPerHostSoftLimit: 16
+        )
+        return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
+    }
+
+    /// POSTs `body` to `url`. A failure to get any answer comes back as a retryable transport outcome.
+    static func post(
+        _ client: HTTPClient,
+        url: String,
+        headers: [(String, String)],
+        body: [UInt8],
+        timeout: Duration
+    ) async -> Result<ProviderAnswer, DeliveryOutcome> {
+        var request = HTTPClientRequest(url: url)
+        request.method = .POST
+        for (name, value) in headers { request.headers.add(name: name, value: value) }
+        request.body = .bytes(ByteBuffer(bytes: body))
+        do {
+            let response = try await client.execute(request, timeout: .nanoseconds(timeout.nanoseconds))
+            var buffer = try await response.body.collect(upTo: maximumAnswerBytes)
+            let bytes = buffer.readBytes(length: buffer.readableBytes) ?? []
+            return .success(ProviderAnswer(status: Int(response.status.code), headers: response.headers, body: bytes))
+        } catch let error as HTTPClientError where error == .deadlineExceeded || error == .readTimeout {
+            return .failure(Classification.transport("timeout", "no answer within \(timeout)"))
+        } catch let error as HTTPClientError where error == .connectTimeout {
+            return .failure(Classification.transport("connect_timeout", "could not connect within the deadline"))
+        } catch let error as NIOSSLError {
+            return .failure(Classification.transport("tls", "TLS failed: \(error)"))
+        } catch {
+            // Refused, reset or dropped connections: the request may or may not have arrived.
+            return .failure(Classification.transport("connection", "the connection failed: \(type(of: error))"))
+        }
+    }
+}
+
+extension Duration {
+    var nanoseconds: Int64 {
+        let (seconds, attoseconds) = components
+        return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
+    }
+}
+
+/// At most `limit` calls in flight; the rest wait their turn in order. Used per provider
+/// connection pool, so a slow provider holds back its own calls, not the others'.
+final class ConcurrencyLimiter: Sendable {
+    private let state: Mutex<(available: Int, waiters: Deque<CheckedContinuation<Void, Never>>)>
+
+    init(limit: Int) {
+        state = Mutex((max(limit, 1), []))
+    }
+
+    func withPermit<R: Sendable>(_ body: () async -> R) async -> R {
+        await acquire()
+        defer { release() }
+        return await body()
+    }
+
+    private func acquire() async {
+        await withCheckedContinuation { continuation in
+            let granted = state.withLock { state in
+                if state.available > 0 {
+                    state.available -= 1
+                    return true
+                }
+                state.waiters.append(continuation)
+                return false
+            }
+            if granted { continuation.resume() }
+        }
+    }
+
+    private func release() {
+        let next: CheckedContinuation<Void, Never>? = state.withLock { state in
+            if let next = state.waiters.popFirst() { return next }
+            state.available += 1
+            return nil
+        }
+        next?.resume()
+    }
+}

@@ -1,0 +1,83 @@
+import Crypto
+import Foundation
+import NIOSSL
+import SwiftASN1
+import X509
+
+/// The simulator's TLS identity: a throwaway certificate authority, made at start, and a server
+/// certificate it signs for `localhost` and `127.0.0.1`. Clients trust the authority's PEM (written
+/// where the sender's configuration points), just as they trust Apple's and Google's roots.
+public struct SimulatorTLS: Sendable {
+    /// The authority's certificate, PEM-encoded: what a client adds to its trust roots.
+    public let authorityPEM: String
+    let certificateChain: [NIOSSLCertificate]
+    let privateKey: NIOSSLPrivateKey
+
+    public static func generate(validFor days: Int = 30) throws -> SimulatorTLS {
+        let now = Date()
+        let notBefore = now.addingTimeInterval(-3600)
+        let notAfter = now.addingTimeInterval(Double(days) * 86_400)
+        let authorityKey = P256.Signing.PrivateKey()
+        let authorityName = try DistinguishedName {
+            OrganizationName("Herald")
+            CommonName("Herald provider simulator authority")
+        }
+        let authority = try Certificate(
+            version: .v3,
+            serialNumber: Certificate.SerialNumber(),
+            publicKey: Certificate.PublicKey(authorityKey.publicKey),
+            notValidBefore: notBefore,
+            notValidAfter: notAfter,
+            issuer: authorityName,
+            subject: authorityName,
+            signatureAlgorithm: .ecdsaWithSHA256,
+            extensions: try Certificate.Extensions {
+                Critical(BasicConstraints.isCertificateAuthority(maxPathLength: 0))
+                Critical(KeyUsage(keyCertSign: true, cRLSign: true))
+            },
+            issuerPrivateKey: Certificate.PrivateKey(authorityKey)
+        )
+        let serverKey = P256.Signing.PrivateKey()
+        let server = try Certificate(
+            version: .v3,
+            serialNumber: Certificate.SerialNumber(),
+            publicKey: Certificate.PublicKey(serverKey.publicKey),
+            notValidBefore: notBefore,
+            notValidAfter: notAfter,
+            issuer: authorityName,
+            subject: try DistinguishedName { CommonName("localhost") },
+            signatureAlgorithm: .ecdsaWithSHA256,
+            extensions: try Certificate.Extensions {
+                Critical(BasicConstraints.notCertificateAuthority)
+                Critical(KeyUsage(digitalSignature: true))
+                try ExtendedKeyUsage([.serverAuth])
+                SubjectAlternativeNames([
+                    .dnsName("localhost"),
+                    .ipAddress(ASN1OctetString(contentBytes: [127, 0, 0, 1])),
+                ])
+            },
+            issuerPrivateKey: Certificate.PrivateKey(authorityKey)
+        )
+        var serializer = DER.Serializer()
+        try serializer.serialize(server)
+        return SimulatorTLS(
+            authorityPEM: try authority.serializeAsPEM().pemString,
+            certificateChain: [try NIOSSLCertificate(bytes: serializer.serializedBytes, format: .der)],
+            privateKey: try NIOSSLPrivateKey(bytes: Array(serverKey.pemRepresentation.utf8), format: .pem)
+        )
+    }
+
+    /// Writes the authority's PEM to `path` (readable by the owner only is not needed: it is public).
+    public func writeAuthority(to path: String) throws {
+        try Data(authorityPEM.utf8).write(to: URL(fileURLWithPath: path), options: .atomic)
+    }
+
+    func serverConfiguration() -> TLSConfiguration {
+        var configuration = TLSConfiguration.makeServerConfiguration(
+            certificateChain: certificateChain.map { .certificate($0) },
+            privateKey: .privateKey(privateKey)
+        )
+        configuration.applicationProtocols = ["h2", "http/1.1"]
+        return configuration
+    }
+}
