@@ -184,16 +184,20 @@ extension KafkaConsumer {
         }
 
         /// Adds messages from one fetch. Messages of partitions that are paused, revoked or not
-        /// assigned are dropped; for paused ones, a seek back to the first dropped offset is planned.
+        /// assigned are dropped; for paused ones (and resumed ones whose rewind is not applied yet),
+        /// a seek back to the first dropped offset is planned.
         mutating func append(_ messages: [KafkaMessage]) -> AppendAction {
             guard lifecycle == .running, !messages.isEmpty else { return .none }
             var accepted = messages
-            if !userPaused.isEmpty || !revoking.isEmpty
+            if !userPaused.isEmpty || !revoking.isEmpty || !pendingSeeks.isEmpty
                 || messages.contains(where: { trackers[$0.topicPartition] == nil })
             {
                 accepted = messages.filter { message in
                     let partition = message.topicPartition
-                    if userPaused.contains(partition) {
+                    // A partition resumed before its rewind was applied still delivers what was
+                    // fetched before the pause: the rewind will fetch those messages again, so
+                    // handing them out now would hand them out twice.
+                    if userPaused.contains(partition) || pendingSeeks[partition] != nil {
                         if pendingSeeks[partition].map({ message.offset < $0 }) ?? true {
                             pendingSeeks[partition] = message.offset
                         }

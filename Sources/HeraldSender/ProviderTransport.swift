@@ -98,7 +98,7 @@ final class ConcurrencyLimiter: Sendable {
         return await body()
     }
 
-    private func acquire() async {
+    func acquire() async {
         await withCheckedContinuation { continuation in
             let granted = state.withLock { state in
                 if state.available > 0 {
@@ -112,7 +112,7 @@ final class ConcurrencyLimiter: Sendable {
         }
     }
 
-    private func release() {
+    func release() {
         let next: CheckedContinuation<Void, Never>? = state.withLock { state in
             if let next = state.waiters.popFirst() { return next }
             state.available += 1

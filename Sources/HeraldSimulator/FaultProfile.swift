@@ -14,7 +14,7 @@ public struct FaultProfile: Sendable, Equatable, CustomStringConvertible {
     /// Share answered as if the token had just been unregistered (APNs 410 `Unregistered` with a
     /// timestamp, FCM 404 `UNREGISTERED`, Expo `DeviceNotRegistered`).
     public var unregisteredRate = 0.0
-    /// Share of sends whose connection is closed without an answer.
+    /// Share of sends dropped without an answer (the HTTP/2 stream reset, an HTTP/1.1 connection closed).
     public var dropConnectionRate = 0.0
     /// Answer latency: log-normal with this median and 99th percentile (both 0: answer at once).
     public var latencyMedianMilliseconds = 0.0

@@ -24,7 +24,7 @@ public struct SimulatorResponse: Sendable {
     public var status: Int
     public var headers: [(name: String, value: String)]
     public var body: [UInt8]
-    /// Close the connection instead of answering.
+    /// Drop the request without an answer: its HTTP/2 stream is reset, an HTTP/1.1 connection closed.
     public var dropsConnection = false
     /// How long to wait before answering.
     public var delayNanoseconds: Int64 = 0

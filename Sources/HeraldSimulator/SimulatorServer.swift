@@ -157,8 +157,10 @@ final class SimulatorHandler: ChannelInboundHandler, RemovableChannelHandler {
         context: ChannelHandlerContext
     ) {
         if response.dropsConnection {
-            // The whole connection, as a provider's load balancer going away would.
-            (context.channel.parent ?? context.channel).close(promise: nil)
+            // Over HTTP/2 the request's stream is reset without an answer (closing the whole
+            // connection would also lose answers to requests already accepted, which no sender
+            // can tell from requests never received); over HTTP/1.1 the connection is closed.
+            context.close(promise: nil)
             return
         }
         var headers = HTTPHeaders()

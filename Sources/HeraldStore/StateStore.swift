@@ -7,7 +7,7 @@ import HeraldPolicy
 /// Two implementations pass one contract suite: ``SQLiteStore`` (embedded; one process) and
 /// ``PostgresStore`` (any number of workers). A batch is one transaction, and on PostgreSQL one round
 /// trip, whatever its size.
-public protocol StateStore: Directory {
+public protocol StateStore: Directory, DeliveryLedger {
     /// Resolves each request's plan against the ledger and the throttle windows, in order, and
     /// records the decisions and their effects in one transaction. A request whose key the ledger
     /// already holds gets the recorded decision back (``Decision/redelivered``) and changes nothing.

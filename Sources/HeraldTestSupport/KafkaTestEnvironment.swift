@@ -118,3 +118,33 @@ enum ProcessInfoLogLevel {
         return Logger.Level(rawValue: String(cString: raw)) ?? .info
     }
 }
+
+extension KafkaTestEnvironment {
+    /// Produces `records` and returns where each landed.
+    @discardableResult
+    public func produce(_ records: [KafkaProducerRecord]) async throws -> [KafkaDeliveryReport] {
+        let producer = try makeProducer()
+        return try await withRunningServices([producer]) {
+            try await producer.send(records).map { try $0.get() }
+        }
+    }
+
+    /// Runs `body` while a consumer of a group of its own reads `topics` from the beginning.
+    public func withCollector<R: Sendable>(
+        _ topics: [String],
+        _ body: (ReceivedMessages) async throws -> R
+    ) async throws -> R {
+        let consumer = try makeConsumer(group: "collector-\(UInt64.random(in: 0...UInt64.max))", topics: topics)
+        let received = ReceivedMessages()
+        return try await withRunningServices([consumer]) {
+            let reading = Task {
+                for await batch in consumer.messages {
+                    received.append(batch)
+                    consumer.markDone(batch)
+                }
+            }
+            defer { reading.cancel() }
+            return try await body(received)
+        }
+    }
+}

@@ -35,12 +35,21 @@ public struct LatencyHistogram: Sendable {
     public private(set) var count = 0
     public private(set) var sum = 0.0
 
+    public init() {}
+
     public mutating func observe(_ seconds: Double) {
         var index = 0
         while index < Self.bounds.count && seconds > Self.bounds[index] { index += 1 }
         buckets[index] += 1
         count += 1
         sum += seconds
+    }
+
+    /// Adds another histogram's observations to this one.
+    public mutating func merge(_ other: LatencyHistogram) {
+        for index in buckets.indices { buckets[index] += other.buckets[index] }
+        count += other.count
+        sum += other.sum
     }
 
     /// The upper bound of the bucket holding the `fraction` quantile (0.5: the median).

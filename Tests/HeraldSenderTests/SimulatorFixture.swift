@@ -58,9 +58,12 @@ struct SimulatorFixture {
             apnsConfiguration.productionURL = baseURL
             apnsConfiguration.sandboxURL = baseURL
             apnsConfiguration.requestTimeout = .seconds(5)
+            // Debug builds of swift-nio-http2 look streams up by a linear scan: fewer in flight is faster there.
+            apnsConfiguration.concurrency = 32
             var fcmConfiguration = FCMClient.Configuration(credentials: [.init(account: account)])
             fcmConfiguration.baseURL = baseURL
             fcmConfiguration.requestTimeout = .seconds(5)
+            fcmConfiguration.concurrency = 32
             var expoConfiguration = ExpoClient.Configuration()
             expoConfiguration.baseURL = baseURL
             expoConfiguration.requestTimeout = .seconds(5)

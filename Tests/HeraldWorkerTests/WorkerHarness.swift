@@ -71,10 +71,7 @@ struct Pipeline {
     /// Produces `records` and returns where each landed.
     @discardableResult
     func produce(_ records: [KafkaProducerRecord]) async throws -> [KafkaDeliveryReport] {
-        let producer = try environment.makeProducer()
-        return try await withRunningServices([producer]) {
-            try await producer.send(records).map { try $0.get() }
-        }
+        try await environment.produce(records)
     }
 
     /// Runs `body` while a consumer of its own group reads `topics` from the beginning.
@@ -82,18 +79,7 @@ struct Pipeline {
         _ topics: [String],
         _ body: (ReceivedMessages) async throws -> R
     ) async throws -> R {
-        let consumer = try environment.makeConsumer(group: "collector-\(UUID().uuidString)", topics: topics)
-        let received = ReceivedMessages()
-        return try await withRunningServices([consumer]) {
-            let reading = Task {
-                for await batch in consumer.messages {
-                    received.append(batch)
-                    consumer.markDone(batch)
-                }
-            }
-            defer { reading.cancel() }
-            return try await body(received)
-        }
+        try await environment.withCollector(topics, body)
     }
 }
 

@@ -153,6 +153,16 @@ enum PostgresSchema {
             END LOOP;
         END $$;
         """,
+        // 3: the sender's delivery ledger and the Expo tickets that still owe a receipt.
+        """
+        CREATE TABLE deliveries (
+            notification_id text PRIMARY KEY, provider text NOT NULL, delivered_at bigint NOT NULL);
+        CREATE INDEX deliveries_by_time ON deliveries (delivered_at);
+        CREATE TABLE pending_receipts (
+            ticket_id text PRIMARY KEY, notification_id text NOT NULL, recipient text NOT NULL, token text NOT NULL,
+            check_after bigint NOT NULL, claimed_until bigint);
+        CREATE INDEX pending_receipts_by_time ON pending_receipts (check_after);
+        """,
     ]
 
     /// One migration's statements, one at a time: the extended query protocol takes one statement

@@ -84,6 +84,16 @@ public final class SQLiteStore: StateStore, @unchecked Sendable {
         DROP TABLE throttle_windows;
         ALTER TABLE windows_by_start RENAME TO throttle_windows;
         """,
+        // 5: the sender's delivery ledger and the Expo tickets that still owe a receipt.
+        """
+        CREATE TABLE deliveries (
+            notification_id TEXT PRIMARY KEY, provider TEXT NOT NULL, delivered_at INTEGER NOT NULL) WITHOUT ROWID;
+        CREATE INDEX deliveries_by_time ON deliveries (delivered_at);
+        CREATE TABLE pending_receipts (
+            ticket_id TEXT PRIMARY KEY, notification_id TEXT NOT NULL, recipient TEXT NOT NULL, token TEXT NOT NULL,
+            check_after INTEGER NOT NULL, claimed_until INTEGER) WITHOUT ROWID;
+        CREATE INDEX pending_receipts_by_time ON pending_receipts (check_after);
+        """,
     ]
 
     /// Opens (or creates) the database at `path` and migrates it to the current schema.

@@ -1,0 +1,62 @@
+import HeraldPolicy
+import HeraldWorker
+
+/// The configured provider clients; a message for a provider without one is a configuration error.
+public struct ProviderClients: Sendable {
+    public var apns: APNsClient?
+    public var fcm: FCMClient?
+    public var expo: ExpoClient?
+
+    public init(apns: APNsClient? = nil, fcm: FCMClient? = nil, expo: ExpoClient? = nil) {
+        self.apns = apns
+        self.fcm = fcm
+        self.expo = expo
+    }
+
+    /// Sends `messages`, all of one provider, concurrently (each client limits its own
+    /// concurrency): an outcome and the call's seconds for each, in order.
+    func send(_ messages: [OutboundMessage], provider: PushProvider) async -> [(DeliveryOutcome, Double)] {
+        func missing() -> [(DeliveryOutcome, Double)] {
+            let outcome = DeliveryOutcome.configuration(
+                .init("\(provider.rawValue).not_configured", "no \(provider.rawValue) credentials are configured")
+            )
+            return Array(repeating: (outcome, 0), count: messages.count)
+        }
+        switch provider {
+        case .expo:
+            guard let expo else { return missing() }
+            let started = ContinuousClock.now
+            let outcomes = await expo.send(messages)
+            let seconds = (ContinuousClock.now - started).seconds
+            return outcomes.map { ($0, seconds) }
+        case .apns, .fcm:
+            if provider == .apns && apns == nil || provider == .fcm && fcm == nil { return missing() }
+            let (apns, fcm) = (apns, fcm)
+            return await withTaskGroup(of: (Int, DeliveryOutcome, Double).self) { group in
+                for (index, message) in messages.enumerated() {
+                    group.addTask {
+                        let started = ContinuousClock.now
+                        let outcome = provider == .apns ? await apns!.send(message) : await fcm!.send(message)
+                        return (index, outcome, (ContinuousClock.now - started).seconds)
+                    }
+                }
+                var outcomes = [(DeliveryOutcome, Double)](repeating: (.delivered(), 0), count: messages.count)
+                for await (index, outcome, seconds) in group { outcomes[index] = (outcome, seconds) }
+                return outcomes
+            }
+        }
+    }
+
+    public func shutdown() async {
+        await apns?.shutdown()
+        await fcm?.shutdown()
+        await expo?.shutdown()
+    }
+}
+
+extension Duration {
+    var seconds: Double {
+        let (seconds, attoseconds) = components
+        return Double(seconds) + Double(attoseconds) / 1e18
+    }
+}

@@ -1,0 +1,511 @@
+import HeraldEvents
+import HeraldKafka
+import HeraldPolicy
+import HeraldStore
+import HeraldWorker
+import Logging
+import ServiceLifecycle
+
+/// `herald run --role sender`: consumes `herald.outbound` and the retry topics and makes the
+/// provider calls. Each message is skipped if the delivery ledger has it, dropped if expired, sent
+/// otherwise; its answer decides what follows (see ``Classification``): a ledger entry, a retry
+/// record, a `device.token.invalidated` directory event, or a dead letter. Offsets are marked done
+/// only once all of that is durable.
+public final class Sender: Service, Sendable {
+    public struct Topics: Sendable {
+        public var outbound = "herald.outbound"
+        public var deadLetter = "herald.outbound.dlq"
+        public var directory = "herald.directory"
+        /// Where `expired` decisions go, if anywhere.
+        public var decisions: String?
+
+        public init() {}
+    }
+
+    public struct Configuration: Sendable {
+        public var consumer: KafkaConsumerConfiguration
+        public var producer: KafkaProducerConfiguration
+        public var topics = Topics()
+        public var retry = RetryPolicy()
+        public var circuitBreaker = CircuitBreaker.Configuration()
+        /// How long after a ticket Expo's receipt is read (Expo suggests 15 minutes).
+        public var receiptDelay = Duration.seconds(15 * 60)
+        /// How often due receipts are looked for.
+        public var receiptInterval = Duration.seconds(10)
+        /// Poll batches whose calls may be in flight at once.
+        public var batchesInFlight = 4
+        public var storeRetryDelay = Duration.seconds(1)
+
+        /// `consumer`'s topics are replaced by the outbound topic and the retry topics.
+        public init(consumer: KafkaConsumerConfiguration, producer: KafkaProducerConfiguration) {
+            self.consumer = consumer
+            self.producer = producer
+        }
+    }
+
+    let configuration: Configuration
+    let providers: ProviderClients
+    let ledger: any DeliveryLedger
+    let clock: any HeraldClock
+    let consumer: KafkaConsumer
+    let producer: KafkaProducer
+    let breakers: [PushProvider: CircuitBreaker]
+    let logger: Logger
+    public let statistics: SenderStatistics
+
+    public init(
+        configuration: Configuration,
+        providers: ProviderClients,
+        ledger: any DeliveryLedger,
+        clock: any HeraldClock,
+        statistics: SenderStatistics = SenderStatistics(),
+        logger: Logger
+    ) throws(KafkaError) {
+        var configuration = configuration
+        configuration.consumer.topics = [configuration.topics.outbound] + configuration.retry.topics
+        self.configuration = configuration
+        self.providers = providers
+        self.ledger = ledger
+        self.clock = clock
+        self.statistics = statistics
+        self.logger = logger
+        breakers = Dictionary(
+            uniqueKeysWithValues: [PushProvider.apns, .fcm, .expo].map {
+                ($0, CircuitBreaker(configuration: configuration.circuitBreaker))
+            }
+        )
+        consumer = try KafkaConsumer(configuration: configuration.consumer, logger: logger)
+        producer = try KafkaProducer(configuration: configuration.producer, logger: logger)
+    }
+
+    /// Each provider's circuit.
+    public func circuitState(of provider: PushProvider) -> CircuitBreaker.State { breakers[provider]!.current }
+
+    public func run() async throws {
+        let producer = producer
+        // As in the worker: the producer outlives the consumer's last batch.
+        let producing = Task.detached { try await producer.run() }
+        defer { producer.triggerShutdown() }
+        try await withTaskCancellationHandler {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask { try await self.consumer.run() }
+                group.addTask { await self.receiptLoop() }
+                try await consume()
+                group.cancelAll()
+                try await group.waitForAll()
+            }
+        } onCancel: {
+            consumer.triggerShutdown()
+        }
+        producer.triggerShutdown()
+        try await producing.value
+        logger.info("sender stopped")
+    }
+
+    private func consume() async throws {
+        let inFlight = ConcurrencyLimiter(limit: configuration.batchesInFlight)
+        try await withThrowingDiscardingTaskGroup { group in
+            for await batch in consumer.messages {
+                let (ready, waiting) = split(batch)
+                for (partition, messages) in waiting {
+                    // Not due yet: this partition stops fetching until its messages have been tried.
+                    consumer.pause([partition])
+                    group.addTask {
+                        try await self.handleWhenDue(messages)
+                        self.consumer.resume([partition])
+                    }
+                }
+                guard !ready.isEmpty else { continue }
+                await inFlight.acquire()
+                group.addTask {
+                    defer { inFlight.release() }
+                    try await self.handle(ready)
+                }
+            }
+        }
+    }
+
+    /// The messages that may be tried now, and per partition of a retry topic, those that must
+    /// wait (the first not yet due and everything after it, to keep the partition's order).
+    func split(_ batch: [KafkaMessage]) -> (ready: [KafkaMessage], waiting: [(TopicPartition, [KafkaMessage])]) {
+        let now = clock.now()
+        var ready: [KafkaMessage] = []
+        var waiting: [TopicPartition: [KafkaMessage]] = [:]
+        for message in batch {
+            let partition = message.topicPartition
+            if waiting[partition] != nil {
+                waiting[partition]!.append(message)
+            } else if let notBefore = Self.notBefore(message), notBefore > now {
+                waiting[partition] = [message]
+            } else {
+                ready.append(message)
+            }
+        }
+        return (ready, waiting.sorted { $0.key < $1.key }.map { ($0.key, $0.value) })
+    }
+
+    static func notBefore(_ message: KafkaMessage) -> Timestamp? {
+        message.header(HeraldHeader.notBefore).flatMap { Timestamp(rfc3339: $0.string) }
+    }
+
+    /// Waits for each message's time, in order, and handles the ones that are due together.
+    private func handleWhenDue(_ messages: [KafkaMessage]) async throws {
+        var rest = messages[...]
+        while let first = rest.first {
+            if let notBefore = Self.notBefore(first) {
+                let wait = notBefore.epochMilliseconds - clock.now().epochMilliseconds
+                if wait > 0 { try await Task.sleep(for: .milliseconds(wait)) }
+            }
+            let now = clock.now()
+            let due = rest.prefix { (Self.notBefore($0) ?? now) <= now }
+            // The first is due by now (or the clock stands still, as in tests): take at least it.
+            let chunk = due.isEmpty ? rest.prefix(1) : due
+            try await handle(Array(chunk))
+            rest = rest.dropFirst(chunk.count)
+        }
+    }
+
+    /// One group of messages, start to finish: ledger check, calls, follow-up records, ledger
+    /// writes, acknowledgements, then the offsets.
+    func handle(_ messages: [KafkaMessage]) async throws {
+        let now = clock.now()
+        var records: [KafkaProducerRecord] = []
+        var decoded: [(message: KafkaMessage, outbound: OutboundMessage)] = []
+        for message in messages {
+            do {
+                decoded.append((message, try OutboundMessage(decoding: message.value ?? KafkaBytes([]))))
+            } catch {
+                records.append(deadLetter(message, attempt: 0, .init("outbound.invalid_message", "\(error)"), now: now))
+            }
+        }
+        let delivered = try await withStoreRetry { () throws(StoreError) in
+            try await self.ledger.delivered(among: decoded.map(\.outbound.notificationID))
+        }
+        var byProvider: [PushProvider: [(message: KafkaMessage, outbound: OutboundMessage)]] = [:]
+        var skipped = 0
+        var expired = 0
+        var deferred = 0
+        for entry in decoded {
+            let outbound = entry.outbound
+            if delivered.contains(outbound.notificationID) {
+                skipped += 1
+            } else if let expiresAt = outbound.expiresAt, expiresAt <= now {
+                expired += 1
+                if let topic = configuration.topics.decisions {
+                    records.append(expiredRecord(outbound, topic: topic, at: now))
+                }
+            } else if let until = breakers[outbound.provider]!.permit(at: now) {
+                deferred += 1
+                records.append(
+                    retryRecord(
+                        entry.message,
+                        outbound,
+                        topic: entry.message.topic == configuration.topics.outbound
+                            ? configuration.retry.topics.first ?? configuration.topics.outbound : entry.message.topic,
+                        notBefore: until,
+                        reason: .init("sender.circuit_open", "the \(outbound.provider.rawValue) circuit is open"),
+                        countsAsAttempt: false,
+                        now: now
+                    )
+                )
+            } else {
+                byProvider[outbound.provider, default: []].append(entry)
+            }
+        }
+
+        let sent = await withTaskGroup(of: [(KafkaMessage, OutboundMessage, DeliveryOutcome, Double)].self) { group in
+            for (provider, entries) in byProvider {
+                group.addTask {
+                    let outcomes = await self.providers.send(entries.map(\.outbound), provider: provider)
+                    return zip(entries, outcomes).map { ($0.0.message, $0.0.outbound, $0.1.0, $0.1.1) }
+                }
+            }
+            return await group.reduce(into: []) { $0 += $1 }
+        }
+
+        var deliveries: [DeliveryRecord] = []
+        var receipts: [PendingReceipt] = []
+        var counters = SenderStatistics.Counters()
+        counters.skippedAlreadyDelivered = skipped
+        counters.expired = expired
+        counters.circuitDeferred = deferred
+        let answeredAt = clock.now()
+        recordCircuits(sent.map { ($0.1.provider, $0.2) }, at: answeredAt)
+        for (message, outbound, outcome, seconds) in sent {
+            let provider = outbound.provider.rawValue
+            counters.callsByOutcome["\(provider) \(outcome.class.rawValue)", default: 0] += 1
+            counters.latencies[provider, default: LatencyHistogram()].observe(seconds)
+            if let reason = outcome.reason { counters.answersByReason[reason.code, default: 0] += 1 }
+            switch outcome {
+            case .delivered(let receipt):
+                deliveries.append(
+                    DeliveryRecord(notificationID: outbound.notificationID, provider: provider, deliveredAt: answeredAt)
+                )
+                if let receipt, outbound.provider == .expo {
+                    receipts.append(
+                        PendingReceipt(
+                            ticketID: receipt,
+                            notificationID: outbound.notificationID,
+                            recipient: outbound.recipient,
+                            token: outbound.token,
+                            checkAfter: Timestamp(
+                                epochMilliseconds: answeredAt.epochMilliseconds
+                                    + configuration.receiptDelay.milliseconds
+                            )
+                        )
+                    )
+                }
+            case .retry(let reason, let after):
+                let step = configuration.retry.step(of: message.topic)
+                if let next = configuration.retry.next(
+                    after: step,
+                    now: answeredAt,
+                    retryAfter: after,
+                    random: Double.random(in: 0..<1)
+                ) {
+                    counters.retriesByStep[String(step + 1), default: 0] += 1
+                    records.append(
+                        retryRecord(
+                            message,
+                            outbound,
+                            topic: next.topic,
+                            notBefore: next.notBefore,
+                            reason: reason,
+                            countsAsAttempt: true,
+                            now: answeredAt
+                        )
+                    )
+                } else {
+                    counters.deadLettersByCode[reason.code, default: 0] += 1
+                    let exhausted = DeliveryOutcome.Reason(reason.code, "\(reason.message); retries used up")
+                    records.append(deadLetter(message, attempt: outbound.attempt, exhausted, now: answeredAt))
+                }
+            case .invalidToken(_, let at):
+                counters.tokensInvalidated += 1
+                records.append(
+                    TokenInvalidation.record(
+                        topic: configuration.topics.directory,
+                        recipient: outbound.recipient,
+                        provider: outbound.provider,
+                        token: outbound.token,
+                        at: at ?? answeredAt,
+                        eventID: "herald-invalidated-\(outbound.notificationID)"
+                    )
+                )
+            case .configuration(let reason):
+                counters.configurationErrors[reason.code, default: 0] += 1
+                counters.deadLettersByCode[reason.code, default: 0] += 1
+                logger.error(
+                    "provider configuration error",
+                    metadata: ["code": "\(reason.code)", "message": "\(reason.message)"]
+                )
+                records.append(deadLetter(message, attempt: outbound.attempt, reason, now: answeredAt))
+            case .permanent(let reason):
+                counters.deadLettersByCode[reason.code, default: 0] += 1
+                records.append(deadLetter(message, attempt: outbound.attempt, reason, now: answeredAt))
+            }
+        }
+
+        try await withStoreRetry { () throws(StoreError) in
+            try await self.ledger.recordDeliveries(deliveries)
+            try await self.ledger.addPendingReceipts(receipts)
+        }
+        if let failure = try await producer.enqueue(records).failures().first {
+            // Not marked done: the messages come back to whoever takes the partitions, and the
+            // ledger keeps them from being sent twice.
+            consumer.triggerShutdown()
+            throw failure.error
+        }
+        consumer.markDone(messages)
+        statistics.update { $0.add(counters) }
+    }
+
+    /// Feeds each provider's circuit with the batch's answers. Expo messages share requests, so a
+    /// failed Expo request counts once, not once per message in it.
+    private func recordCircuits(_ outcomes: [(PushProvider, DeliveryOutcome)], at now: Timestamp) {
+        var tally: [PushProvider: (successes: Int, failures: Int)] = [:]
+        for (provider, outcome) in outcomes {
+            if CircuitBreaker.isProviderFailure(outcome) {
+                tally[provider, default: (0, 0)].failures += 1
+            } else {
+                tally[provider, default: (0, 0)].successes += 1
+            }
+        }
+        for (provider, counts) in tally {
+            let failures =
+                provider == .expo
+                ? (counts.failures + ExpoClient.messagesPerRequest - 1) / ExpoClient.messagesPerRequest
+                : counts.failures
+            breakers[provider]!.record(successes: counts.successes, failures: failures, at: now)
+        }
+    }
+
+    private func withStoreRetry<R>(_ body: () async throws(StoreError) -> R) async throws -> R {
+        while true {
+            do {
+                return try await body()
+            } catch {
+                logger.error("store failed; retrying", metadata: ["error": "\(error)"])
+                try await Task.sleep(for: configuration.storeRetryDelay)
+            }
+        }
+    }
+
+    /// `message` again, on `topic`, with its attempt counted and why it failed.
+    func retryRecord(
+        _ message: KafkaMessage,
+        _ outbound: OutboundMessage,
+        topic: String,
+        notBefore: Timestamp,
+        reason: DeliveryOutcome.Reason,
+        countsAsAttempt: Bool,
+        now: Timestamp
+    ) -> KafkaProducerRecord {
+        var next = outbound
+        if countsAsAttempt { next.attempt += 1 }
+        var headers = failureHeaders(message, attempts: next.attempt, reason: reason, now: now)
+        headers.append(KafkaHeader(HeraldHeader.notBefore, string: notBefore.description))
+        return KafkaProducerRecord(topic: topic, key: message.key, value: KafkaBytes(next.encoded()), headers: headers)
+    }
+
+    func deadLetter(
+        _ message: KafkaMessage,
+        attempt: Int,
+        _ reason: DeliveryOutcome.Reason,
+        now: Timestamp
+    ) -> KafkaProducerRecord {
+        KafkaProducerRecord(
+            topic: configuration.topics.deadLetter,
+            key: message.key,
+            value: message.value,
+            headers: failureHeaders(message, attempts: max(attempt, 1), reason: reason, now: now)
+        )
+    }
+
+    /// The original headers, then Herald's: the original location is the first topic the message
+    /// was read from (kept across retry topics), so a re-drive goes back to `herald.outbound`.
+    func failureHeaders(
+        _ message: KafkaMessage,
+        attempts: Int,
+        reason: DeliveryOutcome.Reason,
+        now: Timestamp
+    ) -> [KafkaHeader] {
+        var headers = message.headers.filter { !$0.name.hasPrefix("herald.") }
+        func kept(_ name: String, _ value: @autoclosure () -> String?) {
+            if let existing = message.header(name) {
+                headers.append(KafkaHeader(name, existing))
+            } else if let value = value() {
+                headers.append(KafkaHeader(name, string: value))
+            }
+        }
+        headers.append(KafkaHeader(HeraldHeader.errorCode, string: reason.code))
+        headers.append(KafkaHeader(HeraldHeader.errorMessage, string: reason.message))
+        kept(HeraldHeader.originalTopic, message.topic)
+        kept(HeraldHeader.originalPartition, String(message.partition))
+        kept(HeraldHeader.originalOffset, String(message.offset))
+        kept(
+            HeraldHeader.originalTimestamp,
+            message.timestampMilliseconds.map { Timestamp(epochMilliseconds: $0).description }
+        )
+        headers.append(KafkaHeader(HeraldHeader.attempts, string: String(attempts)))
+        kept(HeraldHeader.firstFailure, now.description)
+        headers.append(KafkaHeader(HeraldHeader.lastFailure, string: now.description))
+        headers.append(KafkaHeader(HeraldHeader.version, string: DeadLetter.heraldVersion))
+        return headers
+    }
+
+    func expiredRecord(_ outbound: OutboundMessage, topic: String, at: Timestamp) -> KafkaProducerRecord {
+        var writer = JSONStreamWriter(capacity: 256)
+        writer.beginObject()
+        writer.member("notificationId", outbound.notificationID)
+        writer.member("eventId", outbound.eventID)
+        writer.member("kind", outbound.kind)
+        writer.member("recipient", outbound.recipient)
+        writer.member("reason", DecisionReason.expired.rawValue)
+        writer.member("decidedAt", at.description)
+        writer.endObject()
+        return KafkaProducerRecord(topic: topic, key: KafkaBytes(outbound.recipient), value: KafkaBytes(writer.bytes))
+    }
+
+    /// Reads Expo receipts that are due: a `DeviceNotRegistered` receipt invalidates the token.
+    private func receiptLoop() async {
+        guard let expo = providers.expo else { return }
+        while !Task.isCancelled {
+            do {
+                let claimed = try await ledger.claimPendingReceipts(now: clock.now(), limit: 1000, lease: .seconds(120))
+                if !claimed.isEmpty {
+                    switch await expo.receipts(claimed.map(\.ticketID)) {
+                    case .failure(let outcome):
+                        logger.warning(
+                            "Expo receipts could not be read",
+                            metadata: ["reason": "\(outcome.reason?.code ?? "")"]
+                        )
+                    case .success(let receipts):
+                        var records: [KafkaProducerRecord] = []
+                        var read: [String] = []
+                        var counters = SenderStatistics.Counters()
+                        let now = clock.now()
+                        for pending in claimed {
+                            guard let outcome = receipts[pending.ticketID] else {
+                                // Expo keeps receipts a day; after that there is nothing left to learn.
+                                if now.epochMilliseconds - pending.checkAfter.epochMilliseconds > 86_400_000 {
+                                    read.append(pending.ticketID)
+                                }
+                                continue
+                            }
+                            read.append(pending.ticketID)
+                            counters.receiptsChecked += 1
+                            if let reason = outcome.reason { counters.answersByReason[reason.code, default: 0] += 1 }
+                            if case .invalidToken = outcome {
+                                counters.tokensInvalidated += 1
+                                records.append(
+                                    TokenInvalidation.record(
+                                        topic: configuration.topics.directory,
+                                        recipient: pending.recipient,
+                                        provider: .expo,
+                                        token: pending.token,
+                                        at: now,
+                                        eventID: "herald-invalidated-\(pending.notificationID)"
+                                    )
+                                )
+                            }
+                        }
+                        if try await producer.enqueue(records).failures().isEmpty {
+                            try await ledger.removePendingReceipts(read)
+                            statistics.update { $0.add(counters) }
+                        }
+                        if claimed.count == 1000 { continue }
+                    }
+                }
+            } catch let error as KafkaError where error.code == .closed {
+                return
+            } catch {
+                logger.error("reading Expo receipts failed; trying again", metadata: ["error": "\(error)"])
+            }
+            do { try await Task.sleep(for: configuration.receiptInterval) } catch { return }
+        }
+    }
+
+    package func simulateCrash() {
+        consumer.simulateCrash()
+        producer.triggerShutdown()
+    }
+}
+
+extension SenderStatistics.Counters {
+    mutating func add(_ other: Self) {
+        callsByOutcome.merge(other.callsByOutcome, uniquingKeysWith: +)
+        answersByReason.merge(other.answersByReason, uniquingKeysWith: +)
+        retriesByStep.merge(other.retriesByStep, uniquingKeysWith: +)
+        deadLettersByCode.merge(other.deadLettersByCode, uniquingKeysWith: +)
+        configurationErrors.merge(other.configurationErrors, uniquingKeysWith: +)
+        tokensInvalidated += other.tokensInvalidated
+        skippedAlreadyDelivered += other.skippedAlreadyDelivered
+        expired += other.expired
+        circuitDeferred += other.circuitDeferred
+        receiptsChecked += other.receiptsChecked
+        for (provider, histogram) in other.latencies {
+            latencies[provider, default: LatencyHistogram()].merge(histogram)
+        }
+    }
+}

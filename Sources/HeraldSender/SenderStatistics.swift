@@ -1,0 +1,33 @@
+import HeraldWorker
+import Synchronization
+
+/// The sender's counters, for `/metrics`.
+public final class SenderStatistics: Sendable {
+    public struct Counters: Sendable {
+        /// Provider calls by `provider outcome-class`.
+        public var callsByOutcome: [String: Int] = [:]
+        /// Answers by reason code (`apns.Unregistered`, `transport.timeout`).
+        public var answersByReason: [String: Int] = [:]
+        /// Messages sent to retry topic n, by n.
+        public var retriesByStep: [String: Int] = [:]
+        public var deadLettersByCode: [String: Int] = [:]
+        /// Configuration errors (dead-lettered at once), by code.
+        public var configurationErrors: [String: Int] = [:]
+        public var tokensInvalidated = 0
+        public var skippedAlreadyDelivered = 0
+        public var expired = 0
+        /// Messages put back because their provider's circuit was open.
+        public var circuitDeferred = 0
+        public var receiptsChecked = 0
+        /// Call latency by provider.
+        public var latencies: [String: LatencyHistogram] = [:]
+    }
+
+    private let counters = Mutex(Counters())
+
+    public init() {}
+
+    public func update(_ body: (inout Counters) -> Void) { counters.withLock { body(&$0) } }
+
+    public var snapshot: Counters { counters.withLock { $0 } }
+}

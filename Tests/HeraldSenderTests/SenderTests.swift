@@ -1,0 +1,252 @@
+import Foundation
+import HeraldEvents
+import HeraldKafka
+import HeraldPolicy
+import HeraldSender
+import HeraldSimulator
+import HeraldStore
+import HeraldTestSupport
+import HeraldWorker
+import Testing
+
+/// The sender on the embedded broker against the provider simulator.
+@Suite("Sender, end to end", .serialized)
+struct SenderTests {
+    static let topics = [
+        "herald.outbound": 4, "herald.outbound.retry.1": 2, "herald.outbound.retry.2": 2,
+        "herald.outbound.retry.3": 2, "herald.outbound.retry.4": 2, "herald.outbound.dlq": 1,
+        "herald.directory": 2, "herald.decisions": 1,
+    ]
+
+    /// Runs a sender over `fixture`'s clients until `body` returns.
+    static func withSender(
+        _ environment: KafkaTestEnvironment,
+        _ fixture: SimulatorFixture,
+        ledger: any DeliveryLedger,
+        clock: any HeraldClock = WallClock(),
+        delays: [Duration] = [.milliseconds(100), .milliseconds(200), .milliseconds(300), .milliseconds(400)],
+        _ body: (Sender) async throws -> Void
+    ) async throws {
+        var configuration = Sender.Configuration(
+            consumer: environment.consumerConfiguration(group: "herald-sender", topics: []),
+            producer: environment.producerConfiguration()
+        )
+        configuration.consumer.fetchMaxWait = .milliseconds(50)
+        configuration.retry = RetryPolicy(delays: delays)
+        configuration.topics.decisions = "herald.decisions"
+        configuration.receiptDelay = .zero
+        configuration.receiptInterval = .milliseconds(100)
+        let sender = try Sender(
+            configuration: configuration,
+            providers: ProviderClients(apns: fixture.apns, fcm: fixture.fcm, expo: fixture.expo),
+            ledger: ledger,
+            clock: clock,
+            logger: environment.logger
+        )
+        try await withRunningServices([sender]) { try await body(sender) }
+    }
+
+    static func record(_ message: OutboundMessage) -> KafkaProducerRecord {
+        KafkaProducerRecord(
+            topic: "herald.outbound",
+            key: KafkaBytes(message.recipient),
+            value: KafkaBytes(message.encoded())
+        )
+    }
+
+    static let faultyCount = Int(ProcessInfo.processInfo.environment["HERALD_FAULTY_COUNT"] ?? "") ?? 10_000
+
+    static func header(_ message: KafkaMessage, _ name: String) -> String? { message.header(name)?.string }
+
+    @Test(
+        "10,000 notifications through 10% 500s, 5% 429s and 1% dropped connections: each accepted once, or dead-lettered with a reason"
+    )
+    func faultyProviders() async throws {
+        let environment = try KafkaTestEnvironment(topics: Self.topics)
+        let faults = try FaultProfile(parsing: "500=0.10,429=0.05,drop=0.01,retry-after=0,seed=42")
+        try await SimulatorFixture.with(faults: faults) { fixture in
+            // Nine in ten to APNs one by one, the rest to Expo in batches.
+            let messages = try (0..<Self.faultyCount).map { index in
+                index % 10 == 9
+                    ? try SimulatorFixture.message(.expo, token: "ExponentPushToken[device-\(index)]", id: "n-\(index)")
+                    : try SimulatorFixture.message(
+                        .apns,
+                        token: ProviderAnswerTests.apnsToken(index + 1),
+                        id: "n-\(index)"
+                    )
+            }.map { message in
+                var message = message
+                message.recipient = "user-\(message.notificationID)"
+                return message
+            }
+            try await environment.withCollector(["herald.outbound.dlq"]) { deadLetters in
+                try await Self.withSender(environment, fixture, ledger: try SQLiteStore(path: ":memory:")) { sender in
+                    // Produced while the sender runs and spread over the partitions: the embedded
+                    // broker keeps only about 5 MiB per partition.
+                    try await environment.produce(messages.map(Self.record))
+                    // Debug builds of the HTTP/2 stack manage about a hundred calls a second here.
+                    let settled = await eventually(
+                        within: .seconds(Double(ProcessInfo.processInfo.environment["HERALD_FAULTY_WAIT"] ?? "400")!)
+                    ) {
+                        fixture.simulator.statistics.accepted + deadLetters.count >= messages.count
+                    }
+                    #expect(
+                        settled,
+                        "accepted \(fixture.simulator.statistics.accepted), dead letters \(deadLetters.count)"
+                    )
+                    // A moment more, to catch anything sent twice.
+                    try await Task.sleep(for: .milliseconds(500))
+                    let deadIDs = try deadLetters.all.map {
+                        try OutboundMessage(decoding: $0.value ?? KafkaBytes([])).notificationID
+                    }
+                    var lost: [String] = []
+                    var twice: [String] = []
+                    for message in messages {
+                        let id =
+                            message.provider == .apns
+                            ? message.request.headers.first { $0.name == "apns-id" }!.value : message.notificationID
+                        let accepted = fixture.simulator.acceptedCount(id: id)
+                        let dead = deadIDs.filter { $0 == message.notificationID }.count
+                        if accepted + dead == 0 { lost.append(message.notificationID) }
+                        if accepted + dead > 1 { twice.append(message.notificationID) }
+                    }
+                    #expect(lost.count == 0, "lost: \(lost.count), such as \(lost.prefix(5))")
+                    #expect(twice.count == 0, "more than once: \(twice.count), such as \(twice.prefix(5))")
+                    for letter in deadLetters.all {
+                        #expect(Self.header(letter, HeraldHeader.errorCode)?.isEmpty == false)
+                        #expect(Self.header(letter, HeraldHeader.originalTopic) == "herald.outbound")
+                        #expect(Self.header(letter, HeraldHeader.attempts) == "5")
+                    }
+                    let counters = sender.statistics.snapshot
+                    #expect(counters.retriesByStep["1", default: 0] > messages.count / 20)
+                    #expect(counters.answersByReason["apns.InternalServerError", default: 0] > 0)
+                    #expect(counters.answersByReason["apns.TooManyRequests", default: 0] > 0)
+                    #expect(counters.answersByReason["transport.connection", default: 0] > 0)
+                    #expect(fixture.simulator.statistics.dropped > 0)
+                }
+            }
+        }
+    }
+
+    @Test(
+        "a redelivered message whose notification was delivered is not sent again; expired ones are dropped with a decision"
+    )
+    func ledgerAndExpiry() async throws {
+        let environment = try KafkaTestEnvironment(topics: Self.topics)
+        try await SimulatorFixture.with { fixture in
+            let ledger = try SQLiteStore(path: ":memory:")
+            let message = try SimulatorFixture.message(.fcm, id: "n-once")
+            var expired = try SimulatorFixture.message(.fcm, id: "n-expired")
+            expired.expiresAt = Timestamp(rfc3339: "2020-01-01T00:00:00Z")
+            try await environment.withCollector(["herald.decisions"]) { decisions in
+                try await Self.withSender(environment, fixture, ledger: ledger) { sender in
+                    try await environment.produce([Self.record(message), Self.record(expired)])
+                    #expect(await eventually { fixture.simulator.acceptedCount(id: "n-once") == 1 })
+                    #expect(await eventually { sender.statistics.snapshot.expired == 1 })
+                    try await environment.produce([Self.record(message)])
+                    #expect(await eventually { sender.statistics.snapshot.skippedAlreadyDelivered == 1 })
+                    #expect(fixture.simulator.acceptedCount(id: "n-once") == 1)
+                    #expect(fixture.simulator.acceptedCount(id: "n-expired") == 0)
+                    #expect(await eventually { decisions.count == 1 })
+                    let decision = try JSONParser().parse(decisions.all[0].value ?? KafkaBytes([]))
+                    #expect(decision["reason"]?.stringValue == "expired")
+                    #expect(decision["notificationId"]?.stringValue == "n-expired")
+                }
+            }
+            #expect(try await ledger.delivered(among: ["n-once", "n-expired"]) == ["n-once"])
+        }
+    }
+
+    @Test("dead tokens become device.token.invalidated directory events: APNs 410 with its time, Expo receipts")
+    func tokenInvalidation() async throws {
+        let environment = try KafkaTestEnvironment(topics: Self.topics)
+        try await SimulatorFixture.with { fixture in
+            fixture.simulator.unregister(
+                token: SimulatorFixture.apnsToken,
+                at: Timestamp(rfc3339: "2026-11-20T08:00:00Z")!
+            )
+            fixture.simulator.script(
+                token: "ExponentPushToken[gone]",
+                .init(status: 200, reason: "DeviceNotRegistered")
+            )
+            try await environment.withCollector(["herald.directory", "herald.outbound.dlq"]) { received in
+                try await Self.withSender(environment, fixture, ledger: try SQLiteStore(path: ":memory:")) { sender in
+                    try await environment.produce([
+                        Self.record(try SimulatorFixture.message(.apns, id: "n-apns")),
+                        Self.record(
+                            try SimulatorFixture.message(.expo, token: "ExponentPushToken[gone]", id: "n-expo")
+                        ),
+                    ])
+                    #expect(await eventually { received.count == 2 })
+                    let events = try received.all.map { message in
+                        #expect(message.topic == "herald.directory")
+                        #expect(message.key?.string == "user-1")
+                        return try EventDecoder().decode(value: Array(message.value ?? KafkaBytes([])))
+                    }
+                    let invalidations = try events.map { try DirectoryEvent($0) }
+                    #expect(
+                        invalidations.contains(
+                            .tokenInvalidated(
+                                provider: .apns,
+                                token: SimulatorFixture.apnsToken,
+                                at: Timestamp(rfc3339: "2026-11-20T08:00:00Z")!
+                            )
+                        )
+                    )
+                    #expect(
+                        invalidations.contains {
+                            if case .tokenInvalidated(.expo, "ExponentPushToken[gone]", _) = $0 { true } else { false }
+                        }
+                    )
+                    #expect(sender.statistics.snapshot.tokensInvalidated == 2)
+                }
+            }
+        }
+    }
+
+    @Test("configuration errors are dead-lettered at once; retries used up end in the dead-letter topic")
+    func deadLetters() async throws {
+        let environment = try KafkaTestEnvironment(topics: Self.topics)
+        try await SimulatorFixture.with { fixture in
+            let misconfigured = "0000000000000000000000000000000000000000000000000000000000000bad"
+            fixture.simulator.script(token: misconfigured, .init(status: 403, reason: "InvalidProviderToken"))
+            let failing = "000000000000000000000000000000000000000000000000000000000000fa11"
+            fixture.simulator.script(token: failing, .init(status: 503, reason: "ServiceUnavailable"))
+            try await environment.withCollector(["herald.outbound.dlq", "herald.outbound.retry.1"]) { received in
+                try await Self.withSender(environment, fixture, ledger: try SQLiteStore(path: ":memory:")) { sender in
+                    try await environment.produce([
+                        Self.record(try SimulatorFixture.message(.apns, token: misconfigured, id: "n-config")),
+                        Self.record(try SimulatorFixture.message(.apns, token: failing, id: "n-failing")),
+                    ])
+                    #expect(await eventually { received.all.filter { $0.topic == "herald.outbound.dlq" }.count == 2 })
+                    let letters = Dictionary(
+                        uniqueKeysWithValues: try received.all.filter { $0.topic == "herald.outbound.dlq" }.map {
+                            (try OutboundMessage(decoding: $0.value ?? KafkaBytes([])).notificationID, $0)
+                        }
+                    )
+                    let config = try #require(letters["n-config"])
+                    #expect(Self.header(config, HeraldHeader.errorCode) == "apns.InvalidProviderToken")
+                    #expect(Self.header(config, HeraldHeader.attempts) == "1")
+                    let exhausted = try #require(letters["n-failing"])
+                    #expect(Self.header(exhausted, HeraldHeader.errorCode) == "apns.ServiceUnavailable")
+                    #expect(Self.header(exhausted, HeraldHeader.attempts) == "5")
+                    #expect(Self.header(exhausted, HeraldHeader.originalTopic) == "herald.outbound")
+                    #expect(Self.header(exhausted, HeraldHeader.errorMessage)?.contains("retries used up") == true)
+                    let retried = try #require(received.all.first { $0.topic == "herald.outbound.retry.1" })
+                    let notBefore = try #require(
+                        Self.header(retried, HeraldHeader.notBefore).flatMap { Timestamp(rfc3339: $0) }
+                    )
+                    let failedAt = try #require(
+                        Self.header(retried, HeraldHeader.lastFailure).flatMap { Timestamp(rfc3339: $0) }
+                    )
+                    // 100 ms plus up to 10% jitter.
+                    #expect((100...110).contains(notBefore.epochMilliseconds - failedAt.epochMilliseconds))
+                    #expect(try OutboundMessage(decoding: retried.value ?? KafkaBytes([])).attempt == 2)
+                    let counters = sender.statistics.snapshot
+                    #expect(counters.configurationErrors["apns.InvalidProviderToken"] == 1)
+                    #expect(counters.retriesByStep == ["1": 1, "2": 1, "3": 1, "4": 1])
+                }
+            }
+        }
+    }
+}

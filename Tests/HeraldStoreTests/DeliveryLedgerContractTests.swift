@@ -1,0 +1,66 @@
+import HeraldEvents
+import HeraldStore
+import HeraldTestSupport
+import Testing
+
+@Suite("Delivery ledger contract")
+struct DeliveryLedgerContractTests {
+    let at = Timestamp(rfc3339: "2026-11-22T12:00:00Z")!
+
+    @Test("a delivery is remembered once, and purged by age", arguments: StoreKind.allCases)
+    func deliveries(kind: StoreKind) async throws {
+        try await withStore(kind) { store in
+            #expect(try await store.delivered(among: ["n-1", "n-2"]).isEmpty)
+            try await store.recordDeliveries([
+                DeliveryRecord(notificationID: "n-1", provider: "apns", deliveredAt: at),
+                DeliveryRecord(
+                    notificationID: "n-2",
+                    provider: "fcm",
+                    deliveredAt: Timestamp(epochMilliseconds: at.epochMilliseconds + 1000)
+                ),
+            ])
+            // Recording again (a redelivered batch) is harmless.
+            try await store.recordDeliveries([DeliveryRecord(notificationID: "n-1", provider: "apns", deliveredAt: at)])
+            #expect(try await store.delivered(among: ["n-1", "n-2", "n-3"]) == ["n-1", "n-2"])
+            try await store.purgeDeliveries(before: Timestamp(epochMilliseconds: at.epochMilliseconds + 500))
+            #expect(try await store.delivered(among: ["n-1", "n-2"]) == ["n-2"])
+        }
+    }
+
+    @Test(
+        "pending receipts are claimed when due, by one sender at a time, until removed",
+        arguments: StoreKind.allCases
+    )
+    func pendingReceipts(kind: StoreKind) async throws {
+        try await withStore(kind) { store in
+            let later = Timestamp(epochMilliseconds: at.epochMilliseconds + 60_000)
+            try await store.addPendingReceipts([
+                PendingReceipt(
+                    ticketID: "t-1",
+                    notificationID: "n-1",
+                    recipient: "ana",
+                    token: "ExponentPushToken[a]",
+                    checkAfter: at
+                ),
+                PendingReceipt(
+                    ticketID: "t-2",
+                    notificationID: "n-2",
+                    recipient: "ben",
+                    token: "ExponentPushToken[b]",
+                    checkAfter: later
+                ),
+            ])
+            let first = try await store.claimPendingReceipts(now: at, limit: 10, lease: .seconds(30))
+            #expect(first.map(\.ticketID) == ["t-1"])
+            #expect(first.first?.recipient == "ana" && first.first?.token == "ExponentPushToken[a]")
+            // Claimed: not handed out again while the lease lasts.
+            #expect(try await store.claimPendingReceipts(now: at, limit: 10, lease: .seconds(30)).isEmpty)
+            let afterLease = Timestamp(epochMilliseconds: later.epochMilliseconds)
+            let second = try await store.claimPendingReceipts(now: afterLease, limit: 10, lease: .seconds(30))
+            #expect(second.map(\.ticketID) == ["t-1", "t-2"])
+            try await store.removePendingReceipts(["t-1", "t-2"])
+            let muchLater = Timestamp(epochMilliseconds: later.epochMilliseconds + 3_600_000)
+            #expect(try await store.claimPendingReceipts(now: muchLater, limit: 10, lease: .seconds(30)).isEmpty)
+        }
+    }
+}
