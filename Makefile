@@ -2,7 +2,7 @@
 # on the project's machines and CI, otherwise through sudo), so a fresh clone needs nothing else.
 
 SWIFT ?= swift
-APT_PACKAGES := librdkafka-dev libicu-dev libsqlite3-dev postgresql kcat pkg-config
+APT_PACKAGES := librdkafka-dev libicu-dev libsqlite3-dev postgresql kcat pkg-config nghttp2-client
 SUDO := $(shell [ "$$(id -u)" = "0" ] || echo sudo)
 
 .PHONY: run test build release deps format lint bench-kafka bench-decisions broker clean

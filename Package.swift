@@ -143,6 +143,7 @@ let package = Package(
                 "HeraldWorker",
                 "HeraldSender",
                 "HeraldSimulator",
+                "HeraldAuth",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

@@ -1,3 +1,5 @@
+import HeraldPolicy
+import HeraldSender
 import HeraldWorker
 import Logging
 import NIOCore
@@ -41,26 +43,39 @@ public final class HTTPEndpoints: Service, Sendable {
         self.logger = logger
     }
 
-    /// The endpoints of a running worker.
-    public convenience init(listen: String, worker: Worker, logger: Logger) throws {
+    /// The endpoints of a process running a worker, a sender, or both.
+    public convenience init(listen: String, worker: Worker?, sender: Sender?, logger: Logger) throws {
         try self.init(listen: listen, logger: logger) { path in
             switch path {
             case "/metrics":
-                return Response(
-                    status: .ok,
-                    contentType: WorkerMetrics.contentType,
-                    body: WorkerMetrics.exposition(worker.statistics.snapshot, lag: worker.lag())
-                )
+                var body = ""
+                if let worker {
+                    body += WorkerMetrics.exposition(worker.statistics.snapshot, lag: worker.lag())
+                }
+                if let sender {
+                    let circuits = Dictionary(
+                        uniqueKeysWithValues: [PushProvider.apns, .fcm, .expo].map { ($0, sender.circuitState(of: $0)) }
+                    )
+                    body += SenderMetrics.exposition(sender.statistics.snapshot, circuits: circuits)
+                    if worker == nil { body += WorkerMetrics.lagLines(sender.lag()) }
+                }
+                return Response(status: .ok, contentType: WorkerMetrics.contentType, body: body)
             case "/health/live":
                 return Response(status: .ok, body: "live\n")
             case "/health/ready":
-                let readiness = worker.readiness
-                return readiness.isReady
-                    ? Response(status: .ok, body: "ready: \(readiness.assignedPartitions) partitions\n")
+                var problems: [String] = []
+                if let worker, !worker.readiness.isReady {
+                    problems.append(
+                        "worker: \(worker.readiness.assignedPartitions) partitions assigned, store answering: "
+                            + "\(worker.readiness.storeAnswers)"
+                    )
+                }
+                if let sender, sender.assignedPartitions == 0 { problems.append("sender: no partitions assigned") }
+                return problems.isEmpty
+                    ? Response(status: .ok, body: "ready\n")
                     : Response(
                         status: .serviceUnavailable,
-                        body: "not ready: \(readiness.assignedPartitions) partitions assigned, store answering: "
-                            + "\(readiness.storeAnswers)\n"
+                        body: "not ready: " + problems.joined(separator: "; ") + "\n"
                     )
             default:
                 return Response(status: .notFound, body: "not found\n")

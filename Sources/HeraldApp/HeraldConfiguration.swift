@@ -1,4 +1,6 @@
 import Foundation
+import HeraldAuth
+import HeraldSender
 import HeraldWorker
 import Yams
 
@@ -9,6 +11,8 @@ import Yams
 public struct HeraldConfiguration: Sendable {
     public var kafka = Kafka()
     public var worker = Worker()
+    public var sender = Sender()
+    public var providers = Providers()
     public var store = "sqlite:herald.sqlite"
     public var directoryCache = 200_000
     public var catalogDirectory = "catalog"
@@ -40,6 +44,56 @@ public struct HeraldConfiguration: Sendable {
         public var batchSize = 1000
         public var dueWorkInterval: Duration = .seconds(1)
         public var shutdownDeadline: Duration = .seconds(30)
+    }
+
+    public struct Sender: Sendable {
+        public var groupID = "herald-sender"
+        /// Unless set, the worker's outbound and directory topics.
+        public var outboundTopic = "herald.outbound"
+        public var directoryTopic = "herald.directory"
+        public var deadLetterTopic = "herald.outbound.dlq"
+        public var decisionsTopic: String?
+        public var retryTopicPrefix = "herald.outbound.retry"
+        public var retryDelays = RetryPolicy.defaultDelays
+        public var retryJitter = 0.1
+        public var batchSize = 500
+        public var receiptDelay: Duration = .seconds(15 * 60)
+        public var circuitFailureThreshold = 20
+        public var circuitOpenDuration: Duration = .seconds(30)
+        public var shutdownDeadline: Duration = .seconds(30)
+    }
+
+    /// Provider endpoints and credentials. Credentials come from files (or, for containers, the
+    /// variables of the secret keys) and are never shown.
+    public struct Providers: Sendable {
+        /// A PEM file of extra certificate authorities to trust (the provider simulator's).
+        public var trustRootsPEM: String?
+        public var apns = APNs()
+        public var fcm = FCM()
+        public var expo = Expo()
+
+        public struct APNs: Sendable {
+            public var key: APNsSigningKey?
+            public var productionURL = "https://api.push.apple.com"
+            public var sandboxURL = "https://api.sandbox.push.apple.com"
+            public var concurrency = 256
+            public var requestTimeout: Duration = .seconds(10)
+        }
+
+        public struct FCM: Sendable {
+            public var serviceAccount: ServiceAccount?
+            public var baseURL = "https://fcm.googleapis.com"
+            public var concurrency = 256
+            public var requestTimeout: Duration = .seconds(10)
+        }
+
+        public struct Expo: Sendable {
+            public var enabled = true
+            public var baseURL = "https://exp.host"
+            public var accessToken: String?
+            public var concurrency = 8
+            public var requestTimeout: Duration = .seconds(15)
+        }
     }
 
     public init() {}
@@ -78,6 +132,39 @@ public struct HeraldConfiguration: Sendable {
         Key(path: "worker.batch_size", kind: .integer),
         Key(path: "worker.due_work_interval", kind: .duration),
         Key(path: "worker.shutdown_deadline", kind: .duration),
+        Key(path: "sender.group_id", kind: .string),
+        Key(path: "sender.outbound_topic", kind: .string),
+        Key(path: "sender.directory_topic", kind: .string),
+        Key(path: "sender.dead_letter_topic", kind: .string),
+        Key(path: "sender.decisions_topic", kind: .string),
+        Key(path: "sender.retry_topic_prefix", kind: .string),
+        Key(path: "sender.retry_delays", kind: .list),
+        Key(path: "sender.retry_jitter", kind: .string),
+        Key(path: "sender.batch_size", kind: .integer),
+        Key(path: "sender.receipt_delay", kind: .duration),
+        Key(path: "sender.circuit_failure_threshold", kind: .integer),
+        Key(path: "sender.circuit_open_duration", kind: .duration),
+        Key(path: "sender.shutdown_deadline", kind: .duration),
+        Key(path: "providers.trust_roots_file", kind: .string),
+        Key(path: "providers.apns.key_file", kind: .string),
+        Key(path: "providers.apns.key", kind: .string, secret: true),
+        Key(path: "providers.apns.key_id", kind: .string),
+        Key(path: "providers.apns.team_id", kind: .string),
+        Key(path: "providers.apns.production_url", kind: .string),
+        Key(path: "providers.apns.sandbox_url", kind: .string),
+        Key(path: "providers.apns.concurrency", kind: .integer),
+        Key(path: "providers.apns.request_timeout", kind: .duration),
+        Key(path: "providers.fcm.service_account_file", kind: .string),
+        Key(path: "providers.fcm.service_account", kind: .string, secret: true),
+        Key(path: "providers.fcm.base_url", kind: .string),
+        Key(path: "providers.fcm.concurrency", kind: .integer),
+        Key(path: "providers.fcm.request_timeout", kind: .duration),
+        Key(path: "providers.expo.enabled", kind: .choice(["true", "false"])),
+        Key(path: "providers.expo.base_url", kind: .string),
+        Key(path: "providers.expo.access_token_file", kind: .string),
+        Key(path: "providers.expo.access_token", kind: .string, secret: true),
+        Key(path: "providers.expo.concurrency", kind: .integer),
+        Key(path: "providers.expo.request_timeout", kind: .duration),
         Key(path: "store.url", kind: .string, secret: true),
         Key(path: "store.directory_cache", kind: .integer),
         Key(path: "catalog.directory", kind: .string),
@@ -93,8 +180,18 @@ public struct HeraldConfiguration: Sendable {
         path: String?,
         environment: [String: String] = ProcessInfo.processInfo.environment
     ) throws(ConfigurationError) -> HeraldConfiguration {
+        try load(paths: path.map { [$0] } ?? [], environment: environment)
+    }
+
+    /// Reads `paths` in order (a key in a later file replaces the same key in an earlier one),
+    /// applies `HERALD_*` overrides from `environment`, and validates.
+    public static func load(
+        paths: [String],
+        environment: [String: String] = ProcessInfo.processInfo.environment
+    ) throws(ConfigurationError) -> HeraldConfiguration {
         var values: [String: Value] = [:]
-        if let path {
+        var origins: [String: String] = [:]
+        for path in paths {
             guard let data = FileManager.default.contents(atPath: path) else {
                 throw ConfigurationError("\(path): cannot read the configuration file")
             }
@@ -109,13 +206,18 @@ public struct HeraldConfiguration: Sendable {
                 guard let root = document as? [String: Any] else {
                     throw ConfigurationError("\(path): the configuration must be a mapping of sections")
                 }
-                try flatten(root, prefix: "", file: path, into: &values)
+                var fileValues: [String: Value] = [:]
+                try flatten(root, prefix: "", file: path, into: &fileValues)
+                for (key, value) in fileValues {
+                    values[key] = value
+                    origins[key] = path
+                }
             }
         }
         for key in keys {
             if let value = environment[key.environmentName] { values[key.path] = .environment(value) }
         }
-        return try HeraldConfiguration(values: values, file: path)
+        return try HeraldConfiguration(values: values, origins: origins)
     }
 
     /// A value as found: from YAML (a scalar or a list of scalars) or from an environment variable.
@@ -154,10 +256,10 @@ public struct HeraldConfiguration: Sendable {
         }
     }
 
-    init(values: [String: Value], file: String?) throws(ConfigurationError) {
+    init(values: [String: Value], origins: [String: String]) throws(ConfigurationError) {
         func source(_ key: Key) -> String {
             if case .environment? = values[key.path] { return key.environmentName }
-            return (file.map { "\($0): " } ?? "") + key.path
+            return (origins[key.path].map { "\($0): " } ?? "") + key.path
         }
         func text(_ key: Key) throws(ConfigurationError) -> String? {
             switch values[key.path] {
@@ -261,6 +363,15 @@ public struct HeraldConfiguration: Sendable {
             throw ConfigurationError("\(source(key("worker.topics"))): name at least one topic")
         }
 
+        try readSender(
+            string: string,
+            integer: integer,
+            duration: duration,
+            list: { list(key($0)) },
+            source: { source(key($0)) }
+        )
+        try readProviders(string: string, integer: integer, duration: duration, source: { source(key($0)) })
+
         store = try string("store.url") ?? store
         do {
             _ = try StoreLocation(store)
@@ -279,6 +390,158 @@ public struct HeraldConfiguration: Sendable {
         }
         logLevel = try string("log.level") ?? logLevel
         logFormat = try string("log.format") ?? logFormat
+    }
+
+    private mutating func readSender(
+        string: (String) throws(ConfigurationError) -> String?,
+        integer: (String) throws(ConfigurationError) -> Int?,
+        duration: (String) throws(ConfigurationError) -> Duration?,
+        list: (String) -> [String]?,
+        source: (String) -> String
+    ) throws(ConfigurationError) {
+        sender.groupID = try string("sender.group_id") ?? sender.groupID
+        sender.outboundTopic = try string("sender.outbound_topic") ?? worker.topics.outbound
+        sender.directoryTopic = try string("sender.directory_topic") ?? worker.topics.directory
+        sender.deadLetterTopic = try string("sender.dead_letter_topic") ?? sender.deadLetterTopic
+        if let decisions = try string("sender.decisions_topic") {
+            sender.decisionsTopic = decisions.isEmpty ? nil : decisions
+        } else {
+            sender.decisionsTopic = worker.topics.decisions
+        }
+        sender.retryTopicPrefix = try string("sender.retry_topic_prefix") ?? sender.retryTopicPrefix
+        if let delays = list("sender.retry_delays") {
+            var parsed: [Duration] = []
+            for delay in delays {
+                guard let value = Self.duration(delay) else {
+                    throw ConfigurationError(
+                        "\(source("sender.retry_delays")): expected durations such as 10s, 1m, 10m, 1h; got '\(delay)'"
+                    )
+                }
+                parsed.append(value)
+            }
+            sender.retryDelays = parsed
+        }
+        if let jitter = try string("sender.retry_jitter") {
+            guard let value = Double(jitter), (0...1).contains(value) else {
+                throw ConfigurationError(
+                    "\(source("sender.retry_jitter")): expected a fraction from 0 to 1, got '\(jitter)'"
+                )
+            }
+            sender.retryJitter = value
+        }
+        sender.batchSize = try integer("sender.batch_size") ?? sender.batchSize
+        if sender.batchSize < 1 { throw ConfigurationError("\(source("sender.batch_size")): must be at least 1") }
+        sender.receiptDelay = try duration("sender.receipt_delay") ?? sender.receiptDelay
+        sender.circuitFailureThreshold =
+            try integer("sender.circuit_failure_threshold") ?? sender.circuitFailureThreshold
+        sender.circuitOpenDuration = try duration("sender.circuit_open_duration") ?? sender.circuitOpenDuration
+        sender.shutdownDeadline = try duration("sender.shutdown_deadline") ?? sender.shutdownDeadline
+        for (path, topic) in [
+            ("sender.outbound_topic", sender.outboundTopic), ("sender.directory_topic", sender.directoryTopic),
+            ("sender.dead_letter_topic", sender.deadLetterTopic),
+            ("sender.retry_topic_prefix", sender.retryTopicPrefix),
+        ] where topic.isEmpty {
+            throw ConfigurationError("\(source(path)): must name a topic")
+        }
+    }
+
+    /// Reads a secret: the value of `inline` (set by its environment variable), or the contents of
+    /// the file `file` names. Errors name the key, never the contents.
+    private static func secret(
+        inline: String,
+        file: String,
+        string: (String) throws(ConfigurationError) -> String?,
+        source: (String) -> String
+    ) throws(ConfigurationError) -> [UInt8]? {
+        if let value = try string(inline), !value.isEmpty { return Array(value.utf8) }
+        guard let path = try string(file), !path.isEmpty else { return nil }
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw ConfigurationError("\(source(file)): cannot read \(path)")
+        }
+        return Array(data)
+    }
+
+    private mutating func readProviders(
+        string: (String) throws(ConfigurationError) -> String?,
+        integer: (String) throws(ConfigurationError) -> Int?,
+        duration: (String) throws(ConfigurationError) -> Duration?,
+        source: (String) -> String
+    ) throws(ConfigurationError) {
+        if let path = try string("providers.trust_roots_file"), !path.isEmpty {
+            guard let data = FileManager.default.contents(atPath: path) else {
+                throw ConfigurationError("\(source("providers.trust_roots_file")): cannot read \(path)")
+            }
+            providers.trustRootsPEM = String(decoding: data, as: UTF8.self)
+        }
+        if let pem = try Self.secret(
+            inline: "providers.apns.key",
+            file: "providers.apns.key_file",
+            string: string,
+            source: source
+        ) {
+            let origin =
+                (try string("providers.apns.key")).map { _ in "providers.apns.key" } ?? "providers.apns.key_file"
+            guard let keyID = try string("providers.apns.key_id"), !keyID.isEmpty else {
+                throw ConfigurationError(
+                    "\(source("providers.apns.key_id")): an APNs key needs its key id (10 characters, from the developer account)"
+                )
+            }
+            guard let teamID = try string("providers.apns.team_id"), !teamID.isEmpty else {
+                throw ConfigurationError("\(source("providers.apns.team_id")): an APNs key needs its team id")
+            }
+            do {
+                providers.apns.key = try APNsSigningKey(
+                    pem: String(decoding: pem, as: UTF8.self),
+                    keyID: keyID,
+                    teamID: teamID
+                )
+            } catch {
+                throw ConfigurationError("\(source(origin)): not a PEM-encoded P-256 private key (an APNs .p8 file)")
+            }
+        }
+        providers.apns.productionURL = try string("providers.apns.production_url") ?? providers.apns.productionURL
+        providers.apns.sandboxURL = try string("providers.apns.sandbox_url") ?? providers.apns.sandboxURL
+        providers.apns.concurrency = try integer("providers.apns.concurrency") ?? providers.apns.concurrency
+        providers.apns.requestTimeout = try duration("providers.apns.request_timeout") ?? providers.apns.requestTimeout
+        if let json = try Self.secret(
+            inline: "providers.fcm.service_account",
+            file: "providers.fcm.service_account_file",
+            string: string,
+            source: source
+        ) {
+            let origin =
+                (try string("providers.fcm.service_account")).map { _ in "providers.fcm.service_account" }
+                ?? "providers.fcm.service_account_file"
+            do {
+                providers.fcm.serviceAccount = try ServiceAccount(json: json)
+            } catch {
+                throw ConfigurationError("\(source(origin)): \(error.description)")
+            }
+        }
+        providers.fcm.baseURL = try string("providers.fcm.base_url") ?? providers.fcm.baseURL
+        providers.fcm.concurrency = try integer("providers.fcm.concurrency") ?? providers.fcm.concurrency
+        providers.fcm.requestTimeout = try duration("providers.fcm.request_timeout") ?? providers.fcm.requestTimeout
+        providers.expo.enabled = try string("providers.expo.enabled").map { $0 == "true" } ?? providers.expo.enabled
+        providers.expo.baseURL = try string("providers.expo.base_url") ?? providers.expo.baseURL
+        if let token = try Self.secret(
+            inline: "providers.expo.access_token",
+            file: "providers.expo.access_token_file",
+            string: string,
+            source: source
+        ) {
+            providers.expo.accessToken = String(decoding: token, as: UTF8.self).trimmingCharacters(
+                in: .whitespacesAndNewlines
+            )
+        }
+        providers.expo.concurrency = try integer("providers.expo.concurrency") ?? providers.expo.concurrency
+        providers.expo.requestTimeout = try duration("providers.expo.request_timeout") ?? providers.expo.requestTimeout
+        for (path, value) in [
+            ("providers.apns.concurrency", providers.apns.concurrency),
+            ("providers.fcm.concurrency", providers.fcm.concurrency),
+            ("providers.expo.concurrency", providers.expo.concurrency),
+        ] where value < 1 {
+            throw ConfigurationError("\(source(path)): must be at least 1")
+        }
     }
 
     /// `500ms`, `5s`, `2m`, `1h`, or a plain number of seconds.

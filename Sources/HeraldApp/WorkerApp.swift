@@ -1,24 +1,37 @@
 import HeraldCatalog
 import HeraldKafka
 import HeraldPolicy
+import HeraldSender
 import HeraldStore
 import HeraldWorker
 import Logging
 import ServiceLifecycle
 
-/// `herald run --role worker`: the worker built from a ``HeraldConfiguration`` and run until
-/// SIGTERM or SIGINT, then shut down gracefully within `worker.shutdown_deadline`.
+/// The roles one `herald run` process can take.
+public enum HeraldRole: String, CaseIterable, Sendable {
+    case worker, sender
+}
+
+/// `herald run`: the worker and the sender built from a ``HeraldConfiguration`` and run until
+/// SIGTERM or SIGINT, then shut down gracefully within their shutdown deadlines.
 public enum WorkerApp {
-    /// Loads the catalog, opens the store, connects to Kafka (or starts the embedded cluster when
-    /// `kafka.bootstrap_servers` is `embedded`) and runs the worker.
+    /// Runs the worker alone.
     public static func run(configuration: HeraldConfiguration, logger: Logger) async throws {
-        let catalog: Catalog
-        do {
-            catalog = try CatalogLoader.load(directory: configuration.catalogDirectory).catalog
-        } catch {
-            throw ConfigurationError(
-                "catalog.directory: \(error.description)\ncatalog check failed: fix the catalog first"
-            )
+        try await run(configuration: configuration, roles: [.worker], logger: logger)
+    }
+
+    /// Runs `roles` in one process until SIGTERM or SIGINT: the embedded broker first if the
+    /// configuration asks for it, the store, the roles, and `/metrics` and `/health`.
+    public static func run(configuration: HeraldConfiguration, roles: Set<HeraldRole>, logger: Logger) async throws {
+        var catalog: Catalog?
+        if roles.contains(.worker) {
+            do {
+                catalog = try CatalogLoader.load(directory: configuration.catalogDirectory).catalog
+            } catch {
+                throw ConfigurationError(
+                    "catalog.directory: \(error.description)\ncatalog check failed: fix the catalog first"
+                )
+            }
         }
         let location = try StoreLocation(configuration.store)
         var services: [any Service] = []
@@ -33,41 +46,85 @@ public enum WorkerApp {
             services.append(broker)
             logger.notice("embedded Kafka cluster for development", metadata: ["bootstrap": "\(bootstrap[0])"])
         }
-        let servers = bootstrap
-        try await location.withStore(logger: logger, directoryCache: configuration.directoryCache) { store in
-            let worker = try makeWorker(
+        let providers =
+            roles.contains(.sender) ? try SenderApp.providerClients(configuration.providers, clock: WallClock()) : nil
+        do {
+            try await run(
                 configuration: configuration,
-                bootstrapServers: servers,
+                location: location,
+                services: services,
+                servers: bootstrap,
                 catalog: catalog,
-                store: store,
+                providers: providers,
+                roles: roles,
                 logger: logger
             )
+        } catch {
+            await providers?.shutdown()
+            throw error
+        }
+        await providers?.shutdown()
+    }
+
+    private static func run(
+        configuration: HeraldConfiguration,
+        location: StoreLocation,
+        services: [any Service],
+        servers: [String],
+        catalog: Catalog?,
+        providers: ProviderClients?,
+        roles: Set<HeraldRole>,
+        logger: Logger
+    ) async throws {
+        try await location.withStore(logger: logger, directoryCache: configuration.directoryCache) { store in
+            let worker = try catalog.map { catalog in
+                try makeWorker(
+                    configuration: configuration,
+                    bootstrapServers: servers,
+                    catalog: catalog,
+                    store: store,
+                    logger: logger
+                )
+            }
+            let sender = try providers.map { providers in
+                try SenderApp.makeSender(
+                    configuration: configuration,
+                    bootstrapServers: servers,
+                    providers: providers,
+                    ledger: store,
+                    logger: logger
+                )
+            }
             var endpoints: [any Service] = []
             if !configuration.httpListen.isEmpty {
-                endpoints.append(try HTTPEndpoints(listen: configuration.httpListen, worker: worker, logger: logger))
+                endpoints.append(
+                    try HTTPEndpoints(listen: configuration.httpListen, worker: worker, sender: sender, logger: logger)
+                )
             }
+            let roleServices: [any Service] = [worker as (any Service)?, sender].compactMap { $0 }
             var groupConfiguration = ServiceGroupConfiguration(
-                services: (services + endpoints).map { .init(service: $0) } + [
-                    .init(service: worker, successTerminationBehavior: .gracefullyShutdownGroup)
-                ],
+                services: (services + endpoints).map { .init(service: $0) }
+                    + roleServices.map { .init(service: $0, successTerminationBehavior: .gracefullyShutdownGroup) },
                 gracefulShutdownSignals: [.sigterm, .sigint],
                 cancellationSignals: [],
                 logger: logger
             )
-            groupConfiguration.maximumGracefulShutdownDuration = configuration.worker.shutdownDeadline
+            groupConfiguration.maximumGracefulShutdownDuration = max(
+                roles.contains(.worker) ? configuration.worker.shutdownDeadline : .zero,
+                roles.contains(.sender) ? configuration.sender.shutdownDeadline : .zero
+            )
             let group = ServiceGroup(configuration: groupConfiguration)
             logger.info(
-                "worker starting",
+                "herald starting",
                 metadata: [
-                    "store": "\(location)", "topics": "\(configuration.worker.domainTopics)",
-                    "group": "\(configuration.worker.groupID)",
+                    "roles": "\(roles.map(\.rawValue).sorted())", "store": "\(location)",
+                    "topics": "\(configuration.worker.domainTopics)",
                 ]
             )
             try await group.run()
         }
     }
 
-    /// The worker for `configuration`, against `store`, on `bootstrapServers`.
     public static func makeWorker(
         configuration: HeraldConfiguration,
         bootstrapServers: [String],

@@ -78,6 +78,12 @@ public final class Sender: Service, Sendable {
         producer = try KafkaProducer(configuration: configuration.producer, logger: logger)
     }
 
+    /// Partitions of the outbound and retry topics this sender holds.
+    public var assignedPartitions: Int { consumer.assignment.count }
+
+    /// Messages behind the end of each assigned partition.
+    public func lag() -> [TopicPartition: Int64] { consumer.lag() }
+
     /// Each provider's circuit.
     public func circuitState(of provider: PushProvider) -> CircuitBreaker.State { breakers[provider]!.current }
 

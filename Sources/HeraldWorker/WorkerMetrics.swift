@@ -54,14 +54,14 @@ public enum WorkerMetrics {
         let name = "herald_event_processing_seconds"
         text += "# HELP \(name) From an event's Kafka timestamp to its records being acknowledged.\n"
         text += "# TYPE \(name) histogram\n"
-        var cumulative = 0
-        for (index, bound) in LatencyHistogram.bounds.enumerated() {
-            cumulative += histogram.buckets[index]
-            text += "\(name)_bucket{le=\"\(bound)\"} \(cumulative)\n"
-        }
-        text += "\(name)_bucket{le=\"+Inf\"} \(histogram.count)\n"
-        text += "\(name)_sum \(histogram.sum)\n\(name)_count \(histogram.count)\n"
-        text += "# HELP herald_consumer_lag Messages behind the end of each assigned partition.\n"
+        text += histogramLines(name, histogram)
+        text += lagLines(lag)
+        return text
+    }
+
+    /// `herald_consumer_lag` per partition.
+    public static func lagLines(_ lag: [TopicPartition: Int64]) -> String {
+        var text = "# HELP herald_consumer_lag Messages behind the end of each assigned partition.\n"
         text += "# TYPE herald_consumer_lag gauge\n"
         for (partition, behind) in lag.sorted(by: { $0.key < $1.key }) {
             text +=
@@ -70,7 +70,22 @@ public enum WorkerMetrics {
         return text
     }
 
-    static func escape(_ value: String) -> String {
+    /// A histogram's `_bucket`, `_sum` and `_count` lines, with `labels` (`a="b"`) on each.
+    public static func histogramLines(_ name: String, _ histogram: LatencyHistogram, labels: String = "") -> String {
+        let prefix = labels.isEmpty ? "" : labels + ","
+        let plain = labels.isEmpty ? "" : "{\(labels)}"
+        var text = ""
+        var cumulative = 0
+        for (index, bound) in LatencyHistogram.bounds.enumerated() {
+            cumulative += histogram.buckets[index]
+            text += "\(name)_bucket{\(prefix)le=\"\(bound)\"} \(cumulative)\n"
+        }
+        text += "\(name)_bucket{\(prefix)le=\"+Inf\"} \(histogram.count)\n"
+        text += "\(name)_sum\(plain) \(histogram.sum)\n\(name)_count\(plain) \(histogram.count)\n"
+        return text
+    }
+
+    public static func escape(_ value: String) -> String {
         var escaped = ""
         for character in value {
             switch character {

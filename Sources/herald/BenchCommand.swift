@@ -10,6 +10,7 @@ struct BenchCommand: AsyncParsableCommand {
         abstract: "Measure Herald's throughput on this machine.",
         subcommands: [
             KafkaBenchCommand.self, RenderBenchCommand.self, PayloadBenchCommand.self, DecisionBenchCommand.self,
+            SenderBenchCommand.self,
         ]
     )
 }
@@ -265,6 +266,54 @@ struct DecisionBenchCommand: AsyncParsableCommand {
         print(
             "  decisions by reason: "
                 + report.reasons.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
+        )
+    }
+}
+
+struct SenderBenchCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "sender",
+        abstract:
+            "Provider calls through the sender against the simulator, compared with h2load on the same simulator.",
+        discussion: """
+            The sender runs as in production (embedded broker, SQLite delivery ledger, APNs over HTTP/2 and TLS \
+            with a signed provider token); h2load (Debian nghttp2-client) first drives the same simulator \
+            directly with the same request. Reports both rates and their ratio.
+            """
+    )
+
+    @Option(help: "Provider calls to make (and h2load requests).")
+    var calls = 200_000
+
+    @Option(help: "h2load connections.")
+    var h2loadClients = 2
+
+    @Option(help: "h2load concurrent streams per connection.")
+    var h2loadStreams = 256
+
+    @OptionGroup var global: GlobalOptions
+
+    func run() async throws {
+        let logger = try global.bootstrapLogging(label: "herald.bench")
+        var benchmark = SenderBenchmark()
+        benchmark.calls = calls
+        benchmark.h2loadClients = h2loadClients
+        benchmark.h2loadStreams = h2loadStreams
+        let report = try await benchmark.run(logger: logger) { line in
+            FileHandle.standardError.write(Data((line + "\n").utf8))
+        }
+        print("herald bench sender: \(report.calls) APNs calls against the provider simulator")
+        print(
+            "  sender: \(String(format: "%.0f", report.senderCallsPerSecond)) calls/s (\(String(format: "%.1f", report.senderSeconds)) s)"
+        )
+        if let h2load = report.h2loadRequestsPerSecond, let ratio = report.ratio {
+            print("  h2load: \(String(format: "%.0f", h2load)) requests/s")
+            print("  ratio: \(String(format: "%.2f", ratio)) of h2load")
+        } else {
+            print("  h2load: not measured (install nghttp2-client)")
+        }
+        print(
+            "  peak RSS \(String(format: "%.0f", report.peakResidentMegabytes)) MB; non-success answers: \(report.failures)"
         )
     }
 }

@@ -15,26 +15,41 @@ struct RunCommand: AsyncParsableCommand {
     )
 
     enum Role: String, ExpressibleByArgument, CaseIterable {
-        case worker
+        case worker, sender, all
+
+        var roles: Set<HeraldRole> {
+            switch self {
+            case .worker: [.worker]
+            case .sender: [.sender]
+            case .all: [.worker, .sender]
+            }
+        }
     }
 
-    @Option(help: "The role to run: worker.")
+    @Option(
+        help: "The role to run: worker (events to outbound messages), sender (outbound messages to providers), or all."
+    )
     var role: Role = .worker
 
-    @Option(help: "The configuration file (YAML). Without it, defaults and HERALD_* variables apply.")
-    var config: String?
+    @Option(
+        help: """
+            A configuration file (YAML); repeat it to layer files, later ones winning (herald.yaml, then the \
+            providers.yaml herald simulate-providers writes). Without any, defaults and HERALD_* variables apply.
+            """
+    )
+    var config: [String] = []
 
     func run() async throws {
         let configuration: HeraldConfiguration
         do {
-            configuration = try HeraldConfiguration.load(path: config)
+            configuration = try HeraldConfiguration.load(paths: config)
         } catch {
             printError("herald: \(error)")
             throw ExitCode(78)  // EX_CONFIG
         }
         let logger = try bootstrapLogging(configuration)
         do {
-            try await WorkerApp.run(configuration: configuration, logger: logger)
+            try await WorkerApp.run(configuration: configuration, roles: role.roles, logger: logger)
         } catch let error as ConfigurationError {
             printError("herald: \(error)")
             throw ExitCode(78)
@@ -50,7 +65,7 @@ struct RunCommand: AsyncParsableCommand {
             handler.logLevel = level
             return handler
         }
-        var logger = Logger(label: "herald.worker")
+        var logger = Logger(label: "herald.\(role.rawValue)")
         logger.logLevel = level
         return logger
     }

@@ -29,7 +29,12 @@ struct WorkerEndpointsTests {
         let pipeline = try Pipeline()
         let store = try SQLiteStore(path: ":memory:")
         let worker = try pipeline.worker(store: store, clock: TestClock("2026-11-21T08:00:00Z"))
-        let endpoints = try HTTPEndpoints(listen: "127.0.0.1:0", worker: worker, logger: Logger(label: "test"))
+        let endpoints = try HTTPEndpoints(
+            listen: "127.0.0.1:0",
+            worker: worker,
+            sender: nil,
+            logger: Logger(label: "test")
+        )
         try await withRunningServices([endpoints]) {
             let base = "http://127.0.0.1:\(await endpoints.port())"
             #expect(try httpGet(base + "/health/live").status == 200)

@@ -1,0 +1,96 @@
+import Foundation
+import HeraldApp
+import HeraldAuth
+import Testing
+
+@Suite("herald.yaml: sender and providers")
+struct SenderConfigurationTests {
+    func file(_ name: String, _ text: String) throws -> String {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("herald-\(UUID().uuidString)-\(name)")
+            .path
+        try text.write(toFile: path, atomically: true, encoding: .utf8)
+        return path
+    }
+
+    @Test("credentials from files, retry delays, layered files, and the worker's topics by default")
+    func layered() throws {
+        let (_, pem) = APNsSigningKey.generate(keyID: "KEY1234567", teamID: "TEAM123456")
+        let keyFile = try file("key.p8", pem)
+        let base = try file(
+            "herald.yaml",
+            """
+            worker:
+              outbound_topic: team.outbound
+            sender:
+              retry_delays: [5s, 30s]
+              retry_jitter: 0.2
+            """
+        )
+        let providers = try file(
+            "providers.yaml",
+            """
+            providers:
+              apns:
+                key_file: \(keyFile)
+                key_id: KEY1234567
+                team_id: TEAM123456
+              expo:
+                enabled: false
+            sender:
+              retry_delays: [1s, 2s, 3s]
+            """
+        )
+        let configuration = try HeraldConfiguration.load(paths: [base, providers], environment: [:])
+        #expect(configuration.sender.retryDelays == [.seconds(1), .seconds(2), .seconds(3)], "the later file wins")
+        #expect(configuration.sender.retryJitter == 0.2)
+        #expect(configuration.sender.outboundTopic == "team.outbound")
+        #expect(configuration.providers.apns.key?.keyID == "KEY1234567")
+        #expect(configuration.providers.fcm.serviceAccount == nil)
+        #expect(!configuration.providers.expo.enabled)
+    }
+
+    @Test("a bad credential fails at start-up naming the key, never its contents")
+    func badCredentials() throws {
+        let secret = "-----BEGIN PRIVATE KEY-----\nTHIS-IS-SECRET\n-----END PRIVATE KEY-----\n"
+        let keyFile = try file("key.p8", secret)
+        let yaml = try file(
+            "herald.yaml",
+            """
+            providers:
+              apns:
+                key_file: \(keyFile)
+                key_id: KEY1234567
+                team_id: TEAM123456
+            """
+        )
+        #expect {
+            try HeraldConfiguration.load(path: yaml, environment: [:])
+        } throws: { error in
+            let text = "\(error)"
+            return text.contains("providers.apns.key_file") && text.contains("P-256")
+                && !text.contains("THIS-IS-SECRET")
+        }
+        #expect {
+            try HeraldConfiguration.load(
+                path: nil,
+                environment: [
+                    "HERALD_PROVIDERS_FCM_SERVICE_ACCOUNT": #"{"project_id": "p", "private_key": "SECRET-KEY"}"#
+                ]
+            )
+        } throws: { error in
+            let text = "\(error)"
+            return text.contains("HERALD_PROVIDERS_FCM_SERVICE_ACCOUNT") && text.contains("client_email")
+                && !text.contains("SECRET-KEY")
+        }
+        #expect {
+            try HeraldConfiguration.load(path: nil, environment: ["HERALD_PROVIDERS_APNS_KEY": secret])
+        } throws: { error in
+            "\(error)".contains("providers.apns.key_id") && !"\(error)".contains("THIS-IS-SECRET")
+        }
+        #expect {
+            try HeraldConfiguration.load(path: nil, environment: ["HERALD_SENDER_RETRY_DELAYS": "10s,soon"])
+        } throws: { error in
+            "\(error)".contains("HERALD_SENDER_RETRY_DELAYS") && "\(error)".contains("soon")
+        }
+    }
+}
