@@ -254,3 +254,26 @@ enum ProviderSimulatorStatus {
         }
     }
 }
+
+@Suite("docs/providers.md")
+struct ProviderDocumentationTests {
+    @Test("every classified answer has its row, with its class")
+    func everyRowDocumented() throws {
+        let path = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("docs/providers.md").path
+        let text = try String(contentsOfFile: path, encoding: .utf8)
+        let names: [DeliveryOutcome.Class: String] = [
+            .delivered: "delivered", .retry: "retry", .invalidToken: "invalidate token",
+            .configuration: "configuration error", .permanent: "permanent",
+        ]
+        for row in Classification.apnsReasons {
+            #expect(text.contains("| `\(row.reason)` | \(row.status) | \(names[row.class]!) |"), "\(row.reason)")
+        }
+        for row in Classification.fcmErrorCodes {
+            #expect(text.contains("| `\(row.code)` | \(row.status) | \(names[row.class]!) |"), "\(row.code)")
+        }
+        for row in Classification.expoErrors {
+            #expect(text.contains("| `\(row.code)` | \(names[row.class]!) |"), "\(row.code)")
+        }
+    }
+}

@@ -1,0 +1,83 @@
+import HeraldApp
+import HeraldEvents
+import HeraldKafka
+import HeraldTestSupport
+import Testing
+
+@Suite("herald dlq")
+struct DeadLetterToolTests {
+    static func letter(_ id: Int, code: String, failedAt: String, original: String) -> KafkaProducerRecord {
+        KafkaProducerRecord(
+            topic: "herald.outbound.dlq",
+            key: KafkaBytes("user-\(id)"),
+            value: KafkaBytes(#"{"id":\#(id)}"#),
+            headers: [
+                KafkaHeader("traceparent", string: "00-trace-\(id)"),
+                KafkaHeader(HeraldHeader.errorCode, string: code),
+                KafkaHeader(HeraldHeader.errorMessage, string: "why \(id)"),
+                KafkaHeader(HeraldHeader.originalTopic, string: original),
+                KafkaHeader(HeraldHeader.attempts, string: "5"),
+                KafkaHeader(HeraldHeader.lastFailure, string: failedAt),
+            ]
+        )
+    }
+
+    @Test("list filters by code and time; redrive puts the originals back without Herald's headers")
+    func listAndRedrive() async throws {
+        let environment = try KafkaTestEnvironment(topics: [
+            "herald.outbound.dlq": 2, "herald.outbound": 2, "orders.events": 1,
+        ])
+        let tool = DeadLetterTool(
+            bootstrapServers: [environment.cluster.bootstrapServers],
+            topic: "herald.outbound.dlq"
+        )
+        #expect(
+            try await tool.read(logger: environment.logger).isEmpty,
+            "an empty topic reads as empty, without waiting forever"
+        )
+        try await environment.produce([
+            Self.letter(
+                1,
+                code: "apns.BadDeviceToken",
+                failedAt: "2026-11-20T08:00:00.000Z",
+                original: "herald.outbound"
+            ),
+            Self.letter(
+                2,
+                code: "apns.BadDeviceToken",
+                failedAt: "2026-11-22T08:00:00.000Z",
+                original: "herald.outbound"
+            ),
+            Self.letter(
+                3,
+                code: "fcm.INVALID_ARGUMENT",
+                failedAt: "2026-11-22T09:00:00.000Z",
+                original: "herald.outbound"
+            ),
+            Self.letter(4, code: "event.unknown_type", failedAt: "2026-11-22T10:00:00.000Z", original: "orders.events"),
+        ])
+        #expect(try await tool.read(logger: environment.logger).count == 4)
+        var filtered = tool
+        filtered.code = "apns.BadDeviceToken"
+        filtered.since = Timestamp(rfc3339: "2026-11-21T00:00:00Z")
+        let chosen = try await filtered.read(logger: environment.logger)
+        #expect(chosen.map { $0.message.key?.string } == ["user-2"])
+        #expect(chosen.first?.summary.contains("apns.BadDeviceToken") == true)
+
+        try await environment.withCollector(["herald.outbound", "orders.events"]) { received in
+            var all = tool
+            all.since = Timestamp(rfc3339: "2026-11-22T00:00:00Z")
+            let counts = try await all.redrive(
+                try await all.read(logger: environment.logger),
+                logger: environment.logger
+            )
+            #expect(counts == ["herald.outbound": 2, "orders.events": 1])
+            #expect(await eventually { received.count == 3 })
+            for message in received.all {
+                #expect(!message.headers.contains { $0.name.hasPrefix("herald.") })
+                #expect(message.header("traceparent") != nil)
+            }
+            #expect(Set(received.all.compactMap { $0.key?.string }) == ["user-2", "user-3", "user-4"])
+        }
+    }
+}
