@@ -15,10 +15,11 @@ run: deps
 ## test: build and run the whole test suite.
 test: deps
 	$(SWIFT) build --build-tests
-	# The worker's end-to-end tests load both cores for a minute; they run after the timing-sensitive
-	# consumer-group tests rather than beside them.
-	$(SWIFT) test --skip HeraldWorkerTests
+	# The worker's and the sender's end-to-end tests load both cores for minutes; they run after the
+	# timing-sensitive consumer-group tests rather than beside them.
+	$(SWIFT) test --skip HeraldWorkerTests --skip HeraldSenderTests
 	$(SWIFT) test --filter HeraldWorkerTests
+	$(SWIFT) test --filter HeraldSenderTests
 
 build: deps
 	$(SWIFT) build
