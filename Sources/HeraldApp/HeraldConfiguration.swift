@@ -78,6 +78,9 @@ public struct HeraldConfiguration: Sendable {
             public var sandboxURL = "https://api.sandbox.push.apple.com"
             public var concurrency = 256
             public var requestTimeout: Duration = .seconds(10)
+            /// `providers.apns.transport: frames` (experimental): frame-level HTTP/2 connections
+            /// instead of async-http-client.
+            public var usesFrameConnections = false
         }
 
         public struct FCM: Sendable {
@@ -154,6 +157,7 @@ public struct HeraldConfiguration: Sendable {
         Key(path: "providers.apns.sandbox_url", kind: .string),
         Key(path: "providers.apns.concurrency", kind: .integer),
         Key(path: "providers.apns.request_timeout", kind: .duration),
+        Key(path: "providers.apns.transport", kind: .choice(["async-http-client", "frames"])),
         Key(path: "providers.fcm.service_account_file", kind: .string),
         Key(path: "providers.fcm.service_account", kind: .string, secret: true),
         Key(path: "providers.fcm.base_url", kind: .string),
@@ -503,6 +507,7 @@ public struct HeraldConfiguration: Sendable {
         providers.apns.sandboxURL = try string("providers.apns.sandbox_url") ?? providers.apns.sandboxURL
         providers.apns.concurrency = try integer("providers.apns.concurrency") ?? providers.apns.concurrency
         providers.apns.requestTimeout = try duration("providers.apns.request_timeout") ?? providers.apns.requestTimeout
+        providers.apns.usesFrameConnections = try string("providers.apns.transport") == "frames"
         if let json = try Self.secret(
             inline: "providers.fcm.service_account",
             file: "providers.fcm.service_account_file",

@@ -18,6 +18,7 @@ public enum SenderApp {
             apns.sandboxURL = providers.apns.sandboxURL
             apns.concurrency = providers.apns.concurrency
             apns.requestTimeout = providers.apns.requestTimeout
+            apns.usesFrameConnections = providers.apns.usesFrameConnections
             clients.apns = try APNsClient(
                 configuration: apns,
                 clock: clock,

@@ -24,6 +24,8 @@ public struct SenderBenchmark: Sendable {
     /// h2load's connections and streams per connection.
     public var h2loadClients = 2
     public var h2loadStreams = 256
+    /// The APNs client's experimental frame-level transport.
+    public var usesFrameConnections = false
 
     public init() {}
 
@@ -121,6 +123,7 @@ public struct SenderBenchmark: Sendable {
         var configuration = HeraldConfiguration()
         configuration.providers = try await providers.providers()
         configuration.providers.expo.enabled = false
+        configuration.providers.apns.usesFrameConnections = usesFrameConnections
         let clients = try SenderApp.providerClients(configuration.providers, clock: WallClock())
         do {
             return try await measure(

@@ -76,6 +76,9 @@ public final class APNsClient: Sendable {
         public var requestTimeout = Duration.seconds(10)
         /// Requests in flight at once per key.
         public var concurrency = 256
+        /// Experimental: send over frame-level HTTP/2 connections (``HTTP2FrameConnection``) instead of
+        /// async-http-client; about twice the calls per second on this machine.
+        public var usesFrameConnections = false
 
         public init(credentials: [Credential]) {
             self.credentials = credentials
@@ -87,6 +90,7 @@ public final class APNsClient: Sendable {
         let providerToken: APNsProviderToken
         let client: HTTPClient
         let limiter: ConcurrencyLimiter
+        let frames: HTTP2FramePool?
     }
 
     let configuration: Configuration
@@ -102,7 +106,12 @@ public final class APNsClient: Sendable {
                     extraTrustRootsPEM: extraTrustRootsPEM,
                     connectTimeout: .seconds(5)
                 ),
-                limiter: ConcurrencyLimiter(limit: configuration.concurrency)
+                limiter: ConcurrencyLimiter(limit: configuration.concurrency),
+                frames: configuration.usesFrameConnections
+                    ? HTTP2FramePool(
+                        tls: try ProviderTransport.tlsConfiguration(extraTrustRootsPEM: extraTrustRootsPEM)
+                    )
+                    : nil
             )
         }
     }
@@ -130,13 +139,25 @@ public final class APNsClient: Sendable {
                 attempt += 1
                 let headers =
                     [("authorization", "bearer \(token)")] + message.request.headers.map { ($0.name, $0.value) }
-                let answer = await ProviderTransport.post(
-                    connection.client,
-                    url: base + message.request.path,
-                    headers: headers,
-                    body: message.request.body,
-                    timeout: configuration.requestTimeout
-                )
+                let answer =
+                    if let frames = connection.frames {
+                        await ProviderTransport.post(
+                            frames,
+                            url: base,
+                            path: message.request.path,
+                            headers: headers,
+                            body: message.request.body,
+                            timeout: configuration.requestTimeout
+                        )
+                    } else {
+                        await ProviderTransport.post(
+                            connection.client,
+                            url: base + message.request.path,
+                            headers: headers,
+                            body: message.request.body,
+                            timeout: configuration.requestTimeout
+                        )
+                    }
                 switch answer {
                 case .failure(let outcome):
                     return outcome
@@ -163,6 +184,9 @@ public final class APNsClient: Sendable {
     }
 
     public func shutdown() async {
-        for connection in connections { try? await connection.client.shutdown() }
+        for connection in connections {
+            await connection.frames?.closeAll()
+            try? await connection.client.shutdown()
+        }
     }
 }

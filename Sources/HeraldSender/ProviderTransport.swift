@@ -28,12 +28,17 @@ enum ProviderTransport {
 
     /// A client that trusts the system's roots, plus `extraTrustRootsPEM` (the provider simulator's
     /// authority) if given.
-    static func makeClient(extraTrustRootsPEM: String?, connectTimeout: Duration) throws -> HTTPClient {
+    static func tlsConfiguration(extraTrustRootsPEM: String?) throws -> TLSConfiguration {
         var tls = TLSConfiguration.makeClientConfiguration()
         if let extraTrustRootsPEM {
             let certificates = try NIOSSLCertificate.fromPEMBytes(Array(extraTrustRootsPEM.utf8))
             tls.additionalTrustRoots = [.certificates(certificates)]
         }
+        return tls
+    }
+
+    static func makeClient(extraTrustRootsPEM: String?, connectTimeout: Duration) throws -> HTTPClient {
+        let tls = try tlsConfiguration(extraTrustRootsPEM: extraTrustRootsPEM)
         var configuration = HTTPClient.Configuration(
             tlsConfiguration: tls,
             timeout: HTTPClient.Configuration.Timeout(connect: .nanoseconds(connectTimeout.nanoseconds))
@@ -71,6 +76,47 @@ enum ProviderTransport {
             return .failure(Classification.transport("tls", "TLS failed: \(error)"))
         } catch {
             // Refused, reset or dropped connections: the request may or may not have arrived.
+            return .failure(Classification.transport("connection", "the connection failed: \(type(of: error))"))
+        }
+    }
+}
+
+extension ProviderTransport {
+    /// POSTs over a frame-level connection from `pool` to the origin of `url`.
+    static func post(
+        _ pool: HTTP2FramePool,
+        url: String,
+        path: String,
+        headers: [(String, String)],
+        body: [UInt8],
+        timeout: Duration
+    ) async -> Result<ProviderAnswer, DeliveryOutcome> {
+        guard let origin = HTTP2FramePool.origin(url) else {
+            return .failure(.configuration(.init("transport.bad_url", "not an https URL")))
+        }
+        do {
+            let connection = try await pool.connection(host: origin.host, port: origin.port)
+            let answer = try await connection.request(
+                path: path,
+                headers: headers,
+                body: ByteBuffer(bytes: body),
+                deadline: .now() + .nanoseconds(timeout.nanoseconds)
+            )
+            var headers = HTTPHeaders()
+            for (name, value, _) in answer.headers where !name.hasPrefix(":") { headers.add(name: name, value: value) }
+            var buffer = answer.body
+            return .success(
+                ProviderAnswer(
+                    status: answer.status,
+                    headers: headers,
+                    body: buffer.readBytes(length: buffer.readableBytes) ?? []
+                )
+            )
+        } catch HTTP2FrameConnection.ConnectionError.timedOut {
+            return .failure(Classification.transport("timeout", "no answer within \(timeout)"))
+        } catch let error as NIOSSLError {
+            return .failure(Classification.transport("tls", "TLS failed: \(error)"))
+        } catch {
             return .failure(Classification.transport("connection", "the connection failed: \(type(of: error))"))
         }
     }

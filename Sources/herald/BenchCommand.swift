@@ -291,6 +291,9 @@ struct SenderBenchCommand: AsyncParsableCommand {
     @Option(help: "h2load concurrent streams per connection.")
     var h2loadStreams = 256
 
+    @Flag(help: "APNs over frame-level HTTP/2 connections (providers.apns.transport: frames, experimental).")
+    var frames = false
+
     @OptionGroup var global: GlobalOptions
 
     func run() async throws {
@@ -299,6 +302,7 @@ struct SenderBenchCommand: AsyncParsableCommand {
         benchmark.calls = calls
         benchmark.h2loadClients = h2loadClients
         benchmark.h2loadStreams = h2loadStreams
+        benchmark.usesFrameConnections = frames
         let report = try await benchmark.run(logger: logger) { line in
             FileHandle.standardError.write(Data((line + "\n").utf8))
         }

@@ -18,9 +18,9 @@ struct ProviderAnswerTests {
         return String(repeating: "0", count: 64 - hex.count) + hex
     }
 
-    @Test("every APNs reason, as the simulator sends it, gets its class")
-    func everyAPNsReason() async throws {
-        try await SimulatorFixture.with { fixture in
+    @Test("every APNs reason, as the simulator sends it, gets its class (both transports)", arguments: [false, true])
+    func everyAPNsReason(frames: Bool) async throws {
+        try await SimulatorFixture.with(frames: frames) { fixture in
             for (index, row) in Classification.apnsReasons.enumerated() {
                 let token = Self.apnsToken(index + 1)
                 fixture.simulator.script(token: token, .init(status: row.status, reason: row.reason))
@@ -118,13 +118,16 @@ struct ProviderAnswerTests {
         }
     }
 
-    @Test("provider faults: 500, 503 and 429 are retried, a dropped connection too")
-    func faults() async throws {
+    @Test(
+        "provider faults: 500, 503 and 429 are retried, a dropped request too (both transports)",
+        arguments: [false, true]
+    )
+    func faults(frames: Bool) async throws {
         for (rate, expected) in [
             ("500", "apns.InternalServerError"), ("503", "apns.ServiceUnavailable"), ("429", "apns.TooManyRequests"),
             ("drop", "transport.connection"),
         ] {
-            try await SimulatorFixture.with(faults: try FaultProfile(parsing: "\(rate)=1")) { fixture in
+            try await SimulatorFixture.with(faults: try FaultProfile(parsing: "\(rate)=1"), frames: frames) { fixture in
                 let outcome = await fixture.apns.send(try SimulatorFixture.message(.apns))
                 #expect(outcome.class == .retry, "\(rate)")
                 #expect(outcome.reason?.code == expected)

@@ -13,6 +13,8 @@ import Logging
 struct SimulatorFixture {
     let simulator: ProviderSimulator
     let baseURL: String
+    /// The simulator's certificate authority.
+    let authorityPEM: String
     let apnsKey: APNsSigningKey
     let account: ServiceAccount
     let senderClock: TestClock
@@ -31,6 +33,7 @@ struct SimulatorFixture {
         simulatorClock: TestClock = TestClock("2026-11-22T12:00:00Z"),
         senderClock: TestClock = TestClock("2026-11-22T12:00:00Z"),
         trustedAPNsKey: Bool = true,
+        frames: Bool = false,
         _ body: (SimulatorFixture) async throws -> Void
     ) async throws {
         let apnsKey = APNsSigningKey.generate(keyID: "KEY1234567", teamID: "TEAM123456").key
@@ -60,6 +63,7 @@ struct SimulatorFixture {
             apnsConfiguration.requestTimeout = .seconds(5)
             // Debug builds of swift-nio-http2 look streams up by a linear scan: fewer in flight is faster there.
             apnsConfiguration.concurrency = 32
+            apnsConfiguration.usesFrameConnections = frames
             var fcmConfiguration = FCMClient.Configuration(credentials: [.init(account: account)])
             fcmConfiguration.baseURL = baseURL
             fcmConfiguration.requestTimeout = .seconds(5)
@@ -70,6 +74,7 @@ struct SimulatorFixture {
             let fixture = SimulatorFixture(
                 simulator: simulator,
                 baseURL: baseURL,
+                authorityPEM: tls.authorityPEM,
                 apnsKey: apnsKey,
                 account: account,
                 senderClock: senderClock,
