@@ -68,20 +68,26 @@ public struct DeadLetterTool: Sendable {
             return messages
         }
         // An empty topic hands out no batch: stop once assigned with nothing behind.
+        var reachedEnd = false
         while ContinuousClock.now < deadline {
             try await Task.sleep(for: .milliseconds(100))
-            // Every assigned partition's end known, and nothing behind it.
+            // Every assigned partition either empty, or read up to its end.
             let assignment = consumer.assignment
             let lag = consumer.lag()
-            if !assignment.isEmpty && lag.count == assignment.count && lag.values.allSatisfy({ $0 == 0 })
-                && consumer.bufferedMessageCount == 0
-            {
+            let empty = consumer.emptyPartitions()
+            let atEnd = assignment.allSatisfy { empty.contains($0) || lag[$0] == 0 }
+            if !assignment.isEmpty && atEnd && consumer.bufferedMessageCount == 0 {
+                reachedEnd = true
                 break
             }
         }
         reading.cancel()
         consumer.triggerShutdown()
         let messages = await reading.value
+        // Never "0 dead letters" for a topic that could not be read.
+        guard reachedEnd else {
+            throw DeadLetterToolError.incomplete(topic: topic, after: timeout, read: messages.count)
+        }
         for message in messages {
             let letter = Letter(message: message)
             if let code, letter.code != code { continue }
@@ -119,5 +125,17 @@ public struct DeadLetterTool: Sendable {
         }
         for result in try await producer.send(records) { _ = try result.get() }
         return counts
+    }
+}
+
+public enum DeadLetterToolError: Error, CustomStringConvertible {
+    case incomplete(topic: String, after: Duration, read: Int)
+
+    public var description: String {
+        switch self {
+        case .incomplete(let topic, let after, let read):
+            "could not read \(topic) to its end within \(after) (\(read) records read): "
+                + "is the broker reachable, and does the topic exist?"
+        }
     }
 }

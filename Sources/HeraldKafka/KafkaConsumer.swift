@@ -138,6 +138,12 @@ public final class KafkaConsumer: Service, Sendable {
         return result
     }
 
+    /// The assigned partitions with nothing to read at all (their low and high watermarks are
+    /// equal), as far as the cached watermarks tell.
+    public func emptyPartitions() -> Set<TopicPartition> {
+        Set(assignment.filter { partition in client.watermarks(partition).map { $0.low == $0.high } ?? false })
+    }
+
     /// The offsets the group has committed for `partitions`, asked of the broker.
     public func committedOffsets(
         for partitions: [TopicPartition],

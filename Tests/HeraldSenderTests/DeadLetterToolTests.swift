@@ -80,4 +80,13 @@ struct DeadLetterToolTests {
             #expect(Set(received.all.compactMap { $0.key?.string }) == ["user-2", "user-3", "user-4"])
         }
     }
+
+    @Test("a broker that cannot be reached is an error, not an empty list")
+    func unreachableBroker() async throws {
+        let environment = try KafkaTestEnvironment(topics: [:])
+        let tool = DeadLetterTool(bootstrapServers: ["127.0.0.1:1"], topic: "herald.outbound.dlq")
+        await #expect(throws: DeadLetterToolError.self) {
+            _ = try await tool.read(logger: environment.logger, timeout: .seconds(3))
+        }
+    }
 }

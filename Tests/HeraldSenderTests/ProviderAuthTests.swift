@@ -96,17 +96,10 @@ struct ProviderAuthTests {
         }
     }
 
-    @Test("a service account the token endpoint does not know is a configuration error")
-    func unknownServiceAccount() async throws {
+    @Test("an assertion the token endpoint rejects is a configuration error; an untrusted server, a transport failure")
+    func rejectedAssertion() async throws {
         try await SimulatorFixture.with { fixture in
-            var other = try ServiceAccount.generate(
-                projectID: "herald-test",
-                clientEmail: "stranger@example.com",
-                tokenURI: fixture.baseURL + "/token"
-            ).account
-            other.tokenURI = fixture.baseURL + "/token"
-            _ = other
-            // The fixture's own account works; a forged assertion for it does not.
+            // The fixture's account, with a key the token endpoint has never seen.
             let forged = try ServiceAccount.generate(
                 projectID: "herald-test",
                 clientEmail: fixture.account.clientEmail,
@@ -114,15 +107,19 @@ struct ProviderAuthTests {
             ).account
             var configuration = FCMClient.Configuration(credentials: [.init(account: forged)])
             configuration.baseURL = fixture.baseURL
-            let client = try FCMClient(
-                configuration: configuration,
-                clock: fixture.senderClock,
-                extraTrustRootsPEM: nil
-            )
-            defer { Task { await client.shutdown() } }
-            // Without the simulator's authority the TLS handshake fails: a transport outcome, retried.
-            let untrusted = await client.send(try SimulatorFixture.message(.fcm))
-            #expect(untrusted.reason?.code.hasPrefix("transport.") == true)
+            for (trust, expected) in [(fixture.authorityPEM, "fcm.oauth.invalid_grant"), (nil, "transport.tls")] {
+                let client = try FCMClient(
+                    configuration: configuration,
+                    clock: fixture.senderClock,
+                    extraTrustRootsPEM: trust
+                )
+                let outcome = await client.send(try SimulatorFixture.message(.fcm))
+                await client.shutdown()
+                #expect(outcome.reason?.code == expected)
+                #expect(outcome.class == (trust == nil ? .retry : .configuration))
+            }
+            #expect(fixture.simulator.statistics.reasons["oauth invalid_grant"] == 1)
+            #expect(fixture.simulator.statistics.accepted == 0)
         }
     }
 

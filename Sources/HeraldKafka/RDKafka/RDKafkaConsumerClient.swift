@@ -192,10 +192,16 @@ final class RDKafkaConsumerClient: @unchecked Sendable {
 
     /// The cached high watermark of a partition, from the last fetch response (non-blocking).
     func highWatermark(_ partition: TopicPartition) -> Int64? {
+        watermarks(partition)?.high
+    }
+
+    /// The cached low and high watermarks of a partition (non-blocking); nil until a fetch or offset
+    /// query has reported both.
+    func watermarks(_ partition: TopicPartition) -> (low: Int64, high: Int64)? {
         var low: Int64 = -1
         var high: Int64 = -1
         let error = rd_kafka_get_watermark_offsets(handle, partition.topic, partition.partition, &low, &high)
-        return error == RD_KAFKA_RESP_ERR_NO_ERROR && high >= 0 ? high : nil
+        return error == RD_KAFKA_RESP_ERR_NO_ERROR && high >= 0 && low >= 0 ? (low, high) : nil
     }
 
     /// Leaves the group: the final revoke runs through the rebalance callback and commits.
