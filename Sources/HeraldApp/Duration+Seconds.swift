@@ -1,6 +1,6 @@
 extension Duration {
     /// The duration in seconds, for benchmark reports.
-    var inSeconds: Double {
+    public var inSeconds: Double {
         let (seconds, attoseconds) = components
         return Double(seconds) + Double(attoseconds) / 1e18
     }

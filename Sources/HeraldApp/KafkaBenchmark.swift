@@ -107,6 +107,24 @@ public struct KafkaBenchmark: Sendable {
         return Report(rounds: results, peakResidentMegabytes: Self.peakResidentMegabytes())
     }
 
+    /// One variant's passthrough of `messages` on `cluster`, outside the rounds: the baseline another
+    /// benchmark compares itself with in the same run.
+    public func measure(
+        _ variant: Variant,
+        on cluster: EmbeddedKafkaCluster,
+        logger: Logger
+    ) async throws -> Measurement {
+        let (payload, idOffset) = Self.samplePayload(size: messageSize)
+        return try await measure(
+            variant,
+            round: 0,
+            cluster: cluster,
+            payload: payload,
+            idOffset: idOffset,
+            logger: logger
+        )
+    }
+
     private func measure(
         _ variant: Variant,
         round: Int,

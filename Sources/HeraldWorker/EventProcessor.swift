@@ -67,11 +67,25 @@ public final class EventProcessor: Sendable {
     }
 
     /// One event ready to be decided.
-    struct Routed {
+    struct Routed: Sendable {
         var index: Int
         var event: CloudEvent
         var kind: NotificationKind
         var recipients: [String]
+    }
+
+    /// A batch the store has decided: what rendering and building need, so that they can run on
+    /// another core while the store decides the next batch.
+    public struct DecidedBatch: Sendable {
+        let messages: [KafkaMessage]
+        /// Dead letters for messages that could not be decoded or routed.
+        var records: [KafkaProducerRecord]
+        var routed: [Routed]
+        /// The recipients of `routed` as they were when the batch was decided.
+        var directory: [String: Recipient]
+        /// One per (routed event, recipient), in order.
+        var decisions: [Decision]
+        var now: Timestamp
     }
 
     /// The records for `messages`, in order: directory changes are applied first, then each domain
@@ -80,6 +94,16 @@ public final class EventProcessor: Sendable {
     /// - Throws: ``StoreError`` when the store cannot be reached; nothing was produced and the batch
     ///   can be processed again.
     public func process(_ messages: [KafkaMessage]) async throws(StoreError) -> [KafkaProducerRecord] {
+        build(try await decide(messages))
+    }
+
+    /// The store's part of processing `messages`: decode and route them, apply directory changes,
+    /// look up the recipients and decide, in one call each for the whole batch.
+    ///
+    /// - Throws: ``StoreError`` when the store cannot be reached; the batch can be decided again,
+    ///   with the same result for what was already decided.
+    public func decide(_ messages: [KafkaMessage]) async throws(StoreError) -> DecidedBatch {
+        let started = ContinuousClock.now
         var records: [KafkaProducerRecord] = []
         var counters = WorkerStatistics.Counters()
         let now = clock.now()
@@ -128,22 +152,30 @@ public final class EventProcessor: Sendable {
         }
         counters.directoryChanges = changes.count
         if !changes.isEmpty { try await store.apply(changes) }
+        var directory: [String: Recipient] = [:]
+        var decisions: [Decision] = []
         if !routed.isEmpty {
-            try await decideAndBuild(routed, messages: messages, now: now, into: &records, counters: &counters)
+            directory = try await store.recipients(routed.flatMap(\.recipients))
+            decisions = try await store.decide(requests(for: routed, directory: directory, now: now))
         }
+        counters.decideTime = ContinuousClock.now - started
         let finished = counters
         statistics.update { $0.add(finished) }
-        return records
+        return DecidedBatch(
+            messages: messages,
+            records: records,
+            routed: routed,
+            directory: directory,
+            decisions: decisions,
+            now: now
+        )
     }
 
-    private func decideAndBuild(
-        _ routed: [Routed],
-        messages: [KafkaMessage],
-        now: Timestamp,
-        into records: inout [KafkaProducerRecord],
-        counters: inout WorkerStatistics.Counters
-    ) async throws(StoreError) {
-        let directory = try await store.recipients(routed.flatMap(\.recipients))
+    private func requests(
+        for routed: [Routed],
+        directory: [String: Recipient],
+        now: Timestamp
+    ) -> [DecisionRequest] {
         var requests: [DecisionRequest] = []
         requests.reserveCapacity(routed.count)
         for item in routed {
@@ -177,26 +209,69 @@ public final class EventProcessor: Sendable {
                 )
             }
         }
-        let decisions = try await store.decide(requests)
-        var next = 0
-        for item in routed {
-            let message = messages[item.index]
+        return requests
+    }
+
+    /// Renders and builds the records of a decided batch: pure work, no store.
+    public func build(_ batch: DecidedBatch) -> [KafkaProducerRecord] {
+        batch.records + build(batch, routed: batch.routed.indices, firstDecision: 0)
+    }
+
+    /// ``build(_:)`` split into up to `parts` runs of consecutive events built concurrently, joined
+    /// in order: rendering is the worker's most expensive step, and this way it uses the cores the
+    /// store leaves idle.
+    public func build(_ batch: DecidedBatch, parts: Int) async -> [KafkaProducerRecord] {
+        // Below this many events a part costs more to schedule than it saves.
+        let parts = min(parts, batch.routed.count / 64)
+        guard parts > 1 else { return build(batch) }
+        var ranges: [(routed: Range<Int>, firstDecision: Int)] = []
+        var firstDecision = 0
+        var lower = 0
+        for part in 0..<parts {
+            let upper = batch.routed.count * (part + 1) / parts
+            ranges.append((lower..<upper, firstDecision))
+            for item in batch.routed[lower..<upper] { firstDecision += item.recipients.count }
+            lower = upper
+        }
+        let built = await withTaskGroup(of: (Int, [KafkaProducerRecord]).self) { group in
+            for (part, range) in ranges.enumerated() {
+                group.addTask { (part, self.build(batch, routed: range.routed, firstDecision: range.firstDecision)) }
+            }
+            var built = [[KafkaProducerRecord]](repeating: [], count: ranges.count)
+            for await (part, records) in group { built[part] = records }
+            return built
+        }
+        var records = batch.records
+        records.reserveCapacity(records.count + built.reduce(0) { $0 + $1.count })
+        for part in built { records += part }
+        return records
+    }
+
+    /// The records of the events `routed` of `batch`, whose first decision is
+    /// `batch.decisions[firstDecision]`.
+    private func build(_ batch: DecidedBatch, routed: Range<Int>, firstDecision: Int) -> [KafkaProducerRecord] {
+        let started = ContinuousClock.now
+        var records: [KafkaProducerRecord] = []
+        var counters = WorkerStatistics.Counters()
+        var next = firstDecision
+        for item in batch.routed[routed] {
+            let message = batch.messages[item.index]
             var failure: DeadLetterReason?
             for userID in item.recipients {
-                let decision = decisions[next]
+                let decision = batch.decisions[next]
                 next += 1
                 counters.decisionsByReason[decision.label.rawValue, default: 0] += 1
                 if let topic = topics.decisions {
-                    records.append(Self.decisionRecord(decision, topic: topic, decidedAt: now))
+                    records.append(Self.decisionRecord(decision, topic: topic, decidedAt: batch.now))
                 }
-                guard decision.reason == .sent, let recipient = directory[userID] else { continue }
+                guard decision.reason == .sent, let recipient = batch.directory[userID] else { continue }
                 do {
                     try build(
                         item.event,
                         kind: item.kind,
                         for: recipient,
                         eventID: item.event.id,
-                        now: now,
+                        now: batch.now,
                         into: &records,
                         counters: &counters
                     )
@@ -205,8 +280,12 @@ public final class EventProcessor: Sendable {
                 }
             }
             // The event's other recipients got theirs; the dead letter says which part failed.
-            if let failure { records.append(deadLetter(message, failure, now: now, counters: &counters)) }
+            if let failure { records.append(deadLetter(message, failure, now: batch.now, counters: &counters)) }
         }
+        counters.buildTime = ContinuousClock.now - started
+        let finished = counters
+        statistics.update { $0.add(finished) }
+        return records
     }
 
     /// Renders `event` for each of the recipient's devices (once per locale) and appends one
@@ -342,6 +421,9 @@ extension WorkerStatistics.Counters {
         ignoredEvents += other.ignoredEvents
         directoryChanges += other.directoryChanges
         skippedDevices += other.skippedDevices
+        handledEvents += other.handledEvents
+        decideTime += other.decideTime
+        buildTime += other.buildTime
     }
 }
 

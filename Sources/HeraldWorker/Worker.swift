@@ -5,6 +5,10 @@ import HeraldStore
 import Logging
 import ServiceLifecycle
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// The worker role: consumes the domain topics and `herald.directory`, and produces outbound
 /// provider calls, dead letters and decision records.
 ///
@@ -27,6 +31,8 @@ public final class Worker: Service, Sendable {
         public var dueWorkLease: Duration = .seconds(60)
         /// Wait before processing a batch again after the store failed.
         public var storeRetryDelay: Duration = .seconds(1)
+        /// How many parts of a batch are rendered and built concurrently. Default: one per core.
+        public var buildParallelism = Worker.onlineCores
 
         public init(consumer: KafkaConsumerConfiguration, producer: KafkaProducerConfiguration) {
             self.consumer = consumer
@@ -86,14 +92,32 @@ public final class Worker: Service, Sendable {
         logger.info("worker stopped")
     }
 
+    /// The store decides batch `n + 1` while batch `n` is rendered and built on another core; the
+    /// builds enqueue their records in consumption order (``Turnstile``), and at most two are in
+    /// flight, so a slow build slows consumption instead of piling up decided batches.
     private func consume() async throws {
-        let (consumer, producer, statistics) = (consumer, producer, statistics)
-        try await withThrowingDiscardingTaskGroup { deliveries in
+        let (consumer, producer, processor, statistics) = (consumer, producer, processor, statistics)
+        let parallelism = configuration.buildParallelism
+        let turns = Turnstile()
+        var turn = 0
+        try await withThrowingDiscardingTaskGroup { tasks in
             for await batch in consumer.messages {
-                let records = try await processWithRetry(batch)
-                let pending = try await producer.enqueue(records)
-                deliveries.addTask {
-                    if let failure = await pending.failures().first {
+                await turns.wait(until: turn - 1)
+                let decided = try await decideWithRetry(batch)
+                let current = turn
+                turn += 1
+                tasks.addTask {
+                    let records = await processor.build(decided, parts: parallelism)
+                    await turns.wait(until: current)
+                    let enqueued: Result<KafkaDeliveries, KafkaError>
+                    do throws(KafkaError) {
+                        enqueued = .success(try await producer.enqueue(records))
+                    } catch {
+                        enqueued = .failure(error)
+                    }
+                    // Finished also when enqueueing failed: the turns after it must not wait forever.
+                    turns.finish(current)
+                    if let failure = await (try enqueued.get()).failures().first {
                         // Not marked done: the batch is redelivered to whoever takes the partitions.
                         consumer.triggerShutdown()
                         throw failure.error
@@ -101,6 +125,7 @@ public final class Worker: Service, Sendable {
                     consumer.markDone(batch)
                     let now = WallClock().now().epochMilliseconds
                     statistics.update { counters in
+                        counters.handledEvents += batch.count
                         for message in batch {
                             if let sent = message.timestampMilliseconds {
                                 counters.latencies.observe(Double(max(now - sent, 0)) / 1000)
@@ -112,14 +137,14 @@ public final class Worker: Service, Sendable {
         }
     }
 
-    /// Processes `batch`, waiting and trying again while the store is unreachable: the partition
+    /// Decides `batch`, waiting and trying again while the store is unreachable: the partition
     /// waits (and readiness says so) rather than skipping events.
-    private func processWithRetry(_ batch: [KafkaMessage]) async throws -> [KafkaProducerRecord] {
+    private func decideWithRetry(_ batch: [KafkaMessage]) async throws -> EventProcessor.DecidedBatch {
         while true {
             do {
-                let records = try await processor.process(batch)
+                let decided = try await processor.decide(batch)
                 readiness.storeAnswered(true)
-                return records
+                return decided
             } catch {
                 readiness.storeAnswered(false)
                 logger.error("store failed; retrying the batch", metadata: ["error": "\(error)"])
@@ -154,6 +179,8 @@ public final class Worker: Service, Sendable {
             }
         }
     }
+
+    static var onlineCores: Int { max(Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))), 1) }
 
     /// Drops the consumer without committing or leaving the group, as a killed process would.
     /// For failure tests only.

@@ -14,6 +14,12 @@ public final class WorkerStatistics: Sendable {
         public var directoryChanges = 0
         /// Devices skipped because their token cannot be addressed (not a valid APNs token).
         public var skippedDevices = 0
+        /// Events whose records were all acknowledged and whose offsets became committable.
+        public var handledEvents = 0
+        /// Time spent deciding batches (decode, directory, store) and building them (render,
+        /// payloads), summed over batches: which of the two stages bounds throughput.
+        public var decideTime = Duration.zero
+        public var buildTime = Duration.zero
         /// Seconds from an event's Kafka timestamp to its outbound records being acknowledged.
         public var latencies = LatencyHistogram()
     }

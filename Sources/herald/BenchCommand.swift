@@ -10,7 +10,7 @@ struct BenchCommand: AsyncParsableCommand {
         abstract: "Measure Herald's throughput on this machine.",
         subcommands: [
             KafkaBenchCommand.self, RenderBenchCommand.self, PayloadBenchCommand.self, DecisionBenchCommand.self,
-            SenderBenchCommand.self,
+            SenderBenchCommand.self, PipelineBenchCommand.self,
         ]
     )
 }
@@ -219,25 +219,13 @@ struct DecisionBenchCommand: AsyncParsableCommand {
     func run() async throws {
         var logger = try global.bootstrapLogging(label: "herald.bench")
         if global.logLevel == nil { logger.logLevel = .warning }
-        let temporary = store == nil ? NSTemporaryDirectory() + "herald-bench-\(getpid()).sqlite" : nil
-        defer {
-            if let temporary {
-                for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: temporary + suffix) }
-            }
-        }
-        let location: StoreLocation
-        do {
-            location = try StoreLocation(store ?? "sqlite:\(temporary!)")
-        } catch {
-            throw ValidationError("--store: \(error.message)")
-        }
         var benchmark = DecisionBenchmark()
         benchmark.devices = devices
         benchmark.decisions = decisions
         benchmark.batchSize = batchSize
         benchmark.rounds = rounds
-        let report = try await location.withStore(logger: logger, directoryCache: directoryCache) { store in
-            try await benchmark.run(store: store, storeName: "\(location)") { line in
+        let report = try await withBenchStore(store, directoryCache: directoryCache, logger: logger) { store, name in
+            try await benchmark.run(store: store, storeName: name) { line in
                 FileHandle.standardError.write(Data("… \(line)\n".utf8))
             }
         }
@@ -319,5 +307,139 @@ struct SenderBenchCommand: AsyncParsableCommand {
         print(
             "  peak RSS \(String(format: "%.0f", report.peakResidentMegabytes)) MB; non-success answers: \(report.failures)"
         )
+    }
+}
+
+struct PipelineBenchCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "pipeline",
+        abstract: "The whole worker end to end: mixed events in, outbound provider calls out, on the embedded broker.",
+        discussion: """
+            Seeds a directory of --users users (one to three devices each), then streams --events events of \
+            the example kinds into the embedded broker while the worker runs, until every event is handled. \
+            Reports events/s, outbound messages/s, event-to-outbound latency and peak RSS, and then the raw \
+            librdkafka passthrough of `herald bench kafka` on the same cluster with events of the same size.
+            """
+    )
+
+    @Option(help: "The state store (default: a temporary SQLite file, removed afterwards).")
+    var store: String?
+
+    @Option(help: "Events to stream through the worker.")
+    var events = 1_000_000
+
+    @Option(help: "Users in the directory (one to three devices each).")
+    var users = 100_000
+
+    @Option(help: "Partitions of the domain and outbound topics.")
+    var partitions = 12
+
+    @Option(help: "The worker's batch size (worker.batch_size).")
+    var batchSize = 1000
+
+    @Option(help: "How far the feeder may run ahead of the worker, in events.")
+    var window = 20_000
+
+    @Option(help: "Messages through the raw passthrough the pipeline is compared with (0: skip it).")
+    var rawMessages = 400_000
+
+    @Option(help: "The catalog directory.")
+    var catalog = "catalog"
+
+    @Option(help: "Users whose recipient record SQLite keeps in memory (store.directory_cache).")
+    var directoryCache = HeraldConfiguration().directoryCache
+
+    @OptionGroup var global: GlobalOptions
+
+    func validate() throws {
+        guard events >= 1, users >= 2, partitions >= 1, batchSize >= 1, window >= batchSize else {
+            throw ValidationError(
+                "--events must be at least 1, --users at least 2, --partitions and --batch-size at least 1, --window at least --batch-size"
+            )
+        }
+        guard rawMessages >= 0, directoryCache >= 0 else {
+            throw ValidationError("--raw-messages and --directory-cache must not be negative")
+        }
+    }
+
+    func run() async throws {
+        var logger = try global.bootstrapLogging(label: "herald.bench")
+        if global.logLevel == nil { logger.logLevel = .warning }
+        var benchmark = PipelineBenchmark()
+        benchmark.events = events
+        benchmark.users = users
+        benchmark.partitions = partitions
+        benchmark.batchSize = batchSize
+        benchmark.window = window
+        benchmark.rawMessages = rawMessages
+        benchmark.catalogDirectory = catalog
+        let report = try await withBenchStore(store, directoryCache: directoryCache, logger: logger) { store, name in
+            try await benchmark.run(store: store, storeName: name, logger: logger) { line in
+                FileHandle.standardError.write(Data("… \(line)\n".utf8))
+            }
+        }
+        let counters = report.counters
+        print(
+            "herald bench pipeline: \(report.events) events (\(report.averageEventBytes) bytes on average), \(report.users) users, \(report.devices) devices, \(report.store)"
+        )
+        print(
+            "  pipeline: \(String(format: "%.0f", report.eventsPerSecond)) events/s, \(String(format: "%.0f", report.outboundPerSecond)) outbound messages/s (\(report.outbound) in \(String(format: "%.1f", report.seconds)) s)"
+        )
+        let latency = counters.latencies
+        let bound = { (fraction: Double) -> String in
+            latency.quantile(fraction).map { $0.isFinite ? "≤ \(Int($0 * 1000)) ms" : "> 10 s" } ?? "n/a"
+        }
+        print(
+            "  event-to-outbound latency: p50 \(bound(0.5)), p99 \(bound(0.99)), mean \(String(format: "%.0f", latency.sum / Double(max(latency.count, 1)) * 1000)) ms"
+        )
+        print(
+            "  worker stages: deciding (decode, directory, store) \(String(format: "%.1f", counters.decideTime.inSeconds)) s, building (render, payloads) \(String(format: "%.1f", counters.buildTime.inSeconds)) s, overlapping"
+        )
+        print(
+            "  peak RSS \(String(format: "%.0f", report.peakResidentMegabytes)) MB; at the end: "
+                + report.residentByKind.map { "\($0.kind) \(String(format: "%.0f", $0.megabytes)) MB" }.joined(
+                    separator: ", "
+                )
+        )
+        if let raw = report.raw, let ratio = report.ratio {
+            print(
+                "  raw librdkafka passthrough: \(String(format: "%.0f", raw.messagesPerSecond)) messages/s (\(raw.messages) messages)"
+            )
+            print("  ratio: \(String(format: "%.3f", ratio)) of the raw passthrough")
+        }
+        print("  decisions: " + Self.line(counters.decisionsByReason))
+        print("  outbound: " + Self.line(counters.outboundByProvider))
+        print("  events: " + Self.line(counters.eventsByType))
+        if !counters.deadLettersByCode.isEmpty { print("  dead letters: " + Self.line(counters.deadLettersByCode)) }
+        print("  seeding the directory took \(String(format: "%.1f", report.seedSeconds)) s")
+    }
+
+    static func line(_ counts: [String: Int]) -> String {
+        counts.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
+    }
+}
+
+/// Runs `body` with the store named by `--store`, or with a temporary SQLite file that is removed
+/// afterwards.
+func withBenchStore<R: Sendable>(
+    _ store: String?,
+    directoryCache: Int,
+    logger: Logger,
+    _ body: (any StateStore, String) async throws -> R
+) async throws -> R {
+    let temporary = store == nil ? NSTemporaryDirectory() + "herald-bench-\(getpid()).sqlite" : nil
+    defer {
+        if let temporary {
+            for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: temporary + suffix) }
+        }
+    }
+    let location: StoreLocation
+    do {
+        location = try StoreLocation(store ?? "sqlite:\(temporary!)")
+    } catch {
+        throw ValidationError("--store: \(error.message)")
+    }
+    return try await location.withStore(logger: logger, directoryCache: directoryCache) { store in
+        try await body(store, "\(location)")
     }
 }

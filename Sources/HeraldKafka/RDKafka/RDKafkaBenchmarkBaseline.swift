@@ -6,8 +6,7 @@ import CRdKafka
 package enum RDKafkaBenchmarkBaseline {
     /// Produces `count` copies of `payload` (the first 12 bytes after `idOffset` replaced by a
     /// zero-padded message number) round-robin over `partitions`, never more than `window` ahead of
-    /// `consumed()`: the embedded cluster keeps only about 5 MiB per partition, so the feed must
-    /// stream rather than preload. Blocks the calling thread; run it on a thread of its own.
+    /// `consumed()`. Blocks the calling thread; run it on a thread of its own.
     package static func feed(
         bootstrapServers: String,
         topic: String,
@@ -17,6 +16,29 @@ package enum RDKafkaBenchmarkBaseline {
         idOffset: Int,
         window: Int,
         consumed: @Sendable () -> Int
+    ) throws(KafkaError) {
+        try feed(bootstrapServers: bootstrapServers, topic: topic, count: count, window: window, consumed: consumed) {
+            number,
+            key,
+            value in
+            if value.isEmpty { value = payload }
+            writeID(number, into: &value, at: idOffset)
+            return Int32(number) % partitions
+        }
+    }
+
+    /// Produces `count` messages to `topic`, never more than `window` ahead of `consumed()`: the
+    /// embedded cluster keeps only about 5 MiB per partition, so the feed must stream rather than
+    /// preload. `message(number, &key, &value)` writes message `number`'s key (empty: none) and value
+    /// into buffers reused from the previous message, and returns its partition. Blocks the calling
+    /// thread; run it on a thread of its own.
+    package static func feed(
+        bootstrapServers: String,
+        topic: String,
+        count: Int,
+        window: Int,
+        consumed: @Sendable () -> Int,
+        message: (Int, inout [UInt8], inout [UInt8]) -> Int32
     ) throws(KafkaError) {
         let conf = try RDKafkaConfig.make(
             [
@@ -31,26 +53,34 @@ package enum RDKafkaBenchmarkBaseline {
             rd_kafka_topic_destroy(topicHandle)
             rd_kafka_destroy(producer)
         }
-        var message = payload
+        var key: [UInt8] = []
+        var value: [UInt8] = []
         var produced = 0
+        var written = -1
+        var partition: Int32 = 0
         while produced < count {
             if produced - consumed() >= window {
                 rd_kafka_poll(producer, 1)
                 continue
             }
-            writeID(produced, into: &message, at: idOffset)
-            let error = message.withUnsafeBytes { bytes in
-                herald_produce_topic(
-                    producer,
-                    topicHandle,
-                    Int32(produced) % partitions,
-                    nil,
-                    0,
-                    bytes.baseAddress,
-                    bytes.count,
-                    nil,
-                    nil
-                )
+            if written != produced {
+                partition = message(produced, &key, &value)
+                written = produced
+            }
+            let error = key.withUnsafeBytes { keyBytes in
+                value.withUnsafeBytes { bytes in
+                    herald_produce_topic(
+                        producer,
+                        topicHandle,
+                        partition,
+                        keyBytes.isEmpty ? nil : keyBytes.baseAddress,
+                        keyBytes.count,
+                        bytes.baseAddress,
+                        bytes.count,
+                        nil,
+                        nil
+                    )
+                }
             }
             if error == RD_KAFKA_RESP_ERR__QUEUE_FULL {
                 rd_kafka_poll(producer, 10)

@@ -27,10 +27,12 @@ final class SQLiteConnection: @unchecked Sendable {
         try execute("PRAGMA synchronous = NORMAL")
         try execute("PRAGMA foreign_keys = ON")
         try execute("PRAGMA busy_timeout = 5000")
-        // Read pages through a memory map rather than copying each one in with pread, and keep
-        // more of them cached: a directory of a million devices is a few hundred megabytes.
+        // Read pages through a memory map rather than copying each one in with pread: a directory
+        // of a million devices is a few hundred megabytes, and mapped pages are the kernel's to
+        // drop. The page cache then mostly holds written pages; 32 MiB ran the pipeline benchmark
+        // as fast as 128 MiB did, with 65 MB less resident memory.
         try execute("PRAGMA mmap_size = 4294967296")
-        try execute("PRAGMA cache_size = -131072")
+        try execute("PRAGMA cache_size = -32768")
         // Checkpoint the write-ahead log every 64 MiB rather than every 4 MiB: a page written many
         // times between checkpoints is copied back once. Throttle windows and the ledger are
         // written at random places, so this halves the checkpoint work of a busy worker.

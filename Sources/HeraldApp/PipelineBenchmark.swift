@@ -1,0 +1,340 @@
+import Foundation
+import HeraldCatalog
+import HeraldEvents
+import HeraldKafka
+import HeraldPolicy
+import HeraldStore
+import HeraldWorker
+import Logging
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `herald bench pipeline`: the whole worker, end to end, on the embedded broker.
+///
+/// A directory of `users` users with one to three devices each (APNs, FCM, Expo; five locales, some
+/// with quiet hours or marketing opt-ins) is written to the store, then a feeder streams `events`
+/// mixed events of the example kinds into a domain topic while the worker — the same `Worker`
+/// `herald run --role worker` runs — consumes them, decides, renders and produces the outbound
+/// records. The feeder stays at most `window` events ahead of the worker: the embedded cluster keeps
+/// only about 5 MiB per partition. The run ends when every event's records are acknowledged and its
+/// offset committable.
+///
+/// The raw librdkafka passthrough of `herald bench kafka` runs afterwards on the same cluster, with
+/// events of the same size, so that the ratio between the two is measured on one machine in one run.
+public struct PipelineBenchmark: Sendable {
+    public var events = 1_000_000
+    public var users = 100_000
+    public var partitions = 12
+    public var batchSize = 1000
+    /// How far the feeder may run ahead of the worker, in events. Event-to-outbound latency includes
+    /// the time an event waits behind the window, so a smaller window gives lower latency at a
+    /// little throughput.
+    public var window = 20_000
+    /// Messages through the raw passthrough measured for the ratio; 0: not measured.
+    public var rawMessages = 400_000
+    public var catalogDirectory = "catalog"
+
+    public init() {}
+
+    public struct Report: Sendable {
+        public var store: String
+        public var events: Int
+        public var users: Int
+        public var devices: Int
+        public var seedSeconds: Double
+        public var seconds: Double
+        public var counters: WorkerStatistics.Counters
+        /// Peak resident memory of the process when the pipeline finished, before the raw
+        /// passthrough ran.
+        public var peakResidentMegabytes: Double
+        /// Resident memory when the pipeline finished, by kind (`RssAnon`, `RssFile`, `RssShmem` of
+        /// `/proc/self/status`): file-backed pages are mostly SQLite's memory-mapped database,
+        /// which the kernel can drop at any time.
+        public var residentByKind: [(kind: String, megabytes: Double)]
+        public var averageEventBytes: Int
+        public var raw: KafkaBenchmark.Measurement?
+
+        public var eventsPerSecond: Double { Double(events) / seconds }
+        public var outbound: Int { counters.outboundByProvider.values.reduce(0, +) }
+        public var outboundPerSecond: Double { Double(outbound) / seconds }
+        /// The pipeline's event rate as a fraction of the raw passthrough's message rate.
+        public var ratio: Double? { raw.map { eventsPerSecond / $0.messagesPerSecond } }
+    }
+
+    public func run(
+        store: any StateStore,
+        storeName: String,
+        logger: Logger,
+        progress: @escaping @Sendable (String) -> Void
+    ) async throws -> Report {
+        let catalog = try CatalogLoader.load(directory: catalogDirectory).catalog
+        let seeded = ContinuousClock.now
+        let devices = try await seedDirectory(store, progress: progress)
+        let seedSeconds = (ContinuousClock.now - seeded).inSeconds
+        progress("seeded \(users) users with \(devices) devices in \(String(format: "%.1f", seedSeconds)) s")
+
+        let cluster = try EmbeddedKafkaCluster(brokers: 1, logger: logger)
+        let topic = "bench.events"
+        var configuration = HeraldConfiguration()
+        configuration.worker.domainTopics = [topic]
+        configuration.worker.batchSize = batchSize
+        configuration.worker.groupID = "herald-bench-pipeline"
+        for (name, count) in [
+            (topic, partitions), (configuration.worker.topics.directory, partitions),
+            (configuration.worker.topics.outbound, partitions), (configuration.worker.topics.eventsDeadLetter, 1),
+        ] {
+            try cluster.createTopic(name, partitions: count)
+        }
+        let worker = try WorkerApp.makeWorker(
+            configuration: configuration,
+            bootstrapServers: [cluster.bootstrapServers],
+            catalog: catalog,
+            store: store,
+            logger: logger
+        ) { worker in
+            // As in `herald bench kafka`: the embedded cluster holds an empty fetch for the whole
+            // wait instead of answering when data arrives.
+            worker.consumer.fetchMaxWait = KafkaBenchmark.fetchMaxWait
+        }
+        let statistics = worker.statistics
+        let (events, window, bootstrap) = (events, window, cluster.bootstrapServers)
+        let generator = EventGenerator(users: users, partitions: Int32(partitions))
+        let totalBytes = ProgressCounter()
+
+        let (seconds, counters) = try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await worker.run() }
+            // Feed only once the worker holds its partitions: joining the group is start-up, not
+            // throughput.
+            while worker.readiness.assignedPartitions == 0 { try await Task.sleep(for: .milliseconds(20)) }
+            let started = ContinuousClock.now
+            group.addTask {
+                let result = await DedicatedThread.run(name: "herald.feeder") {
+                    Result { () throws(KafkaError) in
+                        try RDKafkaBenchmarkBaseline.feed(
+                            bootstrapServers: bootstrap,
+                            topic: topic,
+                            count: events,
+                            window: window,
+                            consumed: { statistics.snapshot.handledEvents }
+                        ) { number, key, value in
+                            let partition = generator.write(number, key: &key, value: &value)
+                            totalBytes.add(value.count)
+                            return partition
+                        }
+                    }
+                }
+                try result.get()
+            }
+            var last = (instant: started, handled: 0)
+            while true {
+                try await Task.sleep(for: .milliseconds(100))
+                let handled = statistics.snapshot.handledEvents
+                if handled >= events { break }
+                let now = ContinuousClock.now
+                if now - last.instant >= .seconds(5) {
+                    let rate = Double(handled - last.handled) / (now - last.instant).inSeconds
+                    progress("\(handled) of \(events) events handled, \(Int(rate)) events/s")
+                    last = (now, handled)
+                }
+            }
+            let seconds = (ContinuousClock.now - started).inSeconds
+            group.cancelAll()
+            try await group.waitForAll()
+            return (seconds, statistics.snapshot)
+        }
+        let peak = KafkaBenchmark.peakResidentMegabytes()
+        let residentByKind = Self.residentByKind()
+        let averageBytes = totalBytes.value / max(events, 1)
+        var raw: KafkaBenchmark.Measurement?
+        if rawMessages > 0 {
+            progress("raw librdkafka passthrough of \(rawMessages) messages of \(averageBytes) bytes")
+            var baseline = KafkaBenchmark()
+            baseline.messages = rawMessages
+            baseline.partitions = partitions
+            baseline.messageSize = averageBytes
+            baseline.batchSize = batchSize
+            raw = try await baseline.measure(.raw, on: cluster, logger: logger)
+        }
+        return Report(
+            store: storeName,
+            events: events,
+            users: users,
+            devices: devices,
+            seedSeconds: seedSeconds,
+            seconds: seconds,
+            counters: counters,
+            peakResidentMegabytes: peak,
+            residentByKind: residentByKind,
+            averageEventBytes: averageBytes,
+            raw: raw
+        )
+    }
+
+    static func residentByKind() -> [(kind: String, megabytes: Double)] {
+        guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return [] }
+        return status.split(separator: "\n").compactMap { line in
+            let parts = line.split(whereSeparator: { $0 == ":" || $0 == " " || $0 == "\t" })
+            guard parts.count >= 2, parts[0].hasPrefix("Rss"), parts[0] != "Rss", let kilobytes = Double(parts[1])
+            else {
+                return nil
+            }
+            return (String(parts[0].dropFirst(3)).lowercased(), kilobytes / 1024)
+        }
+    }
+
+    /// Writes the directory through the same `apply` path a `herald.directory` consumer uses, and
+    /// returns how many devices it registered.
+    private func seedDirectory(_ store: any StateStore, progress: (String) -> Void) async throws -> Int {
+        let registeredAt = Timestamp(epochMilliseconds: 1_763_000_000_000)
+        var changes: [DirectoryEvent] = []
+        changes.reserveCapacity(5000)
+        var devices = 0
+        for user in 0..<users {
+            let userID = EventGenerator.userID(user)
+            let profile = EventGenerator.profiles[user % EventGenerator.profiles.count]
+            for device in 0..<EventGenerator.deviceCount(of: user) {
+                let (platform, provider): (String, PushProvider) =
+                    switch device {
+                    case 0: ("ios", .apns)
+                    case 1: ("android", .fcm)
+                    default: ("android", .expo)
+                    }
+                changes.append(
+                    .deviceRegistered(
+                        DeviceRegistration(
+                            userID: userID,
+                            deviceID: "device-\(device)",
+                            platform: platform,
+                            provider: provider,
+                            token: EventGenerator.token(user: user, device: device, provider: provider),
+                            appID: "no.getdrop.app",
+                            sandbox: false,
+                            // Every seventh user's second device speaks English whatever the profile says.
+                            locale: device == 1 && user % 7 == 0 ? "en-GB" : nil,
+                            at: registeredAt
+                        )
+                    )
+                )
+                devices += 1
+            }
+            changes.append(
+                .profileUpdated(userID: userID, locale: profile.locale, timeZone: profile.timeZone, at: registeredAt)
+            )
+            if user % 4 == 0 || user % 10 == 3 {
+                changes.append(
+                    .preferencesUpdated(
+                        userID: userID,
+                        preferences: Preferences(
+                            categories: ["marketing": user % 4 == 0],
+                            quietHours: user % 10 == 3
+                                ? QuietHours(start: "22:00", end: "07:00", timeZone: profile.timeZone) : nil
+                        ),
+                        at: registeredAt
+                    )
+                )
+            }
+            if changes.count >= 5000 {
+                try await store.apply(changes)
+                changes.removeAll(keepingCapacity: true)
+            }
+        }
+        if !changes.isEmpty { try await store.apply(changes) }
+        try await store.analyze()
+        return devices
+    }
+}
+
+/// The feeder's events: the example kinds in a fixed mix, for users picked by a seeded generator,
+/// keyed and partitioned by user as producers of domain events usually do.
+struct EventGenerator: Sendable {
+    let users: Int
+    let partitions: Int32
+
+    static let profiles: [(locale: String, timeZone: String)] = [
+        ("nb-NO", "Europe/Oslo"), ("en-GB", "Europe/London"), ("de-DE", "Europe/Berlin"),
+        ("pl-PL", "Europe/Warsaw"), ("ar-EG", "Africa/Cairo"),
+    ]
+
+    static func userID(_ user: Int) -> String { "u-\(user)" }
+
+    static func deviceCount(of user: Int) -> Int { 1 + user % 3 }
+
+    static func token(user: Int, device: Int, provider: PushProvider) -> String {
+        switch provider {
+        case .apns:
+            // 32 bytes in hex, as APNs device tokens are.
+            let digits = String(user, radix: 16)
+            return String(repeating: "0", count: 64 - digits.count) + digits
+        case .fcm: return "fcm-\(user)-\(device):APA91bBenchmarkRegistrationToken"
+        case .expo: return "ExponentPushToken[bench-\(user)-\(device)]"
+        }
+    }
+
+    /// Writes event `number` into `value` and its user id into `key`; returns its partition.
+    func write(_ number: Int, key: inout [UInt8], value: inout [UInt8]) -> Int32 {
+        var random = UInt64(truncatingIfNeeded: number) &+ 0x5DEE_CE66
+        random = DecisionBenchmark.Generator(state: random).nextValue
+        let user = Int(random % UInt64(users))
+        let userID = Self.userID(user)
+        key.removeAll(keepingCapacity: true)
+        key.append(contentsOf: userID.utf8)
+        value.removeAll(keepingCapacity: true)
+        let id = "bench-\(number)"
+        let mix = (random >> 40) % 100
+        let (type, source, data): (String, String, String)
+        switch mix {
+        case 0..<40:
+            (type, source) = ("message.received", "/chat")
+            data =
+                #"{"recipientIds":["\#(userID)"],"chatId":"chat-\#(number % 997)","senderName":"Ana","preview":"Are we still on for dinner?"}"#
+        case 40..<52:
+            (type, source) = ("order.confirmed", "/orders")
+            data =
+                #"{"userId":"\#(userID)","orderId":"ord-\#(number)","total":{"amount":1234.50,"currency":"NOK"},"itemCount":\#(1 + number % 5),"deliveryNote":"Leave at the door"}"#
+        case 52..<62:
+            (type, source) = ("order.shipped", "/orders")
+            data =
+                #"{"userId":"\#(userID)","orderId":"ord-\#(number)","carrier":"Posten","estimatedDelivery":"2026-11-24T15:00:00Z","trackingUrl":"https://sporing.posten.no/ord-\#(number)"}"#
+        case 62..<72:
+            (type, source) = ("payment.received", "/payments")
+            data =
+                #"{"userId":"\#(userID)","paymentId":"pay-\#(number)","amount":{"amount":"5000","currency":"NOK"},"senderName":"Ahmad Karimi"}"#
+        case 72..<78:
+            (type, source) = ("payment.failed", "/payments")
+            data =
+                #"{"userId":"\#(userID)","paymentId":"pay-\#(number)","amount":{"amount":249.90,"currency":"EUR"},"reason":"card_declined"}"#
+        case 78..<88:
+            (type, source) = ("security.login", "/identity")
+            data = #"{"userId":"\#(userID)","deviceName":"iPhone 15","location":"Oslo, Norway"}"#
+        default:
+            (type, source) = ("promo.offer", "/marketing")
+            let other = Self.userID((user + 1) % users)
+            data =
+                #"{"userIds":["\#(userID)","\#(other)"],"offerId":"black-friday","headline":"Black Friday","discountPercent":30,"validUntil":"2026-11-30T23:59:00Z"}"#
+        }
+        // The events happen now, so expiry and quiet hours follow the wall clock.
+        let time = WallClock().now().description
+        value.append(contentsOf: #"{"specversion":"1.0","id":""#.utf8)
+        value.append(contentsOf: id.utf8)
+        value.append(contentsOf: #"","source":""#.utf8)
+        value.append(contentsOf: source.utf8)
+        value.append(contentsOf: #"","type":""#.utf8)
+        value.append(contentsOf: type.utf8)
+        value.append(contentsOf: #"","time":""#.utf8)
+        value.append(contentsOf: time.utf8)
+        value.append(contentsOf: #"","datacontenttype":"application/json","data":"#.utf8)
+        value.append(contentsOf: data.utf8)
+        value.append(UInt8(ascii: "}"))
+        return Int32(user % Int(partitions))
+    }
+}
+
+extension DecisionBenchmark.Generator {
+    /// The first value of a generator started at this state.
+    var nextValue: UInt64 {
+        var copy = self
+        return copy.next()
+    }
+}

@@ -1,0 +1,127 @@
+import Foundation
+import HeraldApp
+import HeraldEvents
+import HeraldKafka
+import HeraldPolicy
+import HeraldStore
+import HeraldTestSupport
+import HeraldWorker
+import Logging
+import Synchronization
+import Testing
+
+/// The worker's concurrency: a batch is built in parts on several cores while the store decides
+/// the next one, and the parts' records still come out in consumption order.
+@Suite("Parallel building")
+struct ParallelBuildTests {
+    @Test("turns are taken in order, whichever task arrives first")
+    func turnstileOrder() async {
+        let turns = Turnstile()
+        let order = TurnLog()
+        await withTaskGroup(of: Void.self) { group in
+            // Later turns start first, and each waits for the ones before it.
+            for turn in (0..<20).reversed() {
+                group.addTask {
+                    await turns.wait(until: turn)
+                    order.turns.withLock { $0.append(turn) }
+                    turns.finish(turn)
+                }
+            }
+        }
+        #expect(order.turns.withLock { $0 } == Array(0..<20))
+    }
+
+    @Test("a batch built in parts gives the same records, in the same order, as built in one go")
+    func partsEqualWhole() async throws {
+        let store = try SQLiteStore(path: ":memory:")
+        let registeredAt = Timestamp(rfc3339: "2026-11-01T00:00:00Z")!
+        var changes: [DirectoryEvent] = []
+        let locales = ["nb-NO", "en-GB", "de-DE", "pl-PL", "ar-EG"]
+        for user in 0..<200 {
+            changes.append(
+                .deviceRegistered(
+                    DeviceRegistration(
+                        userID: "u-\(user)",
+                        deviceID: "phone",
+                        platform: "android",
+                        provider: .fcm,
+                        token: "fcm-\(user):APA91bTest",
+                        appID: "no.getdrop.app",
+                        sandbox: false,
+                        locale: locales[user % locales.count],
+                        at: registeredAt
+                    )
+                )
+            )
+        }
+        try await store.apply(changes)
+        let processor = EventProcessor(
+            catalog: exampleCatalog,
+            policy: .defaults,
+            store: store,
+            clock: TestClock("2026-11-21T12:00:00Z"),
+            topics: WorkerTopics(),
+            unknownEventTypes: .deadLetter,
+            statistics: WorkerStatistics(),
+            logger: Logger(label: "test")
+        )
+        var messages: [KafkaMessage] = []
+        for number in 0..<1000 {
+            let user = "u-\(number % 250)"  // a fifth of them have no devices
+            let value =
+                number % 2 == 0
+                ? #"{"specversion":"1.0","id":"e-\#(number)","source":"/chat","type":"message.received","time":"2026-11-21T12:00:00Z","data":{"recipientIds":["\#(user)"],"chatId":"c","senderName":"Ana","preview":"Hi \#(number)"}}"#
+                : #"{"specversion":"1.0","id":"e-\#(number)","source":"/orders","type":"order.confirmed","time":"2026-11-21T12:00:00Z","data":{"userId":"\#(user)","orderId":"o-\#(number)","total":{"amount":12.5,"currency":"NOK"},"itemCount":1}}"#
+            messages.append(
+                KafkaMessage(
+                    topic: "orders.events",
+                    partition: 0,
+                    offset: Int64(number),
+                    timestampMilliseconds: 0,
+                    key: nil,
+                    value: KafkaBytes(number == 500 ? "not json" : value)
+                )
+            )
+        }
+        let decided = try await processor.decide(messages)
+        let whole = processor.build(decided)
+        let parts = await processor.build(decided, parts: 4)
+        #expect(whole.count > 700)
+        #expect(whole.contains { $0.topic == "herald.events.dlq" }, "the poison message is dead-lettered")
+        #expect(parts.count == whole.count)
+        #expect(parts.map(\.topic) == whole.map(\.topic))
+        #expect(parts.map { $0.key.map(Array.init) } == whole.map { $0.key.map(Array.init) })
+        #expect(parts.map { $0.value.map(Array.init) } == whole.map { $0.value.map(Array.init) })
+    }
+
+    @Test("herald bench pipeline streams every event through the worker and counts what came out")
+    func pipelineBenchmark() async throws {
+        var benchmark = PipelineBenchmark()
+        benchmark.events = 3000
+        benchmark.users = 300
+        benchmark.partitions = 3
+        benchmark.batchSize = 200
+        benchmark.window = 1000
+        benchmark.rawMessages = 2000
+        benchmark.catalogDirectory = repositoryRoot.appendingPathComponent("catalog").path
+        let store = try SQLiteStore(path: ":memory:")
+        var logger = Logger(label: "test")
+        logger.logLevel = .warning
+        let report = try await benchmark.run(store: store, storeName: "sqlite::memory:", logger: logger) { _ in }
+        #expect(report.counters.handledEvents == 3000)
+        #expect(report.counters.eventsByType.values.reduce(0, +) == 3000)
+        #expect(report.counters.deadLettersByCode.isEmpty, "\(report.counters.deadLettersByCode)")
+        #expect(report.devices == 100 * 1 + 100 * 2 + 100 * 3)
+        let sent = report.counters.decisionsByReason["sent"] ?? 0
+        // Every sent decision reaches each of the user's one to three devices.
+        #expect(sent > 1000)
+        #expect(report.outbound >= sent && report.outbound <= 3 * sent)
+        #expect(report.counters.latencies.count == 3000)
+        #expect(report.eventsPerSecond > 0)
+        #expect((report.ratio ?? 0) > 0)
+    }
+}
+
+final class TurnLog: Sendable {
+    let turns = Mutex<[Int]>([])
+}
