@@ -5,21 +5,22 @@ SWIFT ?= swift
 APT_PACKAGES := librdkafka-dev libicu-dev libsqlite3-dev postgresql kcat pkg-config nghttp2-client
 SUDO := $(shell [ "$$(id -u)" = "0" ] || echo sudo)
 
-.PHONY: run test build release deps format lint bench-kafka bench-decisions broker clean
+.PHONY: run test build release deps format lint bench-kafka bench-decisions bench-pipeline broker clean
 
-## run: build and run Herald's main job on embedded defaults (for now: the embedded broker).
+## run: build and run the whole pipeline on embedded defaults (`herald dev`): the sample events in,
+## notifications out, as a phone would show them, then a summary.
 run: deps
 	$(SWIFT) build --product herald
-	.build/debug/herald broker
+	.build/debug/herald dev
 
 ## test: build and run the whole test suite.
 test: deps
 	$(SWIFT) build --build-tests
-	# The worker's and the sender's end-to-end tests load both cores for minutes; they run after the
+	# The worker's, the sender's and `herald dev`'s end-to-end tests load both cores; they run after the
 	# timing-sensitive consumer-group tests rather than beside them.
-	$(SWIFT) test --skip HeraldWorkerTests --skip HeraldSenderTests
+	$(SWIFT) test --skip HeraldWorkerTests --skip HeraldSenderTests --skip DevCommandTests
 	$(SWIFT) test --filter HeraldWorkerTests
-	$(SWIFT) test --filter HeraldSenderTests
+	$(SWIFT) test --filter 'HeraldSenderTests|DevCommandTests'
 
 build: deps
 	$(SWIFT) build
@@ -35,6 +36,10 @@ bench-kafka: release
 bench-decisions: release
 	.build/release/herald bench decisions
 	scripts/with-postgres .build/release/herald bench decisions --store '$$HERALD_STORE'
+
+## bench-pipeline: 1,000,000 mixed events through the worker (SQLite), with the raw passthrough.
+bench-pipeline: release
+	.build/release/herald bench pipeline
 
 broker: build
 	.build/debug/herald broker

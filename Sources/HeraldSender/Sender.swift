@@ -191,9 +191,12 @@ public final class Sender: Service, Sendable {
         var skipped = 0
         var expired = 0
         var deferred = 0
+        // A redelivered event can put the same notification twice into one group (the worker gives
+        // it the same id both times); the ledger knows neither yet, so the second rides on the first.
+        var seen = Set<String>()
         for entry in decoded {
             let outbound = entry.outbound
-            if delivered.contains(outbound.notificationID) {
+            if delivered.contains(outbound.notificationID) || !seen.insert(outbound.notificationID).inserted {
                 skipped += 1
             } else if let expiresAt = outbound.expiresAt, expiresAt <= now {
                 expired += 1

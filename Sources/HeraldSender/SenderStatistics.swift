@@ -14,6 +14,8 @@ public final class SenderStatistics: Sendable {
         /// Configuration errors (dead-lettered at once), by code.
         public var configurationErrors: [String: Int] = [:]
         public var tokensInvalidated = 0
+        /// Messages not sent because the ledger says they were delivered, or because the same
+        /// notification came twice in one group (a redelivered event).
         public var skippedAlreadyDelivered = 0
         public var expired = 0
         /// Messages put back because their provider's circuit was open.
@@ -21,6 +23,8 @@ public final class SenderStatistics: Sendable {
         public var receiptsChecked = 0
         /// Call latency by provider.
         public var latencies: [String: LatencyHistogram] = [:]
+
+        public init() {}
     }
 
     private let counters = Mutex(Counters())

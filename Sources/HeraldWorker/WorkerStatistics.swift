@@ -20,6 +20,8 @@ public final class WorkerStatistics: Sendable {
         /// payloads), summed over batches: which of the two stages bounds throughput.
         public var decideTime = Duration.zero
         public var buildTime = Duration.zero
+
+        public init() {}
         /// Seconds from an event's Kafka timestamp to its outbound records being acknowledged.
         public var latencies = LatencyHistogram()
     }

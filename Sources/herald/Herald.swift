@@ -9,7 +9,7 @@ struct Herald: AsyncParsableCommand {
         abstract: "Herald turns domain events on Kafka into push notifications.",
         subcommands: [
             BrokerCommand.self, CatalogCommand.self, RenderCommand.self, PayloadCommand.self, DirectoryCommand.self,
-            BenchCommand.self, RunCommand.self, SimulateProvidersCommand.self, DeadLetterCommand.self,
+            BenchCommand.self, RunCommand.self, SimulateProvidersCommand.self, DeadLetterCommand.self, DevCommand.self,
         ]
     )
 }
