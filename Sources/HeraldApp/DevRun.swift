@@ -193,8 +193,8 @@ public struct DevRun: Sendable {
         guard let data = FileManager.default.contents(atPath: path) else {
             throw ConfigurationError("cannot read \(path)")
         }
-        return String(decoding: data, as: UTF8.self).split(separator: "\n").compactMap { line in
-            let text = line.trimmingCharacters(in: .whitespaces)
+        return String(decoding: data, as: UTF8.self).split(whereSeparator: \.isNewline).compactMap { line in
+            let text = line.trimmingCharacters(in: .whitespacesAndNewlines)
             guard !text.isEmpty else { return nil }
             let object: JSONObject? =
                 if case .object(let object)? = try? JSONParser().parse(Array(text.utf8)) { object } else { nil }

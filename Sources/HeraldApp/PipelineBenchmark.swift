@@ -107,7 +107,13 @@ public struct PipelineBenchmark: Sendable {
             group.addTask { try await worker.run() }
             // Feed only once the worker holds its partitions: joining the group is start-up, not
             // throughput.
-            while worker.readiness.assignedPartitions == 0 { try await Task.sleep(for: .milliseconds(20)) }
+            let joining = ContinuousClock.now
+            while worker.readiness.assignedPartitions == 0 {
+                guard ContinuousClock.now - joining < Self.stallTimeout else {
+                    throw PipelineBenchmarkError.stalled("the worker got no partitions")
+                }
+                try await Task.sleep(for: .milliseconds(20))
+            }
             let started = ContinuousClock.now
             group.addTask {
                 let result = await DedicatedThread.run(name: "herald.feeder") {
@@ -128,11 +134,21 @@ public struct PipelineBenchmark: Sendable {
                 try result.get()
             }
             var last = (instant: started, handled: 0)
+            var progressed = (instant: started, handled: 0)
             while true {
                 try await Task.sleep(for: .milliseconds(100))
                 let handled = statistics.snapshot.handledEvents
                 if handled >= events { break }
                 let now = ContinuousClock.now
+                // A failed worker or feeder surfaces only when the group is awaited: without progress,
+                // stop waiting and say how far it got instead of hanging.
+                if handled > progressed.handled {
+                    progressed = (now, handled)
+                } else if now - progressed.instant >= Self.stallTimeout {
+                    throw PipelineBenchmarkError.stalled(
+                        "no event handled for \(Self.stallTimeout); \(handled) of \(events) handled"
+                    )
+                }
                 if now - last.instant >= .seconds(5) {
                     let rate = Double(handled - last.handled) / (now - last.instant).inSeconds
                     progress("\(handled) of \(events) events handled, \(Int(rate)) events/s")
@@ -183,6 +199,9 @@ public struct PipelineBenchmark: Sendable {
             return (String(parts[0].dropFirst(3)).lowercased(), kilobytes / 1024)
         }
     }
+
+    /// How long the run waits without progress before it gives up.
+    static let stallTimeout: Duration = .seconds(60)
 
     /// Writes the directory through the same `apply` path a `herald.directory` consumer uses, and
     /// returns how many devices it registered.
@@ -336,5 +355,16 @@ extension DecisionBenchmark.Generator {
     var nextValue: UInt64 {
         var copy = self
         return copy.next()
+    }
+}
+
+/// Why `herald bench pipeline` gave up.
+public enum PipelineBenchmarkError: Error, CustomStringConvertible {
+    case stalled(String)
+
+    public var description: String {
+        switch self {
+        case .stalled(let what): "the pipeline stalled: \(what)"
+        }
     }
 }
