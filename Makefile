@@ -2,10 +2,10 @@
 # on the project's machines and CI, otherwise through sudo), so a fresh clone needs nothing else.
 
 SWIFT ?= swift
-APT_PACKAGES := librdkafka-dev libicu-dev libsqlite3-dev postgresql kcat pkg-config nghttp2-client
+APT_PACKAGES := librdkafka-dev libicu-dev libsqlite3-dev zlib1g-dev postgresql kcat pkg-config nghttp2-client
 SUDO := $(shell [ "$$(id -u)" = "0" ] || echo sudo)
 
-.PHONY: run test build release deps format lint bench-kafka bench-decisions bench-pipeline broker clean
+.PHONY: run test build release deps format lint bench-kafka bench-decisions bench-pipeline bench-replay broker clean
 
 ## run: build and run the whole pipeline on embedded defaults (`herald dev`): the sample events in,
 ## notifications out, as a phone would show them, then a summary.
@@ -40,6 +40,10 @@ bench-decisions: release
 ## bench-pipeline: 1,000,000 mixed events through the worker (SQLite), with the raw passthrough.
 bench-pipeline: release
 	.build/release/herald bench pipeline
+
+## bench-replay: 1,000,000 recorded events replayed with the in-memory store.
+bench-replay: release
+	.build/release/herald bench replay
 
 broker: build
 	.build/debug/herald broker

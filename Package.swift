@@ -134,6 +134,28 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
+        // The system zlib (Debian: zlib1g-dev): gzip-compressed recorded logs.
+        .systemLibrary(
+            name: "CZlib",
+            pkgConfig: "zlib",
+            providers: [.apt(["zlib1g-dev"])]
+        ),
+        // Recorded event logs through the worker's own code on event time: replay, reports, diffs,
+        // and re-publishing a log into Kafka.
+        .target(
+            name: "HeraldReplay",
+            dependencies: [
+                "CZlib",
+                "HeraldEvents",
+                "HeraldKafka",
+                "HeraldCatalog",
+                "HeraldPolicy",
+                "HeraldProviders",
+                "HeraldStore",
+                "HeraldWorker",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         .target(
             name: "HeraldApp",
             dependencies: [
@@ -147,6 +169,7 @@ let package = Package(
                 "HeraldSender",
                 "HeraldSimulator",
                 "HeraldAuth",
+                "HeraldReplay",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -160,6 +183,7 @@ let package = Package(
             dependencies: [
                 "HeraldApp",
                 "HeraldKafka",
+                "HeraldReplay",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -184,6 +208,13 @@ let package = Package(
             dependencies: [
                 "HeraldSender", "HeraldSimulator", "HeraldAuth", "HeraldApp", "HeraldTestSupport", "HeraldPolicy",
                 "HeraldProviders", "HeraldWorker", "HeraldEvents",
+            ]
+        ),
+        .testTarget(
+            name: "HeraldReplayTests",
+            dependencies: [
+                "HeraldReplay", "HeraldApp", "HeraldWorker", "HeraldCatalog", "HeraldPolicy", "HeraldStore",
+                "HeraldTestSupport",
             ]
         ),
         .testTarget(

@@ -38,61 +38,19 @@ public struct DeadLetterTool: Sendable {
     }
 
     /// The dead letters matching the filters, in partition and offset order.
+    ///
+    /// - Throws: ``TopicReaderError`` when the topic cannot be read to its end: never "0 dead
+    ///   letters" for a topic that could not be read.
     public func read(logger: Logger, timeout: Duration = .seconds(30)) async throws -> [Letter] {
-        var configuration = KafkaConsumerConfiguration(
-            groupID: "herald-dlq-\(UInt64.random(in: 0...UInt64.max))",
-            topics: [topic]
-        )
-        configuration.client.bootstrapServers = bootstrapServers
-        configuration.client.clientID = "herald-dlq"
-        configuration.autoOffsetReset = .earliest
-        configuration.fetchMaxWait = .milliseconds(100)
-        // A group of one that reads once: no reason to wait long for a member that went away.
-        configuration.sessionTimeout = .seconds(6)
-        configuration.closeTimeout = .seconds(2)
-        let consumer = try KafkaConsumer(configuration: configuration, logger: logger)
-        let running = Task { try await consumer.run() }
-        defer {
-            consumer.triggerShutdown()
-            running.cancel()
-        }
         var letters: [Letter] = []
-        let deadline = ContinuousClock.now + timeout
-        let reading = Task { () -> [KafkaMessage] in
-            var messages: [KafkaMessage] = []
-            for await batch in consumer.messages {
-                messages += batch
-                // Done only for the group's own position; the group is thrown away.
-                consumer.markDone(batch)
+        let reader = TopicReader(bootstrapServers: bootstrapServers, topic: topic, clientID: "herald-dlq")
+        try await reader.read(logger: logger, idleTimeout: timeout) { messages in
+            for message in messages {
+                let letter = Letter(message: message)
+                if let code, letter.code != code { continue }
+                if let since, (letter.lastFailure ?? Timestamp(epochMilliseconds: 0)) < since { continue }
+                letters.append(letter)
             }
-            return messages
-        }
-        // An empty topic hands out no batch: stop once assigned with nothing behind.
-        var reachedEnd = false
-        while ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(100))
-            // Every assigned partition either empty, or read up to its end.
-            let assignment = consumer.assignment
-            let lag = consumer.lag()
-            let empty = consumer.emptyPartitions()
-            let atEnd = assignment.allSatisfy { empty.contains($0) || lag[$0] == 0 }
-            if !assignment.isEmpty && atEnd && consumer.bufferedMessageCount == 0 {
-                reachedEnd = true
-                break
-            }
-        }
-        reading.cancel()
-        consumer.triggerShutdown()
-        let messages = await reading.value
-        // Never "0 dead letters" for a topic that could not be read.
-        guard reachedEnd else {
-            throw DeadLetterToolError.incomplete(topic: topic, after: timeout, read: messages.count)
-        }
-        for message in messages {
-            let letter = Letter(message: message)
-            if let code, letter.code != code { continue }
-            if let since, (letter.lastFailure ?? Timestamp(epochMilliseconds: 0)) < since { continue }
-            letters.append(letter)
         }
         return letters.sorted { ($0.message.partition, $0.message.offset) < ($1.message.partition, $1.message.offset) }
     }
@@ -125,17 +83,5 @@ public struct DeadLetterTool: Sendable {
         }
         for result in try await producer.send(records) { _ = try result.get() }
         return counts
-    }
-}
-
-public enum DeadLetterToolError: Error, CustomStringConvertible {
-    case incomplete(topic: String, after: Duration, read: Int)
-
-    public var description: String {
-        switch self {
-        case .incomplete(let topic, let after, let read):
-            "could not read \(topic) to its end within \(after) (\(read) records read): "
-                + "is the broker reachable, and does the topic exist?"
-        }
     }
 }

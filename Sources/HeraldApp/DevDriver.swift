@@ -173,25 +173,9 @@ final class DevDriver: Service, Sendable {
 
     /// Title, body and deep link as the provider's payload carries them.
     static func display(_ delivery: SimulatorDelivery) -> (title: String?, body: String?, link: String?) {
-        guard let bytes = delivery.body, case .object(let payload)? = try? JSONParser().parse(bytes) else {
-            return (nil, nil, nil)
-        }
-        switch delivery.provider {
-        case .apns:
-            let alert = payload["aps"]?["alert"]
-            if let text = alert?.stringValue { return (nil, text, payload["deepLink"]?.stringValue) }
-            return (alert?["title"]?.stringValue, alert?["body"]?.stringValue, payload["deepLink"]?.stringValue)
-        case .fcm:
-            let message = payload["message"]
-            return (
-                message?["notification"]?["title"]?.stringValue, message?["notification"]?["body"]?.stringValue,
-                message?["data"]?["deepLink"]?.stringValue
-            )
-        case .expo:
-            return (
-                payload["title"]?.stringValue, payload["body"]?.stringValue, payload["data"]?["deepLink"]?.stringValue
-            )
-        }
+        guard let bytes = delivery.body, let payload = try? JSONParser().parse(bytes) else { return (nil, nil, nil) }
+        let text = DisplayedText(provider: delivery.provider.rawValue, payload: payload)
+        return (text.title, text.body, text.deepLink)
     }
 
     static func countersLine(_ summary: DevRun.Summary) -> String {

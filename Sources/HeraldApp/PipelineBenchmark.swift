@@ -71,7 +71,7 @@ public struct PipelineBenchmark: Sendable {
     ) async throws -> Report {
         let catalog = try CatalogLoader.load(directory: catalogDirectory).catalog
         let seeded = ContinuousClock.now
-        let devices = try await seedDirectory(store, progress: progress)
+        let devices = try await Self.seedDirectory(store, users: users)
         let seedSeconds = (ContinuousClock.now - seeded).inSeconds
         progress("seeded \(users) users with \(devices) devices in \(String(format: "%.1f", seedSeconds)) s")
 
@@ -205,7 +205,7 @@ public struct PipelineBenchmark: Sendable {
 
     /// Writes the directory through the same `apply` path a `herald.directory` consumer uses, and
     /// returns how many devices it registered.
-    private func seedDirectory(_ store: any StateStore, progress: (String) -> Void) async throws -> Int {
+    static func seedDirectory(_ store: any StateStore, users: Int) async throws -> Int {
         let registeredAt = Timestamp(epochMilliseconds: 1_763_000_000_000)
         var changes: [DirectoryEvent] = []
         changes.reserveCapacity(5000)
@@ -292,7 +292,10 @@ struct EventGenerator: Sendable {
     }
 
     /// Writes event `number` into `value` and its user id into `key`; returns its partition.
-    func write(_ number: Int, key: inout [UInt8], value: inout [UInt8]) -> Int32 {
+    ///
+    /// - Parameter time: the event's time; default: now, so that expiry and quiet hours follow the
+    ///   wall clock.
+    func write(_ number: Int, time: Timestamp? = nil, key: inout [UInt8], value: inout [UInt8]) -> Int32 {
         var random = UInt64(truncatingIfNeeded: number) &+ 0x5DEE_CE66
         random = DecisionBenchmark.Generator(state: random).nextValue
         let user = Int(random % UInt64(users))
@@ -333,8 +336,7 @@ struct EventGenerator: Sendable {
             data =
                 #"{"userIds":["\#(userID)","\#(other)"],"offerId":"black-friday","headline":"Black Friday","discountPercent":30,"validUntil":"2026-11-30T23:59:00Z"}"#
         }
-        // The events happen now, so expiry and quiet hours follow the wall clock.
-        let time = WallClock().now().description
+        let time = (time ?? WallClock().now()).description
         value.append(contentsOf: #"{"specversion":"1.0","id":""#.utf8)
         value.append(contentsOf: id.utf8)
         value.append(contentsOf: #"","source":""#.utf8)

@@ -150,7 +150,7 @@ public enum WorkerApp {
         configure(&workerConfiguration)
         let processor = EventProcessor(
             catalog: catalog,
-            policy: .defaults,
+            policy: Policy(catalog: catalog),
             store: store,
             clock: clock,
             topics: worker.topics,

@@ -30,6 +30,22 @@ private struct RawSettings: Decodable {
     var channels: [String]
     var apps: [String: RawApp]
     var moneyPatterns: [String: String]?
+    var policies: [String: RawCategoryRules]?
+}
+
+private struct RawCategoryRules: Decodable {
+    var alwaysDelivered: Bool?
+    var enabledByDefault: Bool?
+    var quietHours: String?
+    var throttle: [RawThrottle]?
+}
+
+private struct RawThrottle: Decodable {
+    var name: String?
+    var limit: Int
+    var window: String
+    var overLimit: String
+    var kind: String?
 }
 
 private struct RawApp: Decodable {
@@ -155,7 +171,78 @@ private struct Context {
         let kinds = loadKinds(settings)
         checkMessages(kinds: kinds, bundles: bundles, settings: settings)
         checkEventTypes(kinds)
-        return Catalog(settings: settings, kinds: kinds, bundles: bundles)
+        var checked = settings
+        checked.policies = policies(raw.policies ?? [:], settings: settings, kinds: Set(kinds.map(\.name)))
+        return Catalog(settings: checked, kinds: kinds, bundles: bundles)
+    }
+
+    // MARK: Policies
+
+    mutating func policies(
+        _ raw: [String: RawCategoryRules],
+        settings: CatalogSettings,
+        kinds: Set<String>
+    ) -> [String: CatalogSettings.CategoryRules] {
+        var policies: [String: CatalogSettings.CategoryRules] = [:]
+        for (category, rules) in raw.sorted(by: { $0.key < $1.key }) {
+            let key = "policies.\(category)"
+            if !settings.categories.contains(category) {
+                error("catalog.yaml", key, "unknown category '\(category)' (not in categories)")
+            }
+            if let quiet = rules.quietHours, !["defer", "drop", "ignore"].contains(quiet) {
+                error("catalog.yaml", "\(key).quietHours", "must be defer, drop or ignore, not '\(quiet)'")
+            }
+            var throttle: [CatalogSettings.CategoryRules.Throttle]?
+            if let rawRules = rules.throttle {
+                throttle = []
+                for (index, rule) in rawRules.enumerated() {
+                    let ruleKey = "\(key).throttle[\(index)]"
+                    if rule.limit < 0 { error("catalog.yaml", "\(ruleKey).limit", "must not be negative") }
+                    if !["drop", "digest", "defer"].contains(rule.overLimit) {
+                        error(
+                            "catalog.yaml",
+                            "\(ruleKey).overLimit",
+                            "must be drop, digest or defer, not '\(rule.overLimit)'"
+                        )
+                    }
+                    if let kind = rule.kind, !kinds.contains(kind) {
+                        error("catalog.yaml", "\(ruleKey).kind", "unknown kind '\(kind)'")
+                    }
+                    guard let seconds = Self.seconds(rule.window), seconds > 0 else {
+                        error("catalog.yaml", "\(ruleKey).window", "must be a duration such as 30s, 15m, 1h or 7d")
+                        continue
+                    }
+                    throttle?.append(
+                        .init(
+                            name: rule.name ?? [category, rule.kind].compactMap { $0 }.joined(separator: "."),
+                            limit: rule.limit,
+                            windowSeconds: seconds,
+                            overLimit: rule.overLimit,
+                            kind: rule.kind
+                        )
+                    )
+                }
+            }
+            policies[category] = .init(
+                alwaysDelivered: rules.alwaysDelivered,
+                enabledByDefault: rules.enabledByDefault,
+                quietHours: rules.quietHours,
+                throttle: throttle
+            )
+        }
+        return policies
+    }
+
+    /// `30s`, `15m`, `1h`, `7d` in seconds.
+    static func seconds(_ text: String) -> Int64? {
+        guard let unit = text.last, let count = Int64(text.dropLast()) else { return nil }
+        switch unit {
+        case "s": return count
+        case "m": return count * 60
+        case "h": return count * 3600
+        case "d": return count * 86_400
+        default: return nil
+        }
     }
 
     // MARK: Bundles

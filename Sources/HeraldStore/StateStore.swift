@@ -20,6 +20,11 @@ public protocol StateStore: Directory, DeliveryLedger {
     /// claimer crashed). With PostgreSQL, concurrent claimers skip each other's rows.
     func claimDue(now: Timestamp, limit: Int, lease: Duration) async throws(StoreError) -> [DueWork]
 
+    /// When the earliest deferred notification or digest not yet completed comes due, if any:
+    /// replay steps its event-time clock to it, so that due work fires between the events it fell
+    /// between.
+    func nextDueAt() async throws(StoreError) -> Timestamp?
+
     /// Marks claimed work done: deletes it, and a digest's items that were handed out with it.
     /// Work rescheduled since it was claimed (a deferral deferred again) stays.
     func complete(_ work: [DueWork]) async throws(StoreError)

@@ -44,6 +44,9 @@ public final class EventProcessor: Sendable {
     let statistics: WorkerStatistics
     let logger: Logger
     let decoder = EventDecoder()
+    /// Told of each render whose requested locale the catalog lacks: (kind, requested locale — `nil`
+    /// when neither device nor profile names one — and the locale used instead).
+    let onFallbackLocale: (@Sendable (String, String?, String) -> Void)?
 
     public init(
         catalog: Catalog,
@@ -53,8 +56,10 @@ public final class EventProcessor: Sendable {
         topics: WorkerTopics,
         unknownEventTypes: UnknownEventTypes,
         statistics: WorkerStatistics,
-        logger: Logger
+        logger: Logger,
+        onFallbackLocale: (@Sendable (String, String?, String) -> Void)? = nil
     ) {
+        self.onFallbackLocale = onFallbackLocale
         self.catalog = catalog
         self.renderer = Renderer(catalog: catalog)
         self.policy = policy
@@ -100,9 +105,14 @@ public final class EventProcessor: Sendable {
     /// The store's part of processing `messages`: decode and route them, apply directory changes,
     /// look up the recipients and decide, in one call each for the whole batch.
     ///
+    /// - Parameter decoded: the events of `messages` where the caller has decoded them already
+    ///   (replay reads their times first); `nil` entries are decoded here.
     /// - Throws: ``StoreError`` when the store cannot be reached; the batch can be decided again,
     ///   with the same result for what was already decided.
-    public func decide(_ messages: [KafkaMessage]) async throws(StoreError) -> DecidedBatch {
+    public func decide(
+        _ messages: [KafkaMessage],
+        decoded: [CloudEvent?]? = nil
+    ) async throws(StoreError) -> DecidedBatch {
         let started = ContinuousClock.now
         var records: [KafkaProducerRecord] = []
         var counters = WorkerStatistics.Counters()
@@ -112,7 +122,7 @@ public final class EventProcessor: Sendable {
         for (index, message) in messages.enumerated() {
             let event: CloudEvent
             do {
-                event = try decode(message)
+                if let known = decoded?[index] { event = known } else { event = try decode(message) }
             } catch {
                 counters.eventsByType["unparsable", default: 0] += 1
                 records.append(deadLetter(message, DeadLetterReason(error), now: now, counters: &counters))
@@ -323,6 +333,7 @@ public final class EventProcessor: Sendable {
                     throw DeadLetterReason(error)
                 }
                 renderedByLocale[locale ?? ""] = rendered
+                if rendered.usedFallbackLocale { onFallbackLocale?(kind.name, locale, rendered.locale) }
             }
             let outbound: OutboundMessage
             do {
@@ -347,6 +358,10 @@ public final class EventProcessor: Sendable {
                 throw DeadLetterReason(error)
             }
             counters.outboundByProvider[device.provider.rawValue, default: 0] += 1
+            counters.outboundByKind[kind.name, default: 0] += 1
+            counters.outboundByLocale[rendered.locale, default: 0] += 1
+            counters.outboundByCategory[kind.category, default: 0] += 1
+            counters.payloadSizes[device.provider.rawValue, default: SizeCounts()].add(outbound.request.body.count)
             records.append(
                 KafkaProducerRecord(
                     topic: topics.outbound,
@@ -417,6 +432,10 @@ extension WorkerStatistics.Counters {
         eventsByType.merge(other.eventsByType, uniquingKeysWith: +)
         decisionsByReason.merge(other.decisionsByReason, uniquingKeysWith: +)
         outboundByProvider.merge(other.outboundByProvider, uniquingKeysWith: +)
+        outboundByKind.merge(other.outboundByKind, uniquingKeysWith: +)
+        outboundByLocale.merge(other.outboundByLocale, uniquingKeysWith: +)
+        outboundByCategory.merge(other.outboundByCategory, uniquingKeysWith: +)
+        for (provider, sizes) in other.payloadSizes { payloadSizes[provider, default: SizeCounts()].merge(sizes) }
         deadLettersByCode.merge(other.deadLettersByCode, uniquingKeysWith: +)
         ignoredEvents += other.ignoredEvents
         directoryChanges += other.directoryChanges

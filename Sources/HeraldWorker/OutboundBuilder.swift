@@ -110,7 +110,8 @@ public enum OutboundBuilder {
             createdAt: createdAt,
             expiresAt: expiresAt,
             traceParent: trace.parent,
-            traceState: trace.state
+            traceState: trace.state,
+            locale: rendered.locale
         )
     }
 }

@@ -15,6 +15,8 @@ public struct OutboundMessage: Sendable, Hashable {
     public var eventID: String
     public var kind: String
     public var category: String
+    /// The catalog locale the text was rendered in (after any fallback); informational.
+    public var locale: String?
     public var recipient: String
     public var provider: PushProvider
     public var app: String
@@ -72,12 +74,14 @@ public struct OutboundMessage: Sendable, Hashable {
         expiresAt: Timestamp?,
         attempt: Int = 1,
         traceParent: String? = nil,
-        traceState: String? = nil
+        traceState: String? = nil,
+        locale: String? = nil
     ) {
         self.notificationID = notificationID
         self.eventID = eventID
         self.kind = kind
         self.category = category
+        self.locale = locale
         self.recipient = recipient
         self.provider = provider
         self.app = app
@@ -100,6 +104,7 @@ public struct OutboundMessage: Sendable, Hashable {
         writer.member("eventId", eventID)
         writer.member("kind", kind)
         writer.member("category", category)
+        if let locale { writer.member("locale", locale) }
         writer.member("recipient", recipient)
         writer.member("provider", provider.rawValue)
         writer.member("app", app)
@@ -191,7 +196,8 @@ public struct OutboundMessage: Sendable, Hashable {
             expiresAt: object["expiresAt"] == nil ? nil : try timestamp(object["expiresAt"], "expiresAt"),
             attempt: attemptNumber,
             traceParent: trace?["traceparent"]?.stringValue,
-            traceState: trace?["tracestate"]?.stringValue
+            traceState: trace?["tracestate"]?.stringValue,
+            locale: object["locale"]?.stringValue
         )
     }
 }

@@ -8,6 +8,12 @@ public final class WorkerStatistics: Sendable {
         public var eventsByType: [String: Int] = [:]
         public var decisionsByReason: [String: Int] = [:]
         public var outboundByProvider: [String: Int] = [:]
+        /// Outbound messages by kind, by the catalog locale rendered, and by category.
+        public var outboundByKind: [String: Int] = [:]
+        public var outboundByLocale: [String: Int] = [:]
+        public var outboundByCategory: [String: Int] = [:]
+        /// Provider request body sizes, by provider.
+        public var payloadSizes: [String: SizeCounts] = [:]
         public var deadLettersByCode: [String: Int] = [:]
         /// Events of a type no kind handles, ignored by configuration.
         public var ignoredEvents = 0
@@ -70,5 +76,35 @@ public struct LatencyHistogram: Sendable {
             if seen >= max(target, 1) { return index < Self.bounds.count ? Self.bounds[index] : .infinity }
         }
         return .infinity
+    }
+}
+
+/// How many payloads had each size, exactly: percentiles without keeping every size.
+public struct SizeCounts: Sendable {
+    public private(set) var counts: [Int: Int] = [:]
+    public private(set) var total = 0
+
+    public init() {}
+
+    public mutating func add(_ size: Int) {
+        counts[size, default: 0] += 1
+        total += 1
+    }
+
+    public mutating func merge(_ other: SizeCounts) {
+        counts.merge(other.counts, uniquingKeysWith: +)
+        total += other.total
+    }
+
+    /// The smallest size at least `fraction` of the payloads do not exceed.
+    public func percentile(_ fraction: Double) -> Int {
+        guard total > 0 else { return 0 }
+        let rank = max(Int((fraction * Double(total)).rounded(.up)), 1)
+        var seen = 0
+        for size in counts.keys.sorted() {
+            seen += counts[size]!
+            if seen >= rank { return size }
+        }
+        return counts.keys.max() ?? 0
     }
 }

@@ -10,7 +10,7 @@ struct BenchCommand: AsyncParsableCommand {
         abstract: "Measure Herald's throughput on this machine.",
         subcommands: [
             KafkaBenchCommand.self, RenderBenchCommand.self, PayloadBenchCommand.self, DecisionBenchCommand.self,
-            SenderBenchCommand.self, PipelineBenchCommand.self,
+            SenderBenchCommand.self, PipelineBenchCommand.self, ReplayBenchCommand.self,
         ]
     )
 }
@@ -441,5 +441,68 @@ func withBenchStore<R: Sendable>(
     }
     return try await location.withStore(logger: logger, directoryCache: directoryCache) { store in
         try await body(store, "\(location)")
+    }
+}
+
+struct ReplayBenchCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "replay",
+        abstract: "Replay a recorded log of mixed events with the in-memory store, streaming it from a file.",
+        discussion: """
+            Writes --events events of the example kinds (one per millisecond of event time) to a temporary \
+            file, seeds --users users into an in-memory SQLite store, and replays the file through the worker's \
+            code. Reports events/s, notifications/s and resident memory before and after.
+            """
+    )
+
+    @Option(help: "Events in the log.")
+    var events = 1_000_000
+
+    @Option(help: "Users in the directory (one to three devices each).")
+    var users = 100_000
+
+    @Option(help: "Events decided together.")
+    var batchSize = 1000
+
+    @Option(help: "Parts of a batch rendered concurrently. Default: one per core.")
+    var parallelism: Int?
+
+    @Flag(help: "Write and read the log gzip-compressed.")
+    var gzip = false
+
+    @Option(help: "Where the outbound messages go (default /dev/null: replay without the disk).")
+    var out = "/dev/null"
+
+    @Option(help: "The catalog directory.")
+    var catalog = "catalog"
+
+    @OptionGroup var global: GlobalOptions
+
+    func run() async throws {
+        var logger = try global.bootstrapLogging(label: "herald.bench")
+        if global.logLevel == nil { logger.logLevel = .warning }
+        var benchmark = ReplayBenchmark()
+        benchmark.events = events
+        benchmark.users = users
+        benchmark.batchSize = batchSize
+        if let parallelism { benchmark.parallelism = parallelism }
+        benchmark.gzip = gzip
+        benchmark.out = out
+        benchmark.catalogDirectory = catalog
+        let report = try await benchmark.run(logger: logger) { line in
+            FileHandle.standardError.write(Data("… \(line)\n".utf8))
+        }
+        let replay = report.replay
+        print(
+            "herald bench replay: \(replay.records) events (\(report.logBytes / 1_000_000) MB\(gzip ? ", gzip" : "")), \(users) users, in-memory store"
+        )
+        print(
+            "  replay: \(String(format: "%.0f", report.eventsPerSecond)) events/s, \(String(format: "%.0f", report.outboundPerSecond)) notifications/s (\(replay.outbound) in \(String(format: "%.1f", report.seconds)) s)"
+        )
+        print(
+            "  resident memory: \(String(format: "%.0f", report.residentBeforeMegabytes)) MB before (directory seeded), peak \(String(format: "%.0f", report.peakResidentMegabytes)) MB"
+        )
+        print("  decisions: " + PipelineBenchCommand.line(replay.decisionsByReason))
+        print("  notifications: " + PipelineBenchCommand.line(replay.outboundByProvider))
     }
 }

@@ -85,7 +85,7 @@ struct DeadLetterToolTests {
     func unreachableBroker() async throws {
         let environment = try KafkaTestEnvironment(topics: [:])
         let tool = DeadLetterTool(bootstrapServers: ["127.0.0.1:1"], topic: "herald.outbound.dlq")
-        await #expect(throws: DeadLetterToolError.self) {
+        await #expect(throws: TopicReaderError.self) {
             _ = try await tool.read(logger: environment.logger, timeout: .seconds(3))
         }
     }

@@ -132,6 +132,7 @@ struct DecisionContractTests {
     @Test("digests: collected over the limit, due at the window's end, handed out once", arguments: StoreKind.allCases)
     func digests(_ kind: StoreKind) async throws {
         try await withStore(kind) { store in
+            #expect(try await store.nextDueAt() == nil)
             let events = (1...6).map { request("d\($0)", policy: tightMessages, now: noon) }
             let decided = try await store.decide(events)
             #expect(decided.map(\.reason) == [.sent, .sent] + Array(repeating: .throttledDigested, count: 4))
@@ -142,6 +143,8 @@ struct DecisionContractTests {
             )
 
             let windowEnd = at("2026-11-21T12:01:00Z")
+            // Replay steps its clock to the next due time.
+            #expect(try await store.nextDueAt() == windowEnd)
             let claimed = try await store.claimDue(now: windowEnd, limit: 10, lease: .seconds(30))
             #expect(claimed.count == 1)
             guard case .digest(let window, let items)? = claimed.first?.work else {
@@ -153,6 +156,7 @@ struct DecisionContractTests {
             // Claimed: nobody else gets it while the lease lasts.
             #expect(try await store.claimDue(now: windowEnd, limit: 10, lease: .seconds(30)).isEmpty)
             try await store.complete(claimed)
+            #expect(try await store.nextDueAt() == nil)
             // Done: not handed out again, even after the lease would have run out.
             #expect(try await store.claimDue(now: at("2026-11-21T13:00:00Z"), limit: 10, lease: .seconds(30)).isEmpty)
         }

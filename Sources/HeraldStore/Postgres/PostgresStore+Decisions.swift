@@ -188,6 +188,18 @@ extension PostgresStore {
         try await storeCall("analyze") { try await client.query("ANALYZE", logger: logger) }
     }
 
+    public func nextDueAt() async throws(StoreError) -> Timestamp? {
+        try await storeCall("next due") {
+            var next: Timestamp?
+            for try await (dueAt, ) in try await client.query("SELECT min(due_at) FROM due_work", logger: logger)
+                .decode((Int64?,).self)
+            {
+                next = dueAt.map { Timestamp(epochMilliseconds: $0) }
+            }
+            return next
+        }
+    }
+
     public func purge(before: Timestamp) async throws(StoreError) {
         let limit = before.epochMilliseconds
         try await storeCall("purge") {

@@ -244,6 +244,16 @@ extension SQLiteStore {
         try await run { connection throws(StoreError) in try connection.execute("ANALYZE") }
     }
 
+    public func nextDueAt() async throws(StoreError) -> Timestamp? {
+        try await run { connection throws(StoreError) in
+            var next: Timestamp?
+            try connection.query("SELECT min(due_at) FROM due_work WHERE due_at IS NOT NULL") { row in
+                if !row.isNull(0) { next = Timestamp(epochMilliseconds: row.integer(0)) }
+            }
+            return next
+        }
+    }
+
     public func purge(before: Timestamp) async throws(StoreError) {
         try await run { connection throws(StoreError) in
             try connection.transaction { () throws(StoreError) in

@@ -1,0 +1,119 @@
+import HeraldCatalog
+import HeraldPolicy
+import HeraldReplay
+import HeraldStore
+import HeraldWorker
+import Logging
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `herald replay`: a recorded log through the worker's own code on event time, into an outbound
+/// file, optional decisions and dead-letter files, and a report.
+public enum ReplayRun {
+    public struct Options: Sendable {
+        public var sources: [any RecordSource]
+        public var catalogDirectory: String
+        /// A JSON Lines snapshot of directory events, loaded before the log.
+        public var directorySnapshot: String?
+        /// `memory` (the default), `sqlite:PATH`, or a `postgres://` URL.
+        public var store = "memory"
+        public var out: String
+        public var decisions: String?
+        public var deadLetters: String?
+        /// `.md`, `.json` or `.html`, by its extension.
+        public var report: String?
+        public var configuration = Replayer.Configuration()
+
+        public init(sources: [any RecordSource], catalogDirectory: String, out: String) {
+            self.sources = sources
+            self.catalogDirectory = catalogDirectory
+            self.out = out
+        }
+    }
+
+    public struct Outcome: Sendable {
+        public var report: ReplayReport
+        public var elapsed: Duration
+        /// Directory snapshot lines that were rejected, by line.
+        public var rejectedSnapshotLines: [String]
+    }
+
+    /// The report format for `path`, by extension.
+    public enum ReportFormat: String, Sendable {
+        case markdown, json, html
+
+        /// - Throws: ``ConfigurationError`` for an extension that is none of `.md`, `.json`, `.html`.
+        public init(path: String) throws(ConfigurationError) {
+            if path.hasSuffix(".md") || path.hasSuffix(".markdown") {
+                self = .markdown
+            } else if path.hasSuffix(".json") {
+                self = .json
+            } else if path.hasSuffix(".html") || path.hasSuffix(".htm") {
+                self = .html
+            } else {
+                throw ConfigurationError("--report: \(path) must end in .md, .json or .html")
+            }
+        }
+    }
+
+    public static func run(_ options: Options, logger: Logger) async throws -> Outcome {
+        let format = try options.report.map { path throws(ConfigurationError) in try ReportFormat(path: path) }
+        let catalog: Catalog
+        do {
+            catalog = try CatalogLoader.load(directory: options.catalogDirectory).catalog
+        } catch {
+            throw ConfigurationError("--catalog: \(error.description)\ncatalog check failed: fix the catalog first")
+        }
+        let location: StoreLocation
+        do {
+            location = try StoreLocation(options.store == "memory" ? "sqlite::memory:" : options.store)
+        } catch {
+            throw ConfigurationError("--store: \(error.message)")
+        }
+        let output = try ReplayOutput(
+            outbound: options.out,
+            decisions: options.decisions,
+            deadLetters: options.deadLetters
+        )
+        return try await location.withStore(logger: logger) { store in
+            var rejected: [String] = []
+            if let snapshot = options.directorySnapshot {
+                rejected = try await DirectoryImport.run(file: snapshot, into: store).rejected
+                try await store.analyze()
+            }
+            let replayer = Replayer(
+                configuration: options.configuration,
+                catalog: catalog,
+                policy: Policy(catalog: catalog),
+                store: store,
+                logger: logger
+            )
+            let started = ContinuousClock.now
+            let report = try await replayer.run(options.sources, into: output)
+            let elapsed = ContinuousClock.now - started
+            if let path = options.report, let format {
+                let text =
+                    switch format {
+                    case .markdown: report.markdown()
+                    case .json: report.json()
+                    case .html: report.html()
+                    }
+                try write(text, to: path)
+            }
+            return Outcome(report: report, elapsed: elapsed, rejectedSnapshotLines: rejected)
+        }
+    }
+
+    static func write(_ text: String, to path: String) throws {
+        guard let file = fopen(path, "wb") else {
+            throw ReplayError.cannotWrite(path: path, reason: String(cString: strerror(errno)))
+        }
+        defer { fclose(file) }
+        let bytes = Array(text.utf8)
+        guard fwrite(bytes, 1, bytes.count, file) == bytes.count else {
+            throw ReplayError.cannotWrite(path: path, reason: String(cString: strerror(errno)))
+        }
+    }
+}

@@ -1,0 +1,104 @@
+import Logging
+
+/// Reads a topic from its start to its end, with a throwaway consumer group of its own: what the
+/// dead-letter tools and replay from a topic need. Batches are handed out in consumption order
+/// (in order within each partition) and the next is fetched while one is handled, up to the
+/// consumer's buffer.
+public struct TopicReader: Sendable {
+    public var bootstrapServers: [String]
+    public var topic: String
+    public var clientID: String
+
+    public init(bootstrapServers: [String], topic: String, clientID: String) {
+        self.bootstrapServers = bootstrapServers
+        self.topic = topic
+        self.clientID = clientID
+    }
+
+    /// Calls `body` with each batch until every partition is read to its end.
+    ///
+    /// - Parameter idleTimeout: how long reading may make no progress (no partitions assigned, no
+    ///   batch) before it gives up: a topic that cannot be read is an error, never an empty read.
+    /// - Returns: how many records were read.
+    /// - Throws: ``TopicReaderError`` `.incomplete`, or what `body` throws.
+    @discardableResult
+    public func read(
+        logger: Logger,
+        idleTimeout: Duration = .seconds(30),
+        _ body: ([KafkaMessage]) async throws -> Void
+    ) async throws -> Int {
+        var configuration = KafkaConsumerConfiguration(
+            groupID: "\(clientID)-\(UInt64.random(in: 0...UInt64.max))",
+            topics: [topic]
+        )
+        configuration.client.bootstrapServers = bootstrapServers
+        configuration.client.clientID = clientID
+        configuration.autoOffsetReset = .earliest
+        configuration.fetchMaxWait = .milliseconds(100)
+        // A group of one that reads once: no reason to wait long for a member that went away.
+        configuration.sessionTimeout = .seconds(6)
+        configuration.closeTimeout = .seconds(2)
+        let consumer = try KafkaConsumer(configuration: configuration, logger: logger)
+        let running = Task { try await consumer.run() }
+        let progress = ProgressCounter()
+        // Ends the message sequence once every assigned partition is empty or read to its end and
+        // nothing waits in the buffer; gives up after `idleTimeout` without progress.
+        let watching = Task { () -> Bool in
+            var lastCount = -1
+            var idleSince = ContinuousClock.now
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .milliseconds(100))
+                let assignment = consumer.assignment
+                let lag = consumer.lag()
+                let empty = consumer.emptyPartitions()
+                if !assignment.isEmpty && consumer.bufferedMessageCount == 0
+                    && assignment.allSatisfy({ empty.contains($0) || lag[$0] == 0 })
+                {
+                    consumer.triggerShutdown()
+                    return true
+                }
+                let count = progress.value
+                if count != lastCount {
+                    lastCount = count
+                    idleSince = .now
+                } else if ContinuousClock.now - idleSince > idleTimeout {
+                    consumer.triggerShutdown()
+                    return false
+                }
+            }
+            return false
+        }
+        var read = 0
+        do {
+            for await batch in consumer.messages {
+                try await body(batch)
+                read += batch.count
+                progress.add(batch.count)
+                // Done only for the group's own position: it is what says "read to the end".
+                consumer.markDone(batch)
+            }
+        } catch {
+            watching.cancel()
+            consumer.triggerShutdown()
+            _ = try? await running.value
+            throw error
+        }
+        let reachedEnd = await watching.value
+        consumer.triggerShutdown()
+        _ = try? await running.value
+        guard reachedEnd else { throw TopicReaderError.incomplete(topic: topic, idle: idleTimeout, read: read) }
+        return read
+    }
+}
+
+public enum TopicReaderError: Error, Sendable, CustomStringConvertible {
+    case incomplete(topic: String, idle: Duration, read: Int)
+
+    public var description: String {
+        switch self {
+        case .incomplete(let topic, let idle, let read):
+            "could not read \(topic) to its end: no progress for \(idle) (\(read) records read); "
+                + "is the broker reachable, and does the topic exist?"
+        }
+    }
+}

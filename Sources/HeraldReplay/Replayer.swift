@@ -1,0 +1,205 @@
+import HeraldCatalog
+import HeraldEvents
+import HeraldKafka
+import HeraldPolicy
+import HeraldStore
+import HeraldWorker
+import Logging
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Runs recorded records through the worker's own ``EventProcessor`` — decode, directory, policy,
+/// render, payloads — on event time, and writes what the worker would have produced.
+///
+/// Records are cut into batches of at most ``Configuration/batchSize`` events spanning at most
+/// ``Configuration/tick`` of event time; each batch is decided at its last event's time. Before a
+/// batch, the deferred notifications and digests that came due by its first event are produced at
+/// the time each came due. So the outcome depends on the log and the configuration only: the
+/// same inputs give byte-identical outputs, whatever ``Configuration/parallelism`` is.
+///
+/// Like the worker, the store decides batch n + 1 while batch n is rendered and built (in parts, on
+/// the other cores); outputs are written in log order.
+public final class Replayer: Sendable {
+    public struct Configuration: Sendable {
+        public var batchSize = 500
+        /// The most event time one batch spans: the live worker's due-work interval.
+        public var tick: Duration = .seconds(1)
+        /// How many parts of a batch are rendered and built concurrently.
+        public var parallelism = Replayer.onlineCores
+        /// Whether due work still pending after the last event is produced (the clock runs on to
+        /// when it comes due), as it would have been had the worker kept running.
+        public var drain = true
+        public var topics = WorkerTopics()
+        public var unknownEventTypes = UnknownEventTypes.deadLetter
+
+        public init() {}
+    }
+
+    let configuration: Configuration
+    let processor: EventProcessor
+    let store: any StateStore
+    let clock: EventTimeClock
+    let statistics = WorkerStatistics()
+    let fallbacks = FallbackCounts()
+    let logger: Logger
+
+    public init(
+        configuration: Configuration,
+        catalog: Catalog,
+        policy: Policy,
+        store: any StateStore,
+        logger: Logger
+    ) {
+        var configuration = configuration
+        // Decision records feed the report, and the decisions file if one is asked for.
+        if configuration.topics.decisions == nil { configuration.topics.decisions = "herald.decisions" }
+        self.configuration = configuration
+        self.store = store
+        self.logger = logger
+        let clock = EventTimeClock()
+        self.clock = clock
+        let fallbacks = fallbacks
+        self.processor = EventProcessor(
+            catalog: catalog,
+            policy: policy,
+            store: store,
+            clock: clock,
+            topics: configuration.topics,
+            unknownEventTypes: configuration.unknownEventTypes,
+            statistics: statistics,
+            logger: logger,
+            onFallbackLocale: { kind, requested, used in
+                // `nb-NO` rendered from `nb` is the catalog working as designed; a language the
+                // catalog lacks (or no locale at all) is a missing translation.
+                let language = requested?.split(whereSeparator: { $0 == "-" || $0 == "_" }).first
+                guard language.map({ $0.lowercased() != used.lowercased() }) ?? true else { return }
+                fallbacks.add(ReplayReport.Fallback(kind: kind, requested: requested ?? "", used: used))
+            }
+        )
+    }
+
+    /// A batch on its way: built on other cores while the next is decided.
+    private struct Built: Sendable {
+        var records: [KafkaProducerRecord]
+        var tally: ReplayTally
+    }
+
+    /// Replays `sources` one after another into `output`.
+    ///
+    /// - Throws: ``StoreError`` or ``ReplayError`` (a source or an output that cannot be used):
+    ///   poison records are reported, never thrown.
+    public func run(_ sources: [any RecordSource], into output: ReplayOutput) async throws -> ReplayReport {
+        var state = RunState()
+        for source in sources {
+            try await source.read { chunk in
+                for record in chunk {
+                    if let time = record.time {
+                        state.firstEventTime = min(state.firstEventTime ?? time, time)
+                        state.lastEventTime = max(state.lastEventTime ?? time, time)
+                    }
+                    let full = state.batch.count >= configuration.batchSize
+                    var late = false
+                    if let start = state.batchStart, let time = record.time {
+                        late = time.epochMilliseconds - start.epochMilliseconds > configuration.tick.milliseconds
+                    }
+                    if full || late { try await flush(&state, into: output) }
+                    if state.batchStart == nil { state.batchStart = record.time }
+                    state.batch.append(record)
+                    state.records += 1
+                }
+            }
+        }
+        try await flush(&state, into: output)
+        if let pending = state.building {
+            try write(await pending.value, to: output, tally: &state.tally)
+            state.building = nil
+        }
+        var pendingAtEnd: Timestamp?
+        if configuration.drain {
+            try write(try await fireDue(until: nil), to: output, tally: &state.tally)
+        } else {
+            pendingAtEnd = try await store.nextDueAt()
+        }
+        try output.finish()
+        let counters = statistics.snapshot
+        return ReplayReport(
+            sources: sources.map(\.name),
+            records: state.records,
+            firstEventTime: state.firstEventTime,
+            lastEventTime: state.lastEventTime,
+            eventsByType: counters.eventsByType,
+            directoryChanges: counters.directoryChanges,
+            ignoredEvents: counters.ignoredEvents,
+            skippedDevices: counters.skippedDevices,
+            tally: state.tally,
+            counters: counters,
+            fallbacks: fallbacks.counts,
+            pendingDueAt: pendingAtEnd
+        )
+    }
+
+    private struct RunState {
+        var batch: [ReplayRecord] = []
+        var batchStart: Timestamp?
+        var building: Task<Built, Never>?
+        var tally = ReplayTally()
+        var records = 0
+        var firstEventTime: Timestamp?
+        var lastEventTime: Timestamp?
+    }
+
+    /// Fires what came due before the batch, decides the batch, writes the previous batch's
+    /// records, and starts building this one.
+    private func flush(_ state: inout RunState, into output: ReplayOutput) async throws {
+        guard !state.batch.isEmpty else { return }
+        let batch = state.batch
+        state.batch.removeAll(keepingCapacity: true)
+        let start = state.batchStart
+        state.batchStart = nil
+        let due = try await fireDue(until: start ?? clock.now())
+        for record in batch { if let time = record.time { clock.advance(to: time) } }
+        let decided = try await processor.decide(batch.map(\.message), decoded: batch.map(\.event))
+        if let previous = state.building { try write(await previous.value, to: output, tally: &state.tally) }
+        try write(due, to: output, tally: &state.tally)
+        let (processor, parallelism, topics) = (processor, configuration.parallelism, configuration.topics)
+        state.building = Task {
+            let records = await processor.build(decided, parts: parallelism)
+            return Built(records: records, tally: ReplayTally(records, topics: topics))
+        }
+    }
+
+    /// Produces the deferred notifications and digests due by `limit` (all of them for `nil`), each
+    /// at the time it came due, in due order.
+    private func fireDue(until limit: Timestamp?) async throws(StoreError) -> Built {
+        var records: [KafkaProducerRecord] = []
+        while let next = try await store.nextDueAt(), limit.map({ next <= $0 }) ?? true {
+            clock.advance(to: next)
+            // Completed at once below; a short lease keeps work deferred again claimable.
+            let (produced, claimed) = try await processor.processDue(limit: 1000, lease: .milliseconds(1))
+            // Due work the store will not hand out (claimed elsewhere): leave it rather than spin.
+            guard !claimed.isEmpty else { break }
+            records += produced
+            try await store.complete(claimed)
+        }
+        return Built(records: records, tally: ReplayTally(records, topics: configuration.topics))
+    }
+
+    private func write(_ built: Built, to output: ReplayOutput, tally: inout ReplayTally) throws {
+        tally.merge(built.tally)
+        try output.write(built.records, topics: configuration.topics)
+    }
+
+    public static var onlineCores: Int { max(Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))), 1) }
+}
+
+/// Renders that fell back to another locale, counted from the build tasks.
+final class FallbackCounts: Sendable {
+    private let storage = Mutex<[ReplayReport.Fallback: Int]>([:])
+
+    func add(_ fallback: ReplayReport.Fallback) { storage.withLock { $0[fallback, default: 0] += 1 } }
+
+    var counts: [ReplayReport.Fallback: Int] { storage.withLock { $0 } }
+}
