@@ -7,7 +7,7 @@ import Yams
 /// `herald.yaml`: what a Herald process connects to and how it behaves. Every key can be
 /// overridden by an environment variable: `worker.batch_size` by `HERALD_WORKER_BATCH_SIZE` (lists
 /// are comma-separated). Secrets are read from files named in the configuration, or from their
-/// variables, and never appear in an error or a log. `docs/configuration.md` lists every key.
+/// variables, and never appear in an error or a log. README.md's configuration reference lists every key.
 public struct HeraldConfiguration: Sendable {
     public var kafka = Kafka()
     public var worker = Worker()
@@ -115,6 +115,10 @@ public struct HeraldConfiguration: Sendable {
             "HERALD_" + path.uppercased().replacingOccurrences(of: ".", with: "_")
         }
     }
+
+    /// Every key a configuration file may set, except secrets that only come from the environment:
+    /// what the README's configuration reference must list.
+    public static var documentedKeys: [String] { keys.filter { !$0.secret }.map(\.path) }
 
     static let keys: [Key] = [
         Key(path: "kafka.bootstrap_servers", kind: .list),

@@ -93,7 +93,7 @@ public struct TopicRange: RecordSource {
                         EventDecoder.Header(name: $0.name, value: $0.value.map(Array.init))
                     }
                     let event = try? decoder.decode(value: message.value.map(Array.init), headers: headers)
-                    chunk.append(ReplayRecord(message: message, event: event, time: event?.time ?? stamp))
+                    chunk.append(ReplayRecord(message: message, event: event, time: event.flatMap { $0.time ?? stamp }))
                 }
                 if !chunk.isEmpty { try await body(chunk) }
             }

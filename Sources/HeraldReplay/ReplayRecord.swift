@@ -8,7 +8,9 @@ public struct ReplayRecord: Sendable {
     public var message: KafkaMessage
     /// `nil` for a poison record: the worker's own decoding then dead-letters it with its reason.
     public var event: CloudEvent?
-    /// Event time: the CloudEvent's `time`, else the record's Kafka timestamp.
+    /// Event time: the CloudEvent's `time`, else the record's Kafka timestamp. `nil` for a poison
+    /// record: when it was produced says nothing about the event time of the log around it (a log
+    /// re-published today would otherwise move the clock to today).
     public var time: Timestamp?
 
     public init(message: KafkaMessage, event: CloudEvent?, time: Timestamp?) {
@@ -121,7 +123,7 @@ struct LineDecoder: Sendable {
         return ReplayRecord(
             message: message,
             event: event,
-            time: event?.time ?? timestamp.map { Timestamp(epochMilliseconds: $0) }
+            time: event.flatMap { $0.time ?? timestamp.map { Timestamp(epochMilliseconds: $0) } }
         )
     }
 }

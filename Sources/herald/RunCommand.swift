@@ -8,7 +8,7 @@ struct RunCommand: AsyncParsableCommand {
         commandName: "run",
         abstract: "Run a Herald role until SIGTERM or SIGINT.",
         discussion: """
-            The configuration file's keys are listed in docs/configuration.md; each can be overridden by an \
+            The configuration file's keys are listed in README.md (Configuration reference); each can be overridden by an \
             environment variable (worker.batch_size by HERALD_WORKER_BATCH_SIZE). With \
             kafka.bootstrap_servers 'embedded' an in-process development cluster is started.
             """

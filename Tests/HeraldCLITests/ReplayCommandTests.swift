@@ -44,3 +44,63 @@ struct ReplayCommandTests {
         #expect(wrong.error.contains("--report: r.txt must end in .md, .json or .html"))
     }
 }
+
+@Suite("The README's tour")
+struct TourTests {
+    /// The shell lines of the tour's steps 2 to 4, as the README has them.
+    static func tourLines() throws -> [String] {
+        let readme = try String(contentsOfFile: "\(repositoryRoot)/README.md", encoding: .utf8)
+        guard let tour = readme.range(of: "## A five-minute tour"),
+            let block = readme.range(of: "```sh\n", range: tour.upperBound..<readme.endIndex),
+            let end = readme.range(of: "\n```", range: block.upperBound..<readme.endIndex)
+        else { throw TourError("the README has no tour") }
+        var lines: [String] = []
+        var inSteps = false
+        for line in readme[block.upperBound..<end.lowerBound].split(separator: "\n") {
+            if line.hasPrefix("# 2.") { inSteps = true }
+            if line.hasPrefix("# 5.") { break }
+            if inSteps && !line.hasPrefix("#") && !line.trimmingCharacters(in: .whitespaces).isEmpty {
+                lines.append(String(line))
+            }
+        }
+        return lines
+    }
+
+    @Test("render, catalog check, replay and diff run as the README writes them")
+    func stepsTwoToFour() throws {
+        let herald = try heraldExecutable().path
+        let lines = try Self.tourLines()
+        #expect(lines.count == 6)
+        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("herald-tour-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: scratch) }
+        try FileManager.default.copyItem(
+            atPath: "\(repositoryRoot)/catalog",
+            toPath: scratch.appendingPathComponent("catalog").path
+        )
+        try FileManager.default.createSymbolicLink(
+            atPath: scratch.appendingPathComponent("samples").path,
+            withDestinationPath: "\(repositoryRoot)/samples"
+        )
+        var outputs: [String] = []
+        for line in lines {
+            let command = line.replacingOccurrences(of: ".build/debug/herald", with: herald)
+            let result = try run("/bin/bash", ["-c", "cd '\(scratch.path)' && \(command)"])
+            outputs.append(result.output)
+            // diff exits 1 when the replays differ, as they do after the edit.
+            let expected: Int32 = line.contains("replay diff") ? 1 : 0
+            #expect(result.status == expected, "\(line) exited \(result.status): \(result.error)")
+        }
+        #expect(outputs[0].contains("Zahlung erhalten"))
+        #expect(outputs[1].contains("catalog ok"))
+        #expect(outputs[2].contains("replayed 2479 record(s)"))
+        let diff = try #require(outputs.last)
+        #expect(diff.contains("after:  Bestellung angenommen"))
+        #expect(diff.contains("removed 0"))
+    }
+}
+
+struct TourError: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}

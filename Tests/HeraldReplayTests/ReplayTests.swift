@@ -199,6 +199,9 @@ struct ReplayTests {
             directory: directory
         )
         // Partitions interleave differently from the file; each user's events keep their order.
+        let a = Set(decisionKeys(kcat.decisions))
+        let b = Set(decisionKeys(plain.decisions))
+        #expect(a == b, "kcat only: \(a.subtracting(b)); plain only: \(b.subtracting(a))")
         #expect(kcat.outbound.sorted() == plain.outbound.sorted())
         #expect(kcat.report.deadLettersByCode == plain.report.deadLettersByCode)
         #expect(kcat.deadLetters.allSatisfy { $0.contains(#""topic":"recorded.events""#) })
@@ -211,6 +214,8 @@ struct ReplayTests {
             logger: quietLogger
         )
         let ranged = try await replay([range], in: scratch, name: "range", directory: directory)
+        #expect(ranged.report.records == lines.count)
+        #expect(ranged.report.decisionsByReason == plain.report.decisionsByReason)
         #expect(ranged.outbound.sorted() == plain.outbound.sorted())
         // A range that ends before anything was produced replays nothing.
         let empty = TopicRange(

@@ -5,6 +5,13 @@ import Testing
 
 @Suite("herald.yaml")
 struct ConfigurationTests {
+    @Test("the README's configuration reference lists every key Herald reads")
+    func referenceIsComplete() throws {
+        let readme = try String(contentsOf: repositoryRoot.appendingPathComponent("README.md"), encoding: .utf8)
+        let missing = HeraldConfiguration.documentedKeys.filter { !readme.contains("| `\($0)` |") }
+        #expect(missing.isEmpty, "not in the README's configuration reference: \(missing)")
+    }
+
     func file(_ text: String) throws -> String {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("herald-\(UUID().uuidString).yaml")
             .path
