@@ -3,6 +3,7 @@ import HeraldCatalog
 import HeraldEvents
 import HeraldKafka
 import HeraldPolicy
+import HeraldReplay
 import HeraldSender
 import HeraldSimulator
 import HeraldStore
@@ -198,7 +199,11 @@ public struct DevRun: Sendable {
             guard !text.isEmpty else { return nil }
             let object: JSONObject? =
                 if case .object(let object)? = try? JSONParser().parse(Array(text.utf8)) { object } else { nil }
-            return LogLine(topic: topic(object), key: object.flatMap(Self.key(of:)), value: text)
+            return LogLine(
+                topic: topic(object),
+                key: object.flatMap { ReplayRecord.key(ofData: $0["data"]) },
+                value: text
+            )
         }
     }
 
@@ -211,16 +216,6 @@ public struct DevRun: Sendable {
             "order": "orders.events", "payment": "payments.events", "security": "security.events",
             "message": "messages.events", "promo": "marketing.events",
         ][prefix] ?? "orders.events"
-    }
-
-    /// The user an event is about, as domain producers key their records.
-    static func key(of event: JSONObject) -> String? {
-        guard case .object(let data)? = event["data"] else { return nil }
-        if let user = data["userId"]?.stringValue { return user }
-        for name in ["recipientIds", "userIds"] {
-            if case .array(let users)? = data[name], let first = users.first?.stringValue { return first }
-        }
-        return nil
     }
 
     static func firstTime(of events: [LogLine]) -> Timestamp? {

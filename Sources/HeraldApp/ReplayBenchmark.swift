@@ -17,7 +17,7 @@ public struct ReplayBenchmark: Sendable {
     public var events = 1_000_000
     public var users = 100_000
     public var batchSize = 1000
-    public var parallelism = Replayer.onlineCores
+    public var parallelism = Worker.onlineCores
     public var gzip = false
     public var catalogDirectory = "catalog"
     /// Where the outbound messages go; `/dev/null` measures replay without the disk.

@@ -17,7 +17,8 @@ public enum ReplayRun {
         public var catalogDirectory: String
         /// A JSON Lines snapshot of directory events, loaded before the log.
         public var directorySnapshot: String?
-        /// `memory` (the default), `sqlite:PATH`, or a `postgres://` URL.
+        /// `memory` (the default) or `sqlite:PATH`. Never a shared PostgreSQL: replay would write its
+        /// decisions into the ledger and throttle windows live workers use.
         public var store = "memory"
         public var out: String
         public var decisions: String?
@@ -65,6 +66,11 @@ public enum ReplayRun {
             catalog = try CatalogLoader.load(directory: options.catalogDirectory).catalog
         } catch {
             throw ConfigurationError("--catalog: \(error.description)\ncatalog check failed: fix the catalog first")
+        }
+        guard options.store == "memory" || options.store.hasPrefix("sqlite:") else {
+            throw ConfigurationError(
+                "--store: memory or sqlite:PATH (replay never writes into a shared PostgreSQL store)"
+            )
         }
         let location: StoreLocation
         do {

@@ -73,6 +73,12 @@ public struct DirectoryEventError: Error, Sendable, Hashable, CustomStringConver
 }
 
 extension DirectoryEvent {
+    /// The CloudEvents types of `herald.directory`, each read by ``init(_:)``.
+    public static let eventTypes: Set<String> = [
+        "device.registered", "device.unregistered", "device.token.invalidated", "user.profile.updated",
+        "user.preferences.updated",
+    ]
+
     /// Reads a directory event. The time of the change is the event's `time` (required: ordering
     /// registrations against invalidations depends on it).
     public init(_ event: CloudEvent) throws(DirectoryEventError) {

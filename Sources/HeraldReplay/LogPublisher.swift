@@ -11,6 +11,19 @@ public struct LogPublisher: Sendable {
         case recorded(speed: Double)
         /// A fixed number of records per second.
         case rate(Double)
+
+        /// When the record numbered `index` (from 0), recorded at `time`, is due, from the start
+        /// of publishing; `firstTime` is the first record time seen. A record without a time goes
+        /// out as soon as it is reached.
+        public func offset(index: Int, time: Timestamp?, firstTime: Timestamp?) -> Duration {
+            switch self {
+            case .rate(let rate):
+                return .seconds(Double(index) / rate)
+            case .recorded(let speed):
+                guard let time, let firstTime else { return .zero }
+                return .milliseconds(Double(max(time.epochMilliseconds - firstTime.epochMilliseconds, 0)) / speed)
+            }
+        }
     }
 
     public var bootstrapServers: [String]
@@ -51,19 +64,8 @@ public struct LogPublisher: Sendable {
             try await source.read { chunk in
                 var records: [KafkaProducerRecord] = []
                 for record in chunk {
-                    let due: Duration
-                    switch pacing {
-                    case .rate(let rate):
-                        due = .seconds(Double(published) / rate)
-                    case .recorded(let speed):
-                        if let time = record.time {
-                            firstTime = firstTime ?? time
-                            let offset = max(time.epochMilliseconds - firstTime!.epochMilliseconds, 0)
-                            due = .milliseconds(Double(offset) / speed)
-                        } else {
-                            due = .zero
-                        }
-                    }
+                    firstTime = firstTime ?? record.time
+                    let due = pacing.offset(index: published, time: record.time, firstTime: firstTime)
                     // Records are handed over in groups: whatever is due within the next 10 ms.
                     if started + due > ContinuousClock.now + .milliseconds(10) {
                         if !records.isEmpty { pending.append(try await producer.enqueue(records)) }

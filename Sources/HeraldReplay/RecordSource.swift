@@ -23,18 +23,19 @@ public struct RecordedLogFile: RecordSource {
     public var domainTopic: String
     public var chunkSize = 256
 
-    public init(path: String, directoryTopic: String = "herald.directory", domainTopic: String = "replay") {
+    /// - Parameter domainTopic: default: the file's name, so that a dead letter's original place,
+    ///   `events.jsonl[0]@1234`, names the file and line.
+    public init(path: String, directoryTopic: String = "herald.directory", domainTopic: String? = nil) {
         self.path = path
         self.directoryTopic = directoryTopic
-        self.domainTopic = domainTopic
+        self.domainTopic = domainTopic ?? String(path.split(separator: "/").last ?? "replay")
     }
 
     public var name: String { path }
 
     public func read(_ body: ([ReplayRecord]) async throws -> Void) async throws {
         let reader = try LineReader(path: path)
-        // Kafka coordinates name the file, so a dead letter says where its line is.
-        let decoder = LineDecoder(directoryTopic: directoryTopic, domainTopic: domainTopic)
+        var decoder = LineDecoder(directoryTopic: directoryTopic, domainTopic: domainTopic)
         var chunk: [ReplayRecord] = []
         chunk.reserveCapacity(chunkSize)
         while true {
@@ -51,8 +52,9 @@ public struct RecordedLogFile: RecordSource {
     }
 }
 
-/// A time range of a Kafka topic, read with a throwaway consumer group from the topic's start to
-/// the end it had when reading began: records stamped in `[since, until)` are replayed.
+/// A time range of a Kafka topic, read with a throwaway consumer group from the topic's start until
+/// every partition is read to its end: records stamped in `[since, until)` are replayed. The whole
+/// topic is read (and the rest skipped); partitions interleave as the consumer fetches them.
 public struct TopicRange: RecordSource {
     public var bootstrapServers: [String]
     public var topic: String
@@ -103,16 +105,11 @@ public struct TopicRange: RecordSource {
 public enum ReplayError: Error, Sendable, CustomStringConvertible {
     case cannotRead(path: String, reason: String)
     case cannotWrite(path: String, reason: String)
-    case incomplete(topic: String, read: Int)
-    case invalidArgument(String)
 
     public var description: String {
         switch self {
         case .cannotRead(let path, let reason): "cannot read \(path): \(reason)"
         case .cannotWrite(let path, let reason): "cannot write \(path): \(reason)"
-        case .incomplete(let topic, let read):
-            "could not read topic \(topic) to its end (\(read) records read): is the broker reachable?"
-        case .invalidArgument(let message): message
         }
     }
 }

@@ -1,5 +1,4 @@
 import HeraldEvents
-import HeraldProviders
 import HeraldWorker
 
 /// `herald replay diff A B`: what a catalog or policy change does to the same traffic. Two replay
@@ -14,9 +13,9 @@ public struct ReplayDiff: Sendable {
         var kind: String
         var locale: String
         var text: DisplayedText
-        /// A digest of the whole provider request (headers and body): changes beyond the text show
-        /// as changed.
-        var bodyDigest: String
+        /// A hash of the whole provider request (headers and body): changes beyond the text show
+        /// as changed. Both files are read by one process, so Swift's seeded hashing compares them.
+        var requestHash: Int
     }
 
     /// Notifications alike in kind, locale and text (before and after), counted together.
@@ -55,7 +54,7 @@ public struct ReplayDiff: Sendable {
                     1
                 return
             }
-            if before.bodyDigest == entry.bodyDigest {
+            if before.requestHash == entry.requestHash {
                 unchanged += 1
                 return
             }
@@ -65,8 +64,9 @@ public struct ReplayDiff: Sendable {
                 beforeText = "(same text; other payload members changed)"
                 afterText = beforeText
             }
-            changed[Group(kind: entry.kind, locale: entry.locale, before: beforeText, after: afterText), default: 0] +=
-                1
+            // A notification now rendered in another locale is grouped under both: `de → de-AT`.
+            let locale = before.locale == entry.locale ? entry.locale : "\(before.locale) → \(entry.locale)"
+            changed[Group(kind: entry.kind, locale: locale, before: beforeText, after: afterText), default: 0] += 1
         }
         for entry in entries.values {
             removed[
@@ -137,8 +137,9 @@ public struct ReplayDiff: Sendable {
                     let id = message["notificationId"]?.stringValue, let request = message["request"],
                     let payload = request["body"]
                 else {
-                    throw ReplayError.invalidArgument(
-                        "\(path):\(reader.lineNumber): not an outbound message (herald replay --out writes them)"
+                    throw ReplayError.cannotRead(
+                        path: "\(path):\(reader.lineNumber)",
+                        reason: "not an outbound message (herald replay --out writes them)"
                     )
                 }
                 let provider = message["provider"]?.stringValue ?? ""
@@ -148,12 +149,7 @@ public struct ReplayDiff: Sendable {
                         kind: message["kind"]?.stringValue ?? "?",
                         locale: message["locale"]?.stringValue ?? "?",
                         text: DisplayedText(provider: provider, payload: payload),
-                        bodyDigest: NotificationID.make(
-                            eventID: request.serialized,
-                            kind: "",
-                            recipient: "",
-                            device: ""
-                        )
+                        requestHash: request.hashValue
                     )
                 )
                 return true

@@ -19,12 +19,6 @@ public struct ReplayRecord: Sendable {
         self.time = time
     }
 
-    /// The event types the worker reads from `herald.directory`.
-    public static let directoryEventTypes: Set<String> = [
-        "device.registered", "device.unregistered", "device.token.invalidated", "user.profile.updated",
-        "user.preferences.updated",
-    ]
-
     /// The key a producer gives an event's record: the user it is about (`data.userId`, else the
     /// first of `data.recipientIds` or `data.userIds`), so one user's events stay in order.
     public static func key(ofData data: JSONValue?) -> String? {
@@ -47,12 +41,21 @@ public struct ReplayRecord: Sendable {
 /// A CloudEvent line has no Kafka coordinates: its topic is `herald.directory` for directory event
 /// types and the log's domain topic otherwise, its partition 0 and its offset the line number, so a
 /// dead letter names the line to look at.
+///
+/// A log is usually one format throughout, so the format of the last line is tried first: a kcat
+/// dump is not parsed as a CloudEvent (and fails) before each line is read as an envelope.
 struct LineDecoder: Sendable {
     var directoryTopic: String
     var domainTopic: String
     let decoder = EventDecoder()
+    private var lastWasKcat = false
 
-    func record(_ line: UnsafeRawBufferPointer, lineNumber: Int) -> ReplayRecord? {
+    init(directoryTopic: String, domainTopic: String) {
+        self.directoryTopic = directoryTopic
+        self.domainTopic = domainTopic
+    }
+
+    mutating func record(_ line: UnsafeRawBufferPointer, lineNumber: Int) -> ReplayRecord? {
         var bytes = line
         while let first = bytes.first, first == 0x20 || first == 0x09 {
             bytes = UnsafeRawBufferPointer(rebasing: bytes.dropFirst())
@@ -61,8 +64,10 @@ struct LineDecoder: Sendable {
             bytes = UnsafeRawBufferPointer(rebasing: bytes.dropLast())
         }
         guard !bytes.isEmpty else { return nil }
+        if lastWasKcat, let record = kcatRecord(bytes) { return record }
         if let event = try? decoder.decode(value: bytes, headers: []) {
-            let topic = ReplayRecord.directoryEventTypes.contains(event.type) ? directoryTopic : domainTopic
+            lastWasKcat = false
+            let topic = DirectoryEvent.eventTypes.contains(event.type) ? directoryTopic : domainTopic
             let message = KafkaMessage(
                 topic: topic,
                 partition: 0,
@@ -73,7 +78,8 @@ struct LineDecoder: Sendable {
             )
             return ReplayRecord(message: message, event: event, time: event.time)
         }
-        if case .object(let envelope)? = try? JSONParser().parse(bytes), let record = kcatRecord(envelope) {
+        if !lastWasKcat, let record = kcatRecord(bytes) {
+            lastWasKcat = true
             return record
         }
         let message = KafkaMessage(
@@ -86,9 +92,10 @@ struct LineDecoder: Sendable {
         return ReplayRecord(message: message, event: nil, time: nil)
     }
 
-    /// A `kcat -C -J` line; `nil` if the object is not one.
-    private func kcatRecord(_ envelope: JSONObject) -> ReplayRecord? {
-        guard let topic = envelope["topic"]?.stringValue, envelope["payload"] != nil || envelope["offset"] != nil
+    /// A `kcat -C -J` line; `nil` if the line is not one.
+    private func kcatRecord(_ bytes: UnsafeRawBufferPointer) -> ReplayRecord? {
+        guard case .object(let envelope)? = try? JSONParser().parse(bytes),
+            let topic = envelope["topic"]?.stringValue, envelope["payload"] != nil || envelope["offset"] != nil
         else { return nil }
         func integer(_ name: String) -> Int64? {
             if case .number(let text)? = envelope[name] { return Int64(text) }

@@ -8,14 +8,11 @@ public struct ReplayReport: Sendable {
     public var records: Int
     public var firstEventTime: Timestamp?
     public var lastEventTime: Timestamp?
-    public var eventsByType: [String: Int]
-    public var directoryChanges: Int
-    public var ignoredEvents: Int
-    public var skippedDevices: Int
+    /// The worker's counters over the replay: events, decisions, outbound messages by kind, locale,
+    /// category and provider, payload sizes, dead letters.
+    public var counters: WorkerStatistics.Counters
+    /// Who was throttled, and where dead letters came from.
     var tally: ReplayTally
-    /// The worker's counters over the replay: outbound by kind, locale, category and provider, and
-    /// payload sizes.
-    var counters: WorkerStatistics.Counters
     /// Renders whose requested locale the catalog lacks.
     public var fallbacks: [Fallback: Int]
     /// When the first due work left after the last event comes due (replay without draining).
@@ -32,12 +29,16 @@ public struct ReplayReport: Sendable {
         }
     }
 
-    public var decisionsByReason: [String: Int] { tally.decisionsByReason }
+    public var eventsByType: [String: Int] { counters.eventsByType }
+    public var directoryChanges: Int { counters.directoryChanges }
+    public var ignoredEvents: Int { counters.ignoredEvents }
+    public var skippedDevices: Int { counters.skippedDevices }
+    public var decisionsByReason: [String: Int] { counters.decisionsByReason }
     public var outboundByKind: [String: Int] { counters.outboundByKind }
     public var outboundByLocale: [String: Int] { counters.outboundByLocale }
     public var outboundByCategory: [String: Int] { counters.outboundByCategory }
     public var outboundByProvider: [String: Int] { counters.outboundByProvider }
-    public var deadLettersByCode: [String: Int] { tally.deadLetters.mapValues(\.count) }
+    public var deadLettersByCode: [String: Int] { counters.deadLettersByCode }
     public var outbound: Int { counters.outboundByProvider.values.reduce(0, +) }
     public var events: Int { eventsByType.values.reduce(0, +) }
 
@@ -107,10 +108,10 @@ public struct ReplayReport: Sendable {
         if throttled.isEmpty { lines.append("none") }
         lines += throttled.map { "- \($0.user): \($0.throttled)" }
         lines += ["", "## Dead letters: where to look (first \(ReplayTally.examplesPerCode) per code)", ""]
-        if tally.deadLetters.isEmpty { lines.append("none") }
-        for code in tally.deadLetters.keys.sorted() {
+        if tally.deadLetterExamples.isEmpty { lines.append("none") }
+        for code in tally.deadLetterExamples.keys.sorted() {
             lines.append("- **\(code)**")
-            lines += tally.deadLetters[code]!.examples.map { "  - \($0)" }
+            lines += tally.deadLetterExamples[code]!.map { "  - \($0)" }
         }
         lines += ["", "## Missing translations (renders that fell back)", ""]
         if fallbacks.isEmpty { lines.append("none") }
@@ -178,10 +179,10 @@ public struct ReplayReport: Sendable {
         writer.endArray()
         writer.key("deadLetterExamples")
         writer.beginObject()
-        for code in tally.deadLetters.keys.sorted() {
+        for code in tally.deadLetterExamples.keys.sorted() {
             writer.key(code)
             writer.beginArray()
-            for example in tally.deadLetters[code]!.examples {
+            for example in tally.deadLetterExamples[code]! {
                 writer.element()
                 writer.string(example)
             }
@@ -242,9 +243,9 @@ public struct ReplayReport: Sendable {
         html.append("</table><h2>Most-throttled users (hashed ids)</h2><table>")
         html += mostThrottled().map { "<tr><td>\($0.user)</td><td class=\"n\">\($0.throttled)</td></tr>" }
         html.append("</table><h2>Dead letters: where to look</h2><ul>")
-        for code in tally.deadLetters.keys.sorted() {
+        for code in tally.deadLetterExamples.keys.sorted() {
             html.append("<li><b>\(escape(code))</b><ul>")
-            html += tally.deadLetters[code]!.examples.map { "<li>\(escape($0))</li>" }
+            html += tally.deadLetterExamples[code]!.map { "<li>\(escape($0))</li>" }
             html.append("</ul></li>")
         }
         html.append("</ul><h2>Missing translations</h2><table>")

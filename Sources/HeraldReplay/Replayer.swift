@@ -7,10 +7,6 @@ import HeraldWorker
 import Logging
 import Synchronization
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// Runs recorded records through the worker's own ``EventProcessor`` — decode, directory, policy,
 /// render, payloads — on event time, and writes what the worker would have produced.
 ///
@@ -28,7 +24,7 @@ public final class Replayer: Sendable {
         /// The most event time one batch spans: the live worker's due-work interval.
         public var tick: Duration = .seconds(1)
         /// How many parts of a batch are rendered and built concurrently.
-        public var parallelism = Replayer.onlineCores
+        public var parallelism = Worker.onlineCores
         /// Whether due work still pending after the last event is produced (the clock runs on to
         /// when it comes due), as it would have been had the worker kept running.
         public var drain = true
@@ -74,8 +70,12 @@ public final class Replayer: Sendable {
             onFallbackLocale: { kind, requested, used in
                 // `nb-NO` rendered from `nb` is the catalog working as designed; a language the
                 // catalog lacks (or no locale at all) is a missing translation.
-                let language = requested?.split(whereSeparator: { $0 == "-" || $0 == "_" }).first
-                guard language.map({ $0.lowercased() != used.lowercased() }) ?? true else { return }
+                // Called for most renders when profiles carry regions: no allocation on the way out.
+                if let language = requested?.prefix(while: { $0 != "-" && $0 != "_" }),
+                    language.elementsEqual(used) || language.lowercased() == used.lowercased()
+                {
+                    return
+                }
                 fallbacks.add(ReplayReport.Fallback(kind: kind, requested: requested ?? "", used: used))
             }
         )
@@ -124,18 +124,13 @@ public final class Replayer: Sendable {
             pendingAtEnd = try await store.nextDueAt()
         }
         try output.finish()
-        let counters = statistics.snapshot
         return ReplayReport(
             sources: sources.map(\.name),
             records: state.records,
             firstEventTime: state.firstEventTime,
             lastEventTime: state.lastEventTime,
-            eventsByType: counters.eventsByType,
-            directoryChanges: counters.directoryChanges,
-            ignoredEvents: counters.ignoredEvents,
-            skippedDevices: counters.skippedDevices,
+            counters: statistics.snapshot,
             tally: state.tally,
-            counters: counters,
             fallbacks: fallbacks.counts,
             pendingDueAt: pendingAtEnd
         )
@@ -191,8 +186,6 @@ public final class Replayer: Sendable {
         tally.merge(built.tally)
         try output.write(built.records, topics: configuration.topics)
     }
-
-    public static var onlineCores: Int { max(Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))), 1) }
 }
 
 /// Renders that fell back to another locale, counted from the build tasks.

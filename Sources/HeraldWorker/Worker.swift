@@ -180,7 +180,8 @@ public final class Worker: Service, Sendable {
         }
     }
 
-    static var onlineCores: Int { max(Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))), 1) }
+    /// The cores the process may use: the default parallelism of building.
+    public static var onlineCores: Int { max(Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))), 1) }
 
     /// Drops the consumer without committing or leaving the group, as a killed process would.
     /// For failure tests only.

@@ -39,7 +39,7 @@ struct ReplayRunCommand: AsyncParsableCommand {
     @Option(help: "A JSON Lines snapshot of herald.directory events, loaded before the log.")
     var directory: String?
 
-    @Option(help: "The state store: memory, sqlite:PATH or a postgres:// URL.")
+    @Option(help: "The state store: memory or sqlite:PATH (a file to keep, or to start from).")
     var store = "memory"
 
     @Option(help: "Where the outbound messages go, one per line (herald.outbound.v1).")
