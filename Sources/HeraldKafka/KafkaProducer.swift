@@ -20,6 +20,10 @@ public final class KafkaProducer: Service, Sendable {
     /// Bumped after every batch of delivery reports; a sender that found the queue full waits for it
     /// to change, which cannot miss a wake-up because it reads the value before trying to produce.
     let deliveryGeneration = Atomic<UInt64>(0)
+    /// Messages handed to librdkafka whose delivery report has not been served yet. Counted here
+    /// because librdkafka's own count (`rd_kafka_outq_len`) also holds requests and error events
+    /// waiting in its queues, so it reads above the message limit while a broker is down.
+    private let undelivered = Atomic<Int>(0)
     private let stopped = ConditionLock<CheckedContinuation<Void, Never>?>(nil)
 
     /// The opaque pointer of each message carries its ticket id and its index in the ticket, so a
@@ -94,7 +98,7 @@ public final class KafkaProducer: Service, Sendable {
     }
 
     /// How many messages wait in librdkafka's queues, not yet acknowledged.
-    public var queuedMessageCount: Int { client.queuedCount }
+    public var queuedMessageCount: Int { max(undelivered.load(ordering: .relaxed), 0) }
 
     private func enqueueChunk(_ records: ArraySlice<KafkaProducerRecord>) async throws(KafkaError) -> DeliveryTicket {
         let ticket = DeliveryTicket(count: records.count)
@@ -117,12 +121,16 @@ public final class KafkaProducer: Service, Sendable {
             }
             while true {
                 let observed = deliveryGeneration.load(ordering: .acquiring)
+                // Counted before the hand-over: its report may be served before `produce` returns.
+                undelivered.add(1, ordering: .relaxed)
                 switch client.produce(record, to: topic!, opaque: opaque) {
                 case .enqueued:
                     break
                 case .failed(let error):
+                    undelivered.subtract(1, ordering: .relaxed)
                     complete(ticket: ticket, id: id, index: index, with: error)
                 case .queueFull:
+                    undelivered.subtract(1, ordering: .relaxed)
                     if await waitForSpace(after: observed) { continue }
                     // Closed while waiting: fail what was not queued; what was queued still completes.
                     for remaining in index..<records.count {
@@ -201,7 +209,7 @@ public final class KafkaProducer: Service, Sendable {
         if client.queuedCount > 0 {
             logger.info(
                 "kafka producer flush timed out; purging undelivered messages",
-                metadata: ["kafka.queued": "\(client.queuedCount)"]
+                metadata: ["kafka.queued": "\(queuedMessageCount)"]
             )
             client.purge()
             apply(client.flush(timeout: .seconds(5)))
@@ -226,6 +234,7 @@ public final class KafkaProducer: Service, Sendable {
 
     private func apply(_ batch: RDKafkaProducerClient.Reports) {
         guard !batch.isEmpty else { return }
+        undelivered.subtract(batch.reports.count, ordering: .relaxed)
         deliveryGeneration.add(1, ordering: .releasing)
         let waiters = state.withLock { state in
             var currentID: UInt = 0
