@@ -49,4 +49,87 @@ struct DevCommandTests {
         #expect(result.output.contains("↳ https://getdrop.no/orders/ord-7f3a"))
         #expect(result.output.components(separatedBy: "▸ ").count - 1 == 13, "each delivered notification shown once")
     }
+
+    @Test(
+        "the README's tour steps 1 and 5, as written, against `herald dev --follow`: kcat's event is shown, dead letters listed and re-driven",
+        .timeLimit(.minutes(3))
+    )
+    func tourAgainstFollow() throws {
+        let steps = try TourTests.tourLines(steps: 1...1) + TourTests.tourLines(steps: 5...5)
+        #expect(steps.count == 3, "one kcat command, dlq list, dlq redrive: \(steps)")
+        let herald = try heraldExecutable().path
+        let dev = Process()
+        dev.executableURL = URL(fileURLWithPath: herald)
+        dev.arguments = ["dev", "--follow"]
+        // The README's commands run from the repository's root, as a newcomer does.
+        dev.currentDirectoryURL = URL(fileURLWithPath: repositoryRoot)
+        let output = Pipe()
+        dev.standardOutput = output
+        dev.standardError = FileHandle.nullDevice
+        dev.standardInput = FileHandle.nullDevice
+        let shown = CollectedOutput(output.fileHandleForReading)
+        try dev.run()
+        defer { if dev.isRunning { dev.interrupt() } }
+
+        let ready = shown.wait(for: "Ctrl-C stops.", timeout: 120)
+        #expect(ready, "herald dev --follow did not settle the sample: \(shown.text)")
+        let bootstrap = try #require(
+            shown.text.firstMatch(of: /embedded broker at (127\.0\.0\.1:\d+)/).map { String($0.1) },
+            "the bootstrap servers are printed: \(shown.text)"
+        )
+        var results: [String] = []
+        for line in steps {
+            let command = line.replacingOccurrences(of: ".build/debug/herald", with: herald)
+                .replacingOccurrences(of: "127.0.0.1:PORT", with: bootstrap)
+            let result: (status: Int32, output: String, error: String) = try run(
+                "/bin/bash",
+                ["-c", "cd '\(repositoryRoot)' && \(command)"]
+            )
+            #expect(result.status == 0, "\(line) exited \(result.status): \(result.error)")
+            results.append(result.output)
+            if line.contains("kcat -P") {
+                // The phone display: u-2048's Polish Expo phone, the amount in Polish money format.
+                let display =
+                    "▸ expo · expo-phone (android, pl) · no.getdrop.app\n    Otrzymano płatność\n    Ana przesyła Ci 42,50"
+                #expect(shown.wait(for: display, timeout: 30), "kcat's event was not shown: \(shown.text)")
+            }
+        }
+        #expect(results[1].contains("3 dead letters: event.not_json 1, event.unknown_type 1, render.missing_field 1"))
+        #expect(results[2].contains("re-drove 1 of 1 dead letters: 1 to orders.events"))
+        // The re-driven event is still broken, so the worker dead-letters it again: it went round, not lost.
+        #expect(shown.wait(for: "dead-lettered 4", timeout: 30), "\(shown.text)")
+
+        dev.interrupt()  // SIGINT, as Ctrl-C
+        dev.waitUntilExit()
+        #expect(dev.terminationReason == .exit && dev.terminationStatus == 0)
+    }
+}
+
+/// A process's standard output, collected on a thread while the test goes on.
+final class CollectedOutput: @unchecked Sendable {
+    // @unchecked: the reader thread appends and the test reads, both under the lock.
+    private let lock = NSLock()
+    private var data = Data()
+
+    init(_ handle: FileHandle) {
+        Thread {
+            while true {
+                let chunk = handle.availableData
+                if chunk.isEmpty { return }
+                self.lock.withLock { self.data.append(chunk) }
+            }
+        }.start()
+    }
+
+    var text: String { lock.withLock { String(decoding: data, as: UTF8.self) } }
+
+    /// Whether `needle` appears in the output within `timeout` seconds.
+    func wait(for needle: String, timeout: Double) -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if text.contains(needle) { return true }
+            Thread.sleep(forTimeInterval: 0.1)
+        }
+        return text.contains(needle)
+    }
 }

@@ -47,21 +47,27 @@ struct ReplayCommandTests {
 
 @Suite("The README's tour")
 struct TourTests {
-    /// The shell lines of the tour's steps 2 to 4, as the README has them.
-    static func tourLines() throws -> [String] {
+    /// The shell lines of the tour's `steps`, as the README has them.
+    static func tourLines(steps: ClosedRange<Int>) throws -> [String] {
         let readme = try String(contentsOfFile: "\(repositoryRoot)/README.md", encoding: .utf8)
         guard let tour = readme.range(of: "## A five-minute tour"),
             let block = readme.range(of: "```sh\n", range: tour.upperBound..<readme.endIndex),
             let end = readme.range(of: "\n```", range: block.upperBound..<readme.endIndex)
         else { throw TourError("the README has no tour") }
         var lines: [String] = []
-        var inSteps = false
+        var step = 0
+        var continued = false
         for line in readme[block.upperBound..<end.lowerBound].split(separator: "\n") {
-            if line.hasPrefix("# 2.") { inSteps = true }
-            if line.hasPrefix("# 5.") { break }
-            if inSteps && !line.hasPrefix("#") && !line.trimmingCharacters(in: .whitespaces).isEmpty {
+            if let number = line.firstMatch(of: /^# (\d+)\./)?.1 { step = Int(number) ?? 0 }
+            guard steps.contains(step), !line.hasPrefix("#"), !line.trimmingCharacters(in: .whitespaces).isEmpty
+            else { continue }
+            // A line ending in a backslash goes on in the next one: the shell runs both as one command.
+            if continued, let last = lines.popLast() {
+                lines.append(last + "\n" + line)
+            } else {
                 lines.append(String(line))
             }
+            continued = line.hasSuffix("\\")
         }
         return lines
     }
@@ -69,7 +75,7 @@ struct TourTests {
     @Test("render, catalog check, replay and diff run as the README writes them")
     func stepsTwoToFour() throws {
         let herald = try heraldExecutable().path
-        let lines = try Self.tourLines()
+        let lines = try Self.tourLines(steps: 2...4)
         #expect(lines.count == 6)
         let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("herald-tour-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
