@@ -2,10 +2,12 @@
 # on the project's machines and CI, otherwise through sudo), so a fresh clone needs nothing else.
 
 SWIFT ?= swift
-APT_PACKAGES := librdkafka-dev libicu-dev libsqlite3-dev zlib1g-dev postgresql kcat pkg-config nghttp2-client
+APT_PACKAGES := librdkafka-dev libicu-dev libsqlite3-dev zlib1g-dev postgresql kcat pkg-config nghttp2-client curl
+# What the tests validate Deploy/ with: promtool (alert rules) and docker-compose (the compose file).
+DEPLOY_TOOLS := prometheus docker-compose
 SUDO := $(shell [ "$$(id -u)" = "0" ] || echo sudo)
 
-.PHONY: run test build release deps format lint bench-kafka bench-decisions bench-pipeline bench-replay broker clean
+.PHONY: run test build release deps format lint bench-kafka bench-decisions bench-pipeline bench-replay bench-scale broker clean
 
 ## run: build and run the whole pipeline on embedded defaults (`herald dev`): the sample events in,
 ## notifications out, as a phone would show them, then a summary.
@@ -45,15 +47,27 @@ bench-pipeline: release
 bench-replay: release
 	.build/release/herald bench replay
 
+## bench-scale: worker and sender processes on one PostgreSQL: 100,000 events with 1, 2 and 3 workers,
+## then 3 workers with one killed midway; lost and duplicated deliveries counted at the simulator.
+bench-scale: release
+	scripts/with-postgres .build/release/herald bench scale --store '$$HERALD_STORE' --workers 1,2,3
+	scripts/with-postgres .build/release/herald bench scale --store '$$HERALD_STORE' --workers 3 --kill
+
 broker: build
 	.build/debug/herald broker
 
 ## deps: install the Debian packages Herald builds and tests against, if any is missing.
 deps:
 	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	tools=""; for p in $(DEPLOY_TOOLS); do dpkg -s $$p >/dev/null 2>&1 || tools="$$tools $$p"; done; \
+	if [ -n "$$missing$$tools" ]; then $(SUDO) apt-get update -qq; fi; \
 	if [ -n "$$missing" ]; then \
 		echo "installing:$$missing"; \
-		$(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing; \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing; \
+	fi; \
+	if [ -n "$$tools" ]; then \
+		echo "installing:$$tools"; \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $$tools; \
 	fi
 
 format:

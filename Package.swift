@@ -222,6 +222,12 @@ let package = Package(
             dependencies: ["herald"]
         ),
         .testTarget(
+            name: "HeraldDeployTests",
+            dependencies: [
+                "HeraldApp", "HeraldWorker", "HeraldSender", "HeraldPolicy", .product(name: "Yams", package: "Yams"),
+            ]
+        ),
+        .testTarget(
             name: "HeraldCatalogTests",
             dependencies: ["HeraldCatalog"]
         ),

@@ -18,15 +18,20 @@ public struct SimulatedProviders: Sendable {
     public static let keyID = "SIMKEY0001"
     public static let teamID = "SIMTEAM001"
     public static let projectID = "herald-simulated"
+    /// The host name senders reach the simulator by, when it is not the address it listens on (a
+    /// container's name): in its certificate and in the written `providers.yaml`.
+    public let advertisedHost: String?
 
     public init(
         faults: FaultProfile = .none,
         keepsBodies: Bool = false,
         host: String = "127.0.0.1",
         port: Int = 0,
+        advertisedHost: String? = nil,
         clock: any HeraldClock = WallClock(),
         logger: Logger
     ) throws {
+        self.advertisedHost = advertisedHost
         let (key, pem) = APNsSigningKey.generate(keyID: Self.keyID, teamID: Self.teamID)
         // The token URI is filled in once the port is known (see `providers(baseURL:)`).
         let account = try ServiceAccount.generate(
@@ -48,7 +53,7 @@ public struct SimulatedProviders: Sendable {
         simulator = ProviderSimulator(configuration: configuration, now: { clock.now() }, logger: logger)
         server = SimulatorServer(
             simulator: simulator,
-            tls: try SimulatorTLS.generate(),
+            tls: try SimulatorTLS.generate(hostNames: advertisedHost.map { [$0] } ?? []),
             host: host,
             port: port,
             logger: logger
@@ -79,7 +84,8 @@ public struct SimulatedProviders: Sendable {
     /// authority (`simulator-ca.pem`) and `providers.yaml`. Returns the YAML's path.
     @discardableResult
     public func writeCredentials(to directory: String) async throws -> String {
-        let baseURL = await server.baseURL()
+        let baseURL =
+            if let advertisedHost { "https://\(advertisedHost):\(await server.port())" } else { await server.baseURL() }
         let folder = URL(fileURLWithPath: directory, isDirectory: true)
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         func write(_ name: String, _ bytes: [UInt8], private: Bool) throws -> String {

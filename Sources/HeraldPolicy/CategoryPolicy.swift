@@ -52,7 +52,7 @@ public struct CategoryPolicy: Sendable, Hashable {
 public struct ThrottleRule: Sendable, Hashable {
     public enum OverLimit: Sendable, Hashable {
         case drop
-        /// Collect the excess and send one summary when the window ends.
+        /// Collect the excess and send one summary when the window ends (``Policy/digestGrace`` later).
         case digest
         /// Hold the excess until the window ends, then decide again.
         case `defer`

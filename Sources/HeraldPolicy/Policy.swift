@@ -57,6 +57,11 @@ public struct Policy: Sendable {
     /// still apply. The store resolves the plan against its counters atomically, so that workers
     /// sharing a store never let more than a limit through (``DecisionPlan/resolved(counts:)`` is
     /// the rule it applies).
+    /// How long after its window closes a digest is sent. A notification decided just before the
+    /// close is written to the store a moment later (its whole batch is); flushing at the close
+    /// would send it in a second, one-item digest for the same window.
+    public static let digestGrace: Duration = .seconds(30)
+
     public func plan(_ input: Input, now: Timestamp) -> DecisionPlan {
         if let expiresAt = input.expiresAt, now >= expiresAt { return DecisionPlan(PolicyOutcome(.expired)) }
         if input.deviceCount == 0 { return DecisionPlan(PolicyOutcome(.noDevices)) }
@@ -88,10 +93,13 @@ public struct Policy: Sendable {
             switch rule.overLimit {
             case .drop: overLimit = PolicyOutcome(.throttledDropped)
             case .digest:
+                let flushAt = Timestamp(
+                    epochMilliseconds: windowEnd.epochMilliseconds + Self.digestGrace.milliseconds
+                )
                 overLimit = PolicyOutcome(
                     .throttledDigested,
-                    dueAt: windowEnd,
-                    effects: [.addToDigest(windowKey, flushAt: windowEnd)]
+                    dueAt: flushAt,
+                    effects: [.addToDigest(windowKey, flushAt: flushAt)]
                 )
             case .defer:
                 overLimit = PolicyOutcome(.deferredThrottle, dueAt: windowEnd, effects: [.schedule(at: windowEnd)])

@@ -188,6 +188,9 @@ public final class ProviderSimulator: Sendable {
     /// Every accepted notification, in the order accepted.
     public var deliveries: [SimulatorDelivery] { state.withLock { $0.deliveries } }
 
+    /// How many different notifications were accepted (each counted once however often it came).
+    public var distinctAccepted: Int { state.withLock { $0.acceptedCounts.count } }
+
     /// How many times the notification identified by `id` was accepted.
     public func acceptedCount(id: String) -> Int { state.withLock { $0.acceptedCounts[id] ?? 0 } }
 

@@ -5,7 +5,8 @@ import SwiftASN1
 import X509
 
 /// The simulator's TLS identity: a throwaway certificate authority, made at start, and a server
-/// certificate it signs for `localhost` and `127.0.0.1`. Clients trust the authority's PEM (written
+/// certificate it signs for `localhost`, `127.0.0.1` and any `hostNames` (the name a container
+/// network gives the simulator). Clients trust the authority's PEM (written
 /// where the sender's configuration points), just as they trust Apple's and Google's roots.
 public struct SimulatorTLS: Sendable {
     /// The authority's certificate, PEM-encoded: what a client adds to its trust roots.
@@ -13,7 +14,7 @@ public struct SimulatorTLS: Sendable {
     let certificateChain: [NIOSSLCertificate]
     let privateKey: NIOSSLPrivateKey
 
-    public static func generate(validFor days: Int = 30) throws -> SimulatorTLS {
+    public static func generate(validFor days: Int = 30, hostNames: [String] = []) throws -> SimulatorTLS {
         let now = Date()
         let notBefore = now.addingTimeInterval(-3600)
         let notAfter = now.addingTimeInterval(Double(days) * 86_400)
@@ -51,10 +52,10 @@ public struct SimulatorTLS: Sendable {
                 Critical(BasicConstraints.notCertificateAuthority)
                 Critical(KeyUsage(digitalSignature: true))
                 try ExtendedKeyUsage([.serverAuth])
-                SubjectAlternativeNames([
-                    .dnsName("localhost"),
-                    .ipAddress(ASN1OctetString(contentBytes: [127, 0, 0, 1])),
-                ])
+                SubjectAlternativeNames(
+                    [.dnsName("localhost"), .ipAddress(ASN1OctetString(contentBytes: [127, 0, 0, 1]))]
+                        + hostNames.filter { $0 != "localhost" }.map { .dnsName($0) }
+                )
             },
             issuerPrivateKey: Certificate.PrivateKey(authorityKey)
         )

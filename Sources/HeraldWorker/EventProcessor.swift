@@ -414,6 +414,9 @@ public final class EventProcessor: Sendable {
         writer.member("kind", decision.key.kind)
         writer.member("recipient", decision.key.recipient)
         writer.member("reason", decision.label.rawValue)
+        // A redelivery is labelled `duplicate`; what was decided the first time goes with it, so a
+        // reader that missed the first record (a worker killed before flushing it) still learns it.
+        if decision.redelivered { writer.member("recorded", decision.reason.rawValue) }
         if let dueAt = decision.dueAt { writer.member("dueAt", dueAt.description) }
         writer.member("decidedAt", decidedAt.description)
         writer.endObject()

@@ -10,7 +10,7 @@ struct BenchCommand: AsyncParsableCommand {
         abstract: "Measure Herald's throughput on this machine.",
         subcommands: [
             KafkaBenchCommand.self, RenderBenchCommand.self, PayloadBenchCommand.self, DecisionBenchCommand.self,
-            SenderBenchCommand.self, PipelineBenchCommand.self, ReplayBenchCommand.self,
+            SenderBenchCommand.self, PipelineBenchCommand.self, ReplayBenchCommand.self, ScaleBenchCommand.self,
         ]
     )
 }

@@ -22,6 +22,12 @@ struct SimulateProvidersCommand: AsyncParsableCommand {
     @Option(help: "Where to listen, host:port (port 0: a free one).")
     var listen = "127.0.0.1:0"
 
+    @Option(
+        help:
+            "The host name senders reach the simulator by, if not the --listen host (a container's name): added to its certificate and written in providers.yaml."
+    )
+    var advertise: String?
+
     @Option(help: "Where to write the credentials and providers.yaml.")
     var credentials = "simulator-credentials"
 
@@ -48,6 +54,7 @@ struct SimulateProvidersCommand: AsyncParsableCommand {
             faults: try FaultProfile(parsing: faults),
             host: String(listen[..<colon]),
             port: Int(listen[listen.index(after: colon)...])!,
+            advertisedHost: advertise,
             logger: logger
         )
         let server = providers.server

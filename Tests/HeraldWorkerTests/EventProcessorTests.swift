@@ -190,7 +190,10 @@ struct EventProcessorTests {
         #expect(records.count == 100)
         #expect(statistics.snapshot.decisionsByReason == ["sent": 100, "throttled.digested": 3])
 
-        clock.set("2026-11-21T13:00:00Z")
+        // The window closes at 13:00; its digest goes out Policy.digestGrace later, not before.
+        clock.set("2026-11-21T13:00:29Z")
+        #expect(try await processor.processDue(limit: 10, lease: .seconds(60)).claimed.isEmpty)
+        clock.set("2026-11-21T13:00:30Z")
         let (due, claimed) = try await processor.processDue(limit: 10, lease: .seconds(60))
         #expect(claimed.count == 1)
         let digests = due.compactMap { try? OutboundMessage(decoding: Array($0.value!)) }

@@ -112,12 +112,7 @@ public final class PostgresStore: StateStore, Service {
     /// Brings the schema up to date. Safe to call from many workers starting at once: an advisory
     /// lock lets one migrate while the others wait, then find nothing to do.
     public func migrate() async throws(StoreError) {
-        // Usually called right after the service group starts `run()`: give it a moment rather
-        // than lease a connection from a pool that is not running yet (postgres-nio warns, then
-        // waits). Not forever: a store that is never run fails below with the pool's error.
-        for _ in 0..<1000 where !running.load(ordering: .acquiring) {
-            try? await Task.sleep(for: .milliseconds(1))
-        }
+        await waitForPool()
         try await storeCall("migration") {
             try await client.withTransaction(logger: logger) { connection in
                 // An arbitrary constant: "herald" in ASCII.
@@ -212,6 +207,33 @@ public final class PostgresStore: StateStore, Service {
                 let message = failure.serverInfo?[.message] ?? "\(failure.code)"
                 throw StoreError(code: .storeQuery, message: "\(operation): \(state ?? "-") \(message)")
             }
+        }
+    }
+}
+
+extension PostgresStore {
+    /// Usually called right after the service group starts `run()`: give it a moment rather than
+    /// lease a connection from a pool that is not running yet (postgres-nio warns, then waits). Not
+    /// forever: a store that is never run fails in the call that follows with the pool's error.
+    func waitForPool() async {
+        for _ in 0..<1000 where !running.load(ordering: .acquiring) {
+            try? await Task.sleep(for: .milliseconds(1))
+        }
+    }
+
+    /// Creates an empty database named `name` on this store's server: a fresh ledger for a load test
+    /// or a benchmark run, beside the one this store uses.
+    ///
+    /// - Parameter name: lower-case letters, digits and underscores (it cannot be bound as a
+    ///   parameter, so nothing else is accepted).
+    public func createDatabase(named name: String) async throws(StoreError) {
+        guard !name.isEmpty, name.utf8.allSatisfy({ ($0 >= 97 && $0 <= 122) || ($0 >= 48 && $0 <= 57) || $0 == 95 })
+        else {
+            throw StoreError(code: .storeOpen, message: "a database name is lower-case letters, digits and '_'")
+        }
+        await waitForPool()
+        try await storeCall("create database") {
+            try await client.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \(name)"), logger: logger)
         }
     }
 }
