@@ -81,17 +81,18 @@ struct DecisionContractTests {
                 ]
             )
             #expect(decisions[3].dueAt == at("2026-11-22T07:00:00Z"))
-            #expect(decisions[7].dueAt == at("2026-11-21T12:01:00Z"))
+            // The digest goes out Policy.digestGrace (30 s) after the window; the throttled receipt at its end.
+            #expect(decisions[7].dueAt == at("2026-11-21T12:01:30Z"))
             #expect(decisions[9].dueAt == at("2026-11-21T12:01:00Z"))
             #expect(decisions[10].reason == .sent && decisions[10].redelivered)
 
-            // Due work: the throttled receipt and the digest at 12:01, the quiet-hours deferral at 07:00.
+            // Due work: the throttled receipt at 12:01, the digest at 12:01:30, the quiet-hours deferral at 07:00.
             #expect(try await store.claimDue(now: at("2026-11-21T12:00:59Z"), limit: 10, lease: .seconds(60)).isEmpty)
             let due = try await store.claimDue(now: at("2026-11-22T07:00:00Z"), limit: 10, lease: .seconds(60))
             #expect(due.count == 3)
             #expect(
                 due.map(\.dueAt) == [
-                    at("2026-11-21T12:01:00Z"), at("2026-11-21T12:01:00Z"), at("2026-11-22T07:00:00Z"),
+                    at("2026-11-21T12:01:00Z"), at("2026-11-21T12:01:30Z"), at("2026-11-22T07:00:00Z"),
                 ]
             )
             let digest = due.compactMap { work -> [DigestItem]? in
@@ -129,7 +130,10 @@ struct DecisionContractTests {
         }
     }
 
-    @Test("digests: collected over the limit, due at the window's end, handed out once", arguments: StoreKind.allCases)
+    @Test(
+        "digests: collected over the limit, due just after the window's end, handed out once",
+        arguments: StoreKind.allCases
+    )
     func digests(_ kind: StoreKind) async throws {
         try await withStore(kind) { store in
             #expect(try await store.nextDueAt() == nil)
@@ -142,10 +146,12 @@ struct DecisionContractTests {
                     == .sent
             )
 
-            let windowEnd = at("2026-11-21T12:01:00Z")
+            // The window ends at 12:01; its digest is due Policy.digestGrace (30 s) later.
+            let flushAt = at("2026-11-21T12:01:30Z")
             // Replay steps its clock to the next due time.
-            #expect(try await store.nextDueAt() == windowEnd)
-            let claimed = try await store.claimDue(now: windowEnd, limit: 10, lease: .seconds(30))
+            #expect(try await store.nextDueAt() == flushAt)
+            #expect(try await store.claimDue(now: at("2026-11-21T12:01:29Z"), limit: 10, lease: .seconds(30)).isEmpty)
+            let claimed = try await store.claimDue(now: flushAt, limit: 10, lease: .seconds(30))
             #expect(claimed.count == 1)
             guard case .digest(let window, let items)? = claimed.first?.work else {
                 Issue.record("expected one digest, got \(claimed)")
@@ -154,7 +160,7 @@ struct DecisionContractTests {
             #expect(window.recipient == "ana" && window.rule == "messages")
             #expect(items.map(\.key.eventID) == ["d3", "d4", "d5", "d6"])
             // Claimed: nobody else gets it while the lease lasts.
-            #expect(try await store.claimDue(now: windowEnd, limit: 10, lease: .seconds(30)).isEmpty)
+            #expect(try await store.claimDue(now: flushAt, limit: 10, lease: .seconds(30)).isEmpty)
             try await store.complete(claimed)
             #expect(try await store.nextDueAt() == nil)
             // Done: not handed out again, even after the lease would have run out.
@@ -166,11 +172,11 @@ struct DecisionContractTests {
     func leaseExpiry(_ kind: StoreKind) async throws {
         try await withStore(kind) { store in
             _ = try await store.decide((1...3).map { request("x\($0)", policy: tightMessages, now: noon) })
-            let windowEnd = at("2026-11-21T12:01:00Z")
-            let first = try await store.claimDue(now: windowEnd, limit: 10, lease: .seconds(30))
+            let flushAt = at("2026-11-21T12:01:30Z")  // the window's end, plus Policy.digestGrace
+            let first = try await store.claimDue(now: flushAt, limit: 10, lease: .seconds(30))
             #expect(first.count == 1)
-            #expect(try await store.claimDue(now: at("2026-11-21T12:01:29Z"), limit: 10, lease: .seconds(30)).isEmpty)
-            let retaken = try await store.claimDue(now: at("2026-11-21T12:01:30Z"), limit: 10, lease: .seconds(30))
+            #expect(try await store.claimDue(now: at("2026-11-21T12:01:59Z"), limit: 10, lease: .seconds(30)).isEmpty)
+            let retaken = try await store.claimDue(now: at("2026-11-21T12:02:00Z"), limit: 10, lease: .seconds(30))
             #expect(retaken.map(\.id) == first.map(\.id))
             // The crashed holder's late completion does not remove the new claim's work.
             try await store.complete(first)
@@ -272,7 +278,8 @@ struct DecisionContractTests {
             #expect(decided.count == 400)
             #expect(decided.filter { $0.reason == .sent }.count == 100)
             #expect(decided.filter { $0.reason == .throttledDigested }.count == 300)
-            let digest = try await store.claimDue(now: at("2026-11-21T13:00:00Z"), limit: 10, lease: .seconds(60))
+            // Due at 13:00:30: the hour's end plus Policy.digestGrace.
+            let digest = try await store.claimDue(now: at("2026-11-21T13:00:30Z"), limit: 10, lease: .seconds(60))
             guard case .digest(_, let items)? = digest.first?.work else {
                 Issue.record("expected one digest, got \(digest.count) due")
                 return
