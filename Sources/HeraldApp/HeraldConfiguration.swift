@@ -15,6 +15,8 @@ public struct HeraldConfiguration: Sendable {
     public var providers = Providers()
     public var store = "sqlite:herald.sqlite"
     public var directoryCache = 200_000
+    /// How long one PostgreSQL call may take before the batch is retried and readiness turns false.
+    public var storeTimeout: Duration = .seconds(10)
     public var catalogDirectory = "catalog"
     /// Where `/metrics` and `/health/*` are served; empty: not served.
     public var httpListen = "127.0.0.1:9464"
@@ -175,6 +177,7 @@ public struct HeraldConfiguration: Sendable {
         Key(path: "providers.expo.request_timeout", kind: .duration),
         Key(path: "store.url", kind: .string, secret: true),
         Key(path: "store.directory_cache", kind: .integer),
+        Key(path: "store.timeout", kind: .duration),
         Key(path: "catalog.directory", kind: .string),
         Key(path: "http.listen", kind: .string),
         Key(path: "log.level", kind: .choice(["trace", "debug", "info", "notice", "warning", "error", "critical"])),
@@ -388,6 +391,7 @@ public struct HeraldConfiguration: Sendable {
             throw ConfigurationError("\(source(key("store.url"))): \(error.message)")
         }
         directoryCache = try integer("store.directory_cache") ?? directoryCache
+        storeTimeout = try duration("store.timeout") ?? storeTimeout
         catalogDirectory = try string("catalog.directory") ?? catalogDirectory
         httpListen = try string("http.listen") ?? httpListen
         if !httpListen.isEmpty {

@@ -22,6 +22,13 @@ public enum StoreLocation: Sendable, CustomStringConvertible {
         }
     }
 
+    /// The location with PostgreSQL calls limited to `limit` each (SQLite is local: no limit).
+    public func withCallTimeout(_ limit: Duration) -> StoreLocation {
+        guard case .postgres(var configuration) = self else { return self }
+        configuration.callTimeout = limit
+        return .postgres(configuration)
+    }
+
     /// Names the store without its password.
     public var description: String {
         switch self {

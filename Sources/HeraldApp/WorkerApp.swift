@@ -33,7 +33,7 @@ public enum WorkerApp {
                 )
             }
         }
-        let location = try StoreLocation(configuration.store)
+        let location = try StoreLocation(configuration.store).withCallTimeout(configuration.storeTimeout)
         var services: [any Service] = []
         var bootstrap = configuration.kafka.bootstrapServers
         if bootstrap == ["embedded"] {

@@ -27,7 +27,7 @@ public final class PostgresTestCluster: Sendable {
             state = result
             if case .success = result {
                 atexit {
-                    if case .success(let cluster)? = PostgresTestCluster.started.withLock({ $0 }) { cluster.stop() }
+                    if case .success(let cluster)? = PostgresTestCluster.started.withLock({ $0 }) { cluster.destroy() }
                 }
             }
             return try result.get()
@@ -55,6 +55,15 @@ public final class PostgresTestCluster: Sendable {
             "\(binaries)/initdb",
             ["-D", "\(directory)/data", "-U", username, "--auth=trust", "--no-sync", "-E", "UTF8", "--locale=C"]
         )
+        try start()
+    }
+
+    /// A cluster of the caller's own, for tests that stop and start its server; ``destroy()``
+    /// removes it.
+    public static func makeOwn() throws -> PostgresTestCluster { try PostgresTestCluster() }
+
+    /// Starts the server (again), on the same port with the same data.
+    public func start() throws(PostgresTestClusterError) {
         // Durability does not matter for a throwaway cluster; speed does.
         let options = [
             "-c listen_addresses=127.0.0.1", "-p \(port)", "-k \(directory)", "-c fsync=off",
@@ -66,16 +75,23 @@ public final class PostgresTestCluster: Sendable {
         )
     }
 
+    /// Stops the server as a crash would (immediate shutdown: connections are cut, nothing is
+    /// flushed); the data stays for ``start()``.
+    public func halt() throws(PostgresTestClusterError) {
+        try run("\(binaries)/pg_ctl", ["-D", "\(directory)/data", "-m", "immediate", "-w", "stop"])
+    }
+
+    /// Stops the server and removes its directory.
+    public func destroy() {
+        try? halt()
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
     /// Creates an empty database and returns its configuration.
     public func makeDatabase() throws -> PostgresStore.Configuration {
         let name = "herald_test_\(Self.databases.add(1, ordering: .relaxed).newValue)"
         try run("\(binaries)/createdb", ["-h", "127.0.0.1", "-p", "\(port)", "-U", username, name])
         return PostgresStore.Configuration(host: "127.0.0.1", port: port, username: username, database: name)
-    }
-
-    func stop() {
-        try? run("\(binaries)/pg_ctl", ["-D", "\(directory)/data", "-m", "immediate", "-w", "stop"])
-        try? FileManager.default.removeItem(atPath: directory)
     }
 
     private func run(_ tool: String, _ arguments: [String]) throws(PostgresTestClusterError) {

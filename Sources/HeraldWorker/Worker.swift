@@ -79,7 +79,12 @@ public final class Worker: Service, Sendable {
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask { try await self.consumer.run() }
                 group.addTask { try await self.dueWorkLoop() }
-                try await consume()
+                do {
+                    try await consume()
+                } catch is CancellationError where Task.isCancelled {
+                    // A hard stop: the batch in hand was abandoned, not marked done, and is
+                    // redelivered to the next owner; the consumer still commits the finished work.
+                }
                 // The consumer has finished: done work is committed, the group left.
                 group.cancelAll()
                 try await group.waitForAll()
@@ -146,6 +151,8 @@ public final class Worker: Service, Sendable {
                 readiness.storeAnswered(true)
                 return decided
             } catch {
+                // Cancelled, the store call was interrupted rather than failed: give up the batch.
+                if Task.isCancelled { throw CancellationError() }
                 readiness.storeAnswered(false)
                 logger.error("store failed; retrying the batch", metadata: ["error": "\(error)"])
                 try await Task.sleep(for: configuration.storeRetryDelay)

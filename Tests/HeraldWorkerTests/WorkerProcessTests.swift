@@ -81,8 +81,14 @@ struct WorkerProcessTests {
 
         let total = 4000
         try await pipeline.withCollector(["herald.outbound"]) { received in
-            let deliveries = try await pipeline.produce(orderEvents(0..<total))
-            try await eventually("the worker is busy") { received.count >= 200 }
+            let deliveries = try await pipeline.produce(orderEvents(0..<total, time: WallClock().now().description))
+            do {
+                try await eventually("the worker is busy") { received.count >= 200 }
+            } catch {
+                let log = (try? String(contentsOf: logPath, encoding: .utf8)) ?? ""
+                Issue.record("the worker's log: \(log.suffix(4000))")
+                throw error
+            }
             process.terminate()  // SIGTERM
             let stopped = ContinuousClock.now
             while process.isRunning && ContinuousClock.now - stopped < .seconds(25) {

@@ -7,7 +7,10 @@ import HeraldWorker
 import Testing
 
 /// `count` order events for the example users, spread over the orders topic's partitions.
-func orderEvents(_ range: Range<Int>) -> [KafkaProducerRecord] {
+///
+/// - Parameter time: the events' time. A worker on the wall clock (a `herald run` process) needs
+///   the present: an order confirmation expires a day after its event.
+func orderEvents(_ range: Range<Int>, time: String = "2026-11-21T12:00:00Z") -> [KafkaProducerRecord] {
     range.map { number in
         let user = exampleUsers[number % exampleUsers.count]
         return KafkaProducerRecord(
@@ -18,6 +21,7 @@ func orderEvents(_ range: Range<Int>) -> [KafkaProducerRecord] {
                     id: "order-\(number)",
                     type: "order.confirmed",
                     source: "/orders",
+                    time: time,
                     data: object([
                         ("userId", .string(user.user)), ("orderId", .string("ord-\(number)")),
                         ("total", object([("amount", .number("99.5")), ("currency", .string("NOK"))])),
@@ -99,8 +103,14 @@ struct WorkerResilienceTests {
                     try await eventually("the directory is loaded") {
                         try await store.recipients(exampleUsers.map(\.user)).count == 3
                     }
+                    try await eventually("both workers have partitions") {
+                        staying.readiness.assignedPartitions > 0 && leaving.readiness.assignedPartitions > 0
+                    }
                     try await pipeline.produce(orderEvents(0..<400))
-                    try await eventually("both workers are busy") { received.count >= 100 }
+                    try await eventually("both workers are busy") {
+                        leaving.statistics.snapshot.outboundByProvider.values.reduce(0, +) > 0
+                            && staying.statistics.snapshot.outboundByProvider.values.reduce(0, +) > 0
+                    }
                     leavingTask.cancel()  // graceful: finish, commit, leave the group
                     try await leavingTask.value
                     try await pipeline.produce(orderEvents(400..<600))
@@ -109,7 +119,71 @@ struct WorkerResilienceTests {
                     }
                 }
                 _ = checkOutbound(received.all, expected: 600)
-                #expect(leaving.statistics.snapshot.outboundByProvider.values.reduce(0, +) > 0, "both took part")
+            }
+        }
+    }
+
+    @Test(
+        "PostgreSQL down: the partition waits and readiness says so; back up, the worker carries on; stopped while it is down, it exits cleanly and loses nothing"
+    )
+    func storeOutage() async throws {
+        let pipeline = try Pipeline()
+        let cluster = try PostgresTestCluster.makeOwn()
+        defer { cluster.destroy() }
+        var configuration = try cluster.makeDatabase()
+        configuration.maximumConnections = 4
+        configuration.callTimeout = .seconds(2)
+        let store = PostgresStore(configuration: configuration, logger: pipeline.environment.logger)
+        let clock = TestClock("2026-11-21T08:00:00Z")
+        func outboundEvents(_ received: ReceivedMessages) -> Int {
+            Set(received.all.compactMap(\.outbound).map(\.eventID)).count
+        }
+        try await withRunningServices([store]) {
+            try await store.migrate()
+            try await pipeline.withCollector(["herald.outbound"]) { received in
+                let first = try pipeline.worker(store: store, clock: clock, batchSize: 20)
+                let firstRun = Task { try await first.run() }
+                try await registerExampleUsers(pipeline, store)
+                try await eventually("the directory is loaded") {
+                    try await store.recipients(exampleUsers.map(\.user)).count == 3
+                }
+                try await pipeline.produce(orderEvents(0..<100))
+                try await eventually("the first events are out") { outboundEvents(received) == 100 }
+                try await eventually("the worker is ready") { first.readiness.isReady }
+
+                // Down while events arrive: nothing is skipped, the worker is not ready.
+                try cluster.halt()
+                try await pipeline.produce(orderEvents(100..<200))
+                try await eventually("readiness reports the store") { !first.readiness.storeAnswers }
+                #expect(!first.readiness.isReady)
+                try await Task.sleep(for: .seconds(2))
+                #expect(outboundEvents(received) == 100, "no event passes without its decision")
+
+                // Back: the same worker, with the same connection pool, carries on.
+                try cluster.start()
+                try await eventually(within: .seconds(60), "the events that waited are out") {
+                    outboundEvents(received) == 200
+                }
+                #expect(first.readiness.isReady)
+
+                // Down again, and the worker is stopped meanwhile: it gives the batch up and exits.
+                try cluster.halt()
+                try await pipeline.produce(orderEvents(200..<300))
+                try await eventually("readiness reports the store") { !first.readiness.storeAnswers }
+                let stopping = ContinuousClock.now
+                firstRun.cancel()
+                try await firstRun.value
+                #expect(ContinuousClock.now - stopping < .seconds(20), "stopped within the shutdown deadline")
+
+                // Another worker, once the store is back, does what the first one gave up.
+                try cluster.start()
+                let second = try pipeline.worker(store: store, clock: clock, batchSize: 20)
+                try await withRunningServices([second]) {
+                    try await eventually(within: .seconds(60), "every event's outbound message") {
+                        outboundEvents(received) == 300
+                    }
+                }
+                _ = checkOutbound(received.all, expected: 300)
             }
         }
     }

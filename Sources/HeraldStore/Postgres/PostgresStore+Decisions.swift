@@ -6,7 +6,7 @@ extension PostgresStore {
     public func decide(_ requests: [DecisionRequest]) async throws(StoreError) -> [Decision] {
         guard !requests.isEmpty else { return [] }
         let batch = Self.encode(requests)
-        return try await storeCall("decide") {
+        return try await storeCall("decide") { [self] in
             var decisions: [Decision?] = Array(repeating: nil, count: requests.count)
             let rows = try await client.query("SELECT * FROM herald_decide(\(batch)::jsonb)", logger: logger)
             for try await (index, reasonText, due, redelivered) in rows.decode((Int, String, Int64?, Bool).self) {
@@ -77,7 +77,7 @@ extension PostgresStore {
     public func claimDue(now: Timestamp, limit: Int, lease: Duration) async throws(StoreError) -> [DueWork] {
         let nowMilliseconds = now.epochMilliseconds
         let until = now.epochMilliseconds + lease.milliseconds
-        return try await storeCall("claim due work") {
+        return try await storeCall("claim due work") { [self] in
             // SKIP LOCKED: concurrent claimers each take different rows instead of waiting on each other.
             let rows = try await client.query(
                 """
@@ -161,7 +161,7 @@ extension PostgresStore {
             guard case .digest(_, let items) = entry.work else { return [] }
             return items.map(\.id)
         }
-        try await storeCall("complete due work") {
+        try await storeCall("complete due work") { [self] in
             // One statement (every data-modifying WITH part runs, and all see the same snapshot, hence
             // the item ids excluded by hand): the items handed out go; a digest that collected more since the claim, or
             // a deferral deferred again (its claim was cleared), stays.
@@ -185,11 +185,13 @@ extension PostgresStore {
     }
 
     public func analyze() async throws(StoreError) {
-        try await storeCall("analyze") { try await client.query("ANALYZE", logger: logger) }
+        try await storeCall("analyze", timeout: .seconds(300)) { [self] in
+            try await client.query("ANALYZE", logger: logger)
+        }
     }
 
     public func nextDueAt() async throws(StoreError) -> Timestamp? {
-        try await storeCall("next due") {
+        try await storeCall("next due") { [self] in
             var next: Timestamp?
             for try await (dueAt, ) in try await client.query("SELECT min(due_at) FROM due_work", logger: logger)
                 .decode((Int64?,).self)
@@ -202,7 +204,7 @@ extension PostgresStore {
 
     public func purge(before: Timestamp) async throws(StoreError) {
         let limit = before.epochMilliseconds
-        try await storeCall("purge") {
+        try await storeCall("purge", timeout: .seconds(300)) { [self] in
             try await client.query(
                 """
                 WITH ledger AS (DELETE FROM decisions WHERE decided_at < \(limit) RETURNING 1)

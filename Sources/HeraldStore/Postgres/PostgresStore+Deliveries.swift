@@ -4,7 +4,7 @@ import PostgresNIO
 extension PostgresStore: DeliveryLedger {
     public func delivered(among notificationIDs: [String]) async throws(StoreError) -> Set<String> {
         guard !notificationIDs.isEmpty else { return [] }
-        return try await storeCall("delivered") {
+        return try await storeCall("delivered") { [self] in
             var delivered: Set<String> = []
             for try await (id, ) in try await client.query(
                 "SELECT notification_id FROM deliveries WHERE notification_id = ANY(\(notificationIDs)::text[])",
@@ -21,7 +21,7 @@ extension PostgresStore: DeliveryLedger {
         let ids = deliveries.map(\.notificationID)
         let providers = deliveries.map(\.provider)
         let times = deliveries.map(\.deliveredAt.epochMilliseconds)
-        try await storeCall("record deliveries") {
+        try await storeCall("record deliveries") { [self] in
             try await client.query(
                 """
                 INSERT INTO deliveries (notification_id, provider, delivered_at)
@@ -40,7 +40,7 @@ extension PostgresStore: DeliveryLedger {
         let recipients = receipts.map(\.recipient)
         let tokens = receipts.map(\.token)
         let times = receipts.map(\.checkAfter.epochMilliseconds)
-        try await storeCall("add pending receipts") {
+        try await storeCall("add pending receipts") { [self] in
             try await client.query(
                 """
                 INSERT INTO pending_receipts (ticket_id, notification_id, recipient, token, check_after)
@@ -60,7 +60,7 @@ extension PostgresStore: DeliveryLedger {
     ) async throws(StoreError) -> [PendingReceipt] {
         let until = now.epochMilliseconds + lease.milliseconds
         let current = now.epochMilliseconds
-        return try await storeCall("claim pending receipts") {
+        return try await storeCall("claim pending receipts") { [self] in
             var claimed: [PendingReceipt] = []
             // SKIP LOCKED: senders claiming at the same time take different tickets.
             for try await (ticket, notification, recipient, token, checkAfter) in try await client.query(
@@ -89,7 +89,7 @@ extension PostgresStore: DeliveryLedger {
 
     public func removePendingReceipts(_ ticketIDs: [String]) async throws(StoreError) {
         guard !ticketIDs.isEmpty else { return }
-        try await storeCall("remove pending receipts") {
+        try await storeCall("remove pending receipts") { [self] in
             try await client.query(
                 "DELETE FROM pending_receipts WHERE ticket_id = ANY(\(ticketIDs)::text[])",
                 logger: logger
@@ -99,7 +99,7 @@ extension PostgresStore: DeliveryLedger {
 
     public func purgeDeliveries(before: Timestamp) async throws(StoreError) {
         let limit = before.epochMilliseconds
-        try await storeCall("purge deliveries") {
+        try await storeCall("purge deliveries", timeout: .seconds(300)) { [self] in
             try await client.query("DELETE FROM deliveries WHERE delivered_at < \(limit)", logger: logger)
         }
     }

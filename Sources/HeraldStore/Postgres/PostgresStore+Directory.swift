@@ -6,7 +6,7 @@ extension PostgresStore {
     public func apply(_ events: [DirectoryEvent]) async throws(StoreError) {
         guard !events.isEmpty else { return }
         let batch = Self.encode(events)
-        try await storeCall("directory apply") {
+        try await storeCall("directory apply") { [self] in
             try await client.query("SELECT herald_apply(\(batch)::jsonb)", logger: logger)
         }
     }
@@ -62,7 +62,7 @@ extension PostgresStore {
     public func recipients(_ userIDs: [String]) async throws(StoreError) -> [String: Recipient] {
         let unique = Array(Set(userIDs))
         guard !unique.isEmpty else { return [:] }
-        return try await storeCall("recipients") {
+        return try await storeCall("recipients") { [self] in
             // One round trip, index searches driven by the list of users: each LATERAL part is fenced
             // (OFFSET 0) so the planner cannot turn it into a join that scans whole tables, which it
             // prefers for a 500-element `= ANY` list and which costs tens of milliseconds a batch.

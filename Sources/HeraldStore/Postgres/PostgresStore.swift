@@ -23,6 +23,11 @@ public final class PostgresStore: StateStore, Service {
         /// Require TLS (`sslmode=require`); otherwise plain TCP, for loopback and private networks.
         public var requireTLS: Bool
         public var maximumConnections: Int
+        /// How long one store call may take, waiting for a connection included, before it fails
+        /// with ``StoreError`` `.storeOpen`. postgres-nio's pool waits for a connection for as long
+        /// as the server is unreachable; without this limit a worker would wait on its batch in
+        /// silence, still reporting itself ready. Migrations and purges get longer.
+        public var callTimeout: Duration = .seconds(10)
 
         public init(
             host: String,
@@ -85,6 +90,7 @@ public final class PostgresStore: StateStore, Service {
     let logger: Logger
     /// `host:port/database`, for errors (never the user name or password).
     let endpoint: String
+    let callTimeout: Duration
     /// Set when ``run()`` starts, so that ``migrate()`` called at the same moment waits for the pool.
     let running = Atomic<Bool>(false)
 
@@ -101,6 +107,7 @@ public final class PostgresStore: StateStore, Service {
         self.client = PostgresClient(configuration: clientConfiguration, backgroundLogger: logger)
         self.logger = logger
         self.endpoint = "\(configuration.host):\(configuration.port)/\(configuration.database)"
+        self.callTimeout = configuration.callTimeout
     }
 
     /// Runs the connection pool until cancelled (or the service group shuts down).
@@ -113,7 +120,7 @@ public final class PostgresStore: StateStore, Service {
     /// lock lets one migrate while the others wait, then find nothing to do.
     public func migrate() async throws(StoreError) {
         await waitForPool()
-        try await storeCall("migration") {
+        try await storeCall("migration", timeout: .seconds(300)) { [self] in
             try await client.withTransaction(logger: logger) { connection in
                 // An arbitrary constant: "herald" in ASCII.
                 try await connection.query("SELECT pg_advisory_xact_lock(114 * 256 + 104)", logger: logger)
@@ -147,7 +154,7 @@ public final class PostgresStore: StateStore, Service {
 
     /// The schema version the database is at (0 before ``migrate()``).
     public func schemaVersion() async throws(StoreError) -> Int {
-        try await storeCall("schema version") {
+        try await storeCall("schema version") { [self] in
             for try await (exists, ) in try await client.query(
                 "SELECT to_regclass('herald_schema_version') IS NOT NULL",
                 logger: logger
@@ -166,15 +173,24 @@ public final class PostgresStore: StateStore, Service {
 
     /// Runs `body`, turning PostgreSQL's errors into ``StoreError``s; retries the whole call when the
     /// server aborted it to break a deadlock or a serialization conflict (both leave no trace).
-    func storeCall<R>(
+    ///
+    /// - Parameter timeout: how long the call may take; by default the configured `callTimeout`.
+    func storeCall<R: Sendable>(
         _ operation: String,
         retries: Int = 5,
-        _ body: () async throws -> R
+        timeout: Duration? = nil,
+        _ body: @escaping @Sendable () async throws -> R
     ) async throws(StoreError) -> R {
+        let limit = timeout ?? callTimeout
         var attempt = 0
         while true {
             do {
-                return try await body()
+                return try await CallDeadline.run(limit, body)
+            } catch is CallDeadline.TimedOut {
+                throw StoreError(
+                    code: .storeOpen,
+                    message: "\(operation): PostgreSQL at \(endpoint) did not answer within \(limit)"
+                )
             } catch {
                 // A transaction wraps the server's error; the server's error is what to report.
                 var underlying: any Error = error
@@ -232,7 +248,7 @@ extension PostgresStore {
             throw StoreError(code: .storeOpen, message: "a database name is lower-case letters, digits and '_'")
         }
         await waitForPool()
-        try await storeCall("create database") {
+        try await storeCall("create database") { [self] in
             try await client.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \(name)"), logger: logger)
         }
     }
