@@ -96,7 +96,12 @@ public final class Sender: Service, Sendable {
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask { try await self.consumer.run() }
                 group.addTask { await self.receiptLoop() }
-                try await consume()
+                do {
+                    try await consume()
+                } catch is CancellationError where Task.isCancelled {
+                    // A hard stop (the store unreachable, say): the groups in hand were given up, not
+                    // marked done, and are redelivered; the consumer still commits finished work.
+                }
                 group.cancelAll()
                 try await group.waitForAll()
             }
@@ -354,6 +359,8 @@ public final class Sender: Service, Sendable {
             do {
                 return try await body()
             } catch {
+                // Cancelled, the store call was interrupted rather than failed: give the group up.
+                if Task.isCancelled { throw CancellationError() }
                 logger.error("store failed; retrying", metadata: ["error": "\(error)"])
                 try await Task.sleep(for: configuration.storeRetryDelay)
             }
@@ -489,6 +496,8 @@ public final class Sender: Service, Sendable {
             } catch let error as KafkaError where error.code == .closed {
                 return
             } catch {
+                // Stopping: the store call was interrupted, not failed.
+                if Task.isCancelled { return }
                 logger.error("reading Expo receipts failed; trying again", metadata: ["error": "\(error)"])
             }
             do { try await Task.sleep(for: configuration.receiptInterval) } catch { return }

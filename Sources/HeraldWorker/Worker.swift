@@ -177,6 +177,8 @@ public final class Worker: Service, Sendable {
             } catch let error as KafkaError where error.code == .closed {
                 return
             } catch {
+                // Stopping: the store call was interrupted, not failed.
+                if Task.isCancelled { return }
                 logger.error("due work failed; trying again", metadata: ["error": "\(error)"])
             }
             do {

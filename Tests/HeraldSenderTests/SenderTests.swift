@@ -27,6 +27,18 @@ struct SenderTests {
         delays: [Duration] = [.milliseconds(100), .milliseconds(200), .milliseconds(300), .milliseconds(400)],
         _ body: (Sender) async throws -> Void
     ) async throws {
+        let sender = try makeSender(environment, fixture, ledger: ledger, clock: clock, delays: delays)
+        try await withRunningServices([sender]) { try await body(sender) }
+    }
+
+    /// A sender over `fixture`'s clients, with short retry delays.
+    static func makeSender(
+        _ environment: KafkaTestEnvironment,
+        _ fixture: SimulatorFixture,
+        ledger: any DeliveryLedger,
+        clock: any HeraldClock = WallClock(),
+        delays: [Duration] = [.milliseconds(100), .milliseconds(200), .milliseconds(300), .milliseconds(400)]
+    ) throws -> Sender {
         var configuration = Sender.Configuration(
             consumer: environment.consumerConfiguration(group: "herald-sender", topics: []),
             producer: environment.producerConfiguration()
@@ -36,14 +48,13 @@ struct SenderTests {
         configuration.topics.decisions = "herald.decisions"
         configuration.receiptDelay = .zero
         configuration.receiptInterval = .milliseconds(100)
-        let sender = try Sender(
+        return try Sender(
             configuration: configuration,
             providers: ProviderClients(apns: fixture.apns, fcm: fixture.fcm, expo: fixture.expo),
             ledger: ledger,
             clock: clock,
             logger: environment.logger
         )
-        try await withRunningServices([sender]) { try await body(sender) }
     }
 
     static func record(_ message: OutboundMessage) -> KafkaProducerRecord {
@@ -154,6 +165,58 @@ struct SenderTests {
                 }
             }
             #expect(try await ledger.delivered(among: ["n-once", "n-expired"]) == ["n-once"])
+        }
+    }
+
+    @Test(
+        "PostgreSQL down: the sender waits without calling, carries on when it is back, and stopped meanwhile exits cleanly; each notification is accepted once"
+    )
+    func ledgerOutage() async throws {
+        let environment = try KafkaTestEnvironment(topics: Self.topics)
+        let cluster = try PostgresTestCluster.makeOwn()
+        defer { cluster.destroy() }
+        var configuration = try cluster.makeDatabase()
+        configuration.callTimeout = .seconds(2)
+        let ledger = PostgresStore(configuration: configuration, logger: environment.logger)
+        try await SimulatorFixture.with { fixture in
+            try await withRunningServices([ledger]) {
+                try await ledger.migrate()
+                let messages = try ["n-before", "n-during", "n-stopped"].map {
+                    try SimulatorFixture.message(.fcm, id: $0)
+                }
+                let first = try Self.makeSender(environment, fixture, ledger: ledger)
+                let running = Task { try await first.run() }
+                try await environment.produce([Self.record(messages[0])])
+                #expect(await eventually { fixture.simulator.acceptedCount(id: "n-before") == 1 })
+
+                // Down: the ledger cannot say whether it was sent, so it is not sent yet.
+                try cluster.halt()
+                try await environment.produce([Self.record(messages[1])])
+                try await Task.sleep(for: .seconds(3))
+                #expect(fixture.simulator.acceptedCount(id: "n-during") == 0)
+                try cluster.start()
+                #expect(await eventually { fixture.simulator.acceptedCount(id: "n-during") == 1 })
+                #expect(try await eventually { try await ledger.delivered(among: ["n-during"]) == ["n-during"] })
+
+                // Down again, and the sender is stopped meanwhile: it gives the message up and exits.
+                try cluster.halt()
+                try await environment.produce([Self.record(messages[2])])
+                try await Task.sleep(for: .seconds(3))
+                let stopping = ContinuousClock.now
+                running.cancel()
+                try await running.value
+                #expect(ContinuousClock.now - stopping < .seconds(20), "stopped within the shutdown deadline")
+                #expect(fixture.simulator.acceptedCount(id: "n-stopped") == 0)
+
+                // The next sender, once the server is back, sends what the first one gave up.
+                try cluster.start()
+                try await Self.withSender(environment, fixture, ledger: ledger) { _ in
+                    #expect(await eventually { fixture.simulator.acceptedCount(id: "n-stopped") == 1 })
+                }
+                for id in ["n-before", "n-during", "n-stopped"] {
+                    #expect(fixture.simulator.acceptedCount(id: id) == 1, "\(id) accepted once")
+                }
+            }
         }
     }
 
