@@ -392,6 +392,10 @@ public struct HeraldConfiguration: Sendable {
         }
         directoryCache = try integer("store.directory_cache") ?? directoryCache
         storeTimeout = try duration("store.timeout") ?? storeTimeout
+        // Zero would fail every PostgreSQL call at once: the worker would never be ready.
+        if storeTimeout <= .zero {
+            throw ConfigurationError("\(source(key("store.timeout"))): must be longer than 0s")
+        }
         catalogDirectory = try string("catalog.directory") ?? catalogDirectory
         httpListen = try string("http.listen") ?? httpListen
         if !httpListen.isEmpty {

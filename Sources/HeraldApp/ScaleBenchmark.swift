@@ -627,21 +627,8 @@ final class ScaleProcesses: @unchecked Sendable {
 
     /// A TCP port nothing listens on at the moment.
     static func freePort() throws -> Int {
-        let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard socket >= 0 else { throw ConfigurationError("cannot open a socket to find a free port") }
-        defer { close(socket) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { address in
-                bind(socket, address, length) == 0 && getsockname(socket, address, &length) == 0
-            }
-        }
-        guard bound else { throw ConfigurationError("cannot bind a socket to find a free port") }
-        return Int(UInt16(bigEndian: address.sin_port))
+        guard let port = LoopbackPort.unused() else { throw ConfigurationError("cannot find a free port on 127.0.0.1") }
+        return port
     }
 
     /// Kills the first running worker with SIGKILL; returns its process id.

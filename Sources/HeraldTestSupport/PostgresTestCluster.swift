@@ -1,4 +1,5 @@
 import Foundation
+import HeraldKafka
 import HeraldStore
 import Logging
 import Synchronization
@@ -44,7 +45,10 @@ public final class PostgresTestCluster: Sendable {
         binaries = "/usr/lib/postgresql/\(version)/bin"
         asUser = getuid() == 0 ? "postgres" : nil
         directory = NSTemporaryDirectory() + "herald-pg-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-        port = Self.freePort()
+        guard let port = LoopbackPort.unused() else {
+            throw PostgresTestClusterError("cannot find a free port on 127.0.0.1")
+        }
+        self.port = port
         do {
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         } catch {
@@ -130,24 +134,6 @@ public final class PostgresTestCluster: Sendable {
         while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
         // WIFEXITED / WEXITSTATUS, which Swift does not import.
         return status & 0x7f == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
-    }
-
-    /// A port nothing listens on now: bound to 127.0.0.1:0, read back, released.
-    static func freePort() -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) }
-        }
-        _ = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
-        }
-        return Int(UInt16(bigEndian: address.sin_port))
     }
 }
 

@@ -60,6 +60,7 @@ struct ConfigurationTests {
             ("worker: [1, 2\n", [:], "not valid YAML"),
             ("http:\n  listen: everywhere\n", [:], "http.listen: expected host:port, got 'everywhere'"),
             ("", ["HERALD_STORE_URL": "postgres://herald@db:port/herald"], "HERALD_STORE_URL: "),
+            ("store:\n  timeout: 0s\n", [:], "store.timeout: must be longer than 0s"),
         ] as [(String, [String: String], String)]
     )
     func errorsNameTheKey(_ text: String, _ environment: [String: String], _ expected: String) throws {
