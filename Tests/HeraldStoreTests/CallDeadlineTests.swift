@@ -19,7 +19,10 @@ struct CallDeadlineTests {
         func release() { waiting.withLock { $0.take() }?.resume() }
     }
 
-    @Test("a call that ignores cancellation still times out on time, and is left to end by itself")
+    /// The caller gets its answer while the call is still stuck: it cannot have waited for the call,
+    /// which only ends when this test lets it go afterwards. (How soon after the limit depends on
+    /// the cooperative pool, which other suites of the test process may keep busy for seconds.)
+    @Test("a call that ignores cancellation still times out, not before its limit, and is left to end by itself")
     func timesOutAlthoughIgnoringCancellation() async throws {
         let stuck = Stuck()
         let started = ContinuousClock.now
@@ -29,7 +32,7 @@ struct CallDeadlineTests {
                 return 1
             }
         }
-        #expect(ContinuousClock.now - started < .seconds(5))
+        #expect(ContinuousClock.now - started >= .milliseconds(200), "not before the limit")
         let endedBeforeRelease = stuck.ended.load(ordering: .acquiring)
         #expect(!endedBeforeRelease, "the call was still waiting when the caller went on")
         // Let go, the abandoned call ends; nobody waits for its result.
@@ -57,10 +60,12 @@ struct CallDeadlineTests {
             }
         }
         while stuck.waiting.withLock({ $0 == nil }) { try await Task.sleep(for: .milliseconds(5)) }
-        let cancelled = ContinuousClock.now
         caller.cancel()
+        // The limit is ten minutes and the call never ends by itself: only the cancellation can
+        // have let the caller go.
         await #expect(throws: CancellationError.self) { try await caller.value }
-        #expect(ContinuousClock.now - cancelled < .seconds(5))
+        let endedBeforeRelease = stuck.ended.load(ordering: .acquiring)
+        #expect(!endedBeforeRelease, "the call was still waiting when the caller went on")
         stuck.release()
     }
 }
