@@ -77,7 +77,9 @@ extension PostgresStore {
     public func claimDue(now: Timestamp, limit: Int, lease: Duration) async throws(StoreError) -> [DueWork] {
         let nowMilliseconds = now.epochMilliseconds
         let until = now.epochMilliseconds + lease.milliseconds
-        return try await storeCall("claim due work") { [self] in
+        // A claim cut off by its deadline may still commit, and then holds its rows for the lease
+        // with no one working on them: give up on a claim only after as long as the lease.
+        return try await storeCall("claim due work", timeout: max(callTimeout, lease)) { [self] in
             // SKIP LOCKED: concurrent claimers each take different rows instead of waiting on each other.
             let rows = try await client.query(
                 """

@@ -60,7 +60,8 @@ extension PostgresStore: DeliveryLedger {
     ) async throws(StoreError) -> [PendingReceipt] {
         let until = now.epochMilliseconds + lease.milliseconds
         let current = now.epochMilliseconds
-        return try await storeCall("claim pending receipts") { [self] in
+        // As with due work: an abandoned claim that commits holds its receipts for the lease.
+        return try await storeCall("claim pending receipts", timeout: max(callTimeout, lease)) { [self] in
             var claimed: [PendingReceipt] = []
             // SKIP LOCKED: senders claiming at the same time take different tickets.
             for try await (ticket, notification, recipient, token, checkAfter) in try await client.query(
