@@ -83,6 +83,9 @@ public struct HeraldConfiguration: Sendable {
             /// `providers.apns.transport: frames` (experimental): frame-level HTTP/2 connections
             /// instead of async-http-client.
             public var usesFrameConnections = false
+            /// `providers.apns.connections`: HTTP/2 connections per APNs host with the `frames`
+            /// transport.
+            public var frameConnections = 2
         }
 
         public struct FCM: Sendable {
@@ -164,6 +167,7 @@ public struct HeraldConfiguration: Sendable {
         Key(path: "providers.apns.concurrency", kind: .integer),
         Key(path: "providers.apns.request_timeout", kind: .duration),
         Key(path: "providers.apns.transport", kind: .choice(["async-http-client", "frames"])),
+        Key(path: "providers.apns.connections", kind: .integer),
         Key(path: "providers.fcm.service_account_file", kind: .string),
         Key(path: "providers.fcm.service_account", kind: .string, secret: true),
         Key(path: "providers.fcm.base_url", kind: .string),
@@ -520,6 +524,7 @@ public struct HeraldConfiguration: Sendable {
         providers.apns.concurrency = try integer("providers.apns.concurrency") ?? providers.apns.concurrency
         providers.apns.requestTimeout = try duration("providers.apns.request_timeout") ?? providers.apns.requestTimeout
         providers.apns.usesFrameConnections = try string("providers.apns.transport") == "frames"
+        providers.apns.frameConnections = try integer("providers.apns.connections") ?? providers.apns.frameConnections
         if let json = try Self.secret(
             inline: "providers.fcm.service_account",
             file: "providers.fcm.service_account_file",
@@ -554,6 +559,7 @@ public struct HeraldConfiguration: Sendable {
         providers.expo.requestTimeout = try duration("providers.expo.request_timeout") ?? providers.expo.requestTimeout
         for (path, value) in [
             ("providers.apns.concurrency", providers.apns.concurrency),
+            ("providers.apns.connections", providers.apns.frameConnections),
             ("providers.fcm.concurrency", providers.fcm.concurrency),
             ("providers.expo.concurrency", providers.expo.concurrency),
         ] where value < 1 {

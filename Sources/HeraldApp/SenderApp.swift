@@ -19,6 +19,7 @@ public enum SenderApp {
             apns.concurrency = providers.apns.concurrency
             apns.requestTimeout = providers.apns.requestTimeout
             apns.usesFrameConnections = providers.apns.usesFrameConnections
+            apns.frameConnections = providers.apns.frameConnections
             clients.apns = try APNsClient(
                 configuration: apns,
                 clock: clock,

@@ -17,7 +17,8 @@ import Logging
 /// ledger (SQLite), calls the simulator over HTTP/2 and TLS with a signed provider token, and
 /// commits, as in production. A feeder produces the outbound messages while it runs, at most
 /// `window` ahead of what the simulator has accepted (the embedded broker keeps about 5 MiB per
-/// partition).
+/// partition). The messages are encoded before the clock starts: a sender beside a real cluster
+/// does not pay for making its input.
 public struct SenderBenchmark: Sendable {
     public var calls = 200_000
     public var window = 30_000
@@ -36,6 +37,12 @@ public struct SenderBenchmark: Sendable {
         public var h2loadCommand: String
         public var peakResidentMegabytes: Double
         public var failures: [String: Int]
+        /// CPU seconds (user + system) while the sender ran: this process, simulator and embedded
+        /// broker included.
+        public var senderCPUSeconds: Double = 0
+        /// CPU seconds while h2load ran: the simulator (this process) and h2load.
+        public var h2loadSimulatorCPUSeconds: Double = 0
+        public var h2loadCPUSeconds: Double = 0
 
         public var senderCallsPerSecond: Double { Double(calls) / senderSeconds }
         public var ratio: Double? { h2loadRequestsPerSecond.map { senderCallsPerSecond / $0 } }
@@ -101,7 +108,10 @@ public struct SenderBenchmark: Sendable {
         let shown = (["h2load"] + arguments).map { $0.hasPrefix("authorization") ? "'authorization: bearer …'" : $0 }
             .joined(separator: " ")
         log("h2load: \(shown)")
+        let (processBefore, childrenBefore) = (Self.cpuSeconds(RUSAGE_SELF), Self.cpuSeconds(RUSAGE_CHILDREN))
         let h2load = try Self.h2load(arguments)
+        let h2loadSimulatorCPU = Self.cpuSeconds(RUSAGE_SELF) - processBefore
+        let h2loadCPU = Self.cpuSeconds(RUSAGE_CHILDREN) - childrenBefore
         if let h2load { log("h2load: \(Int(h2load)) requests/s") } else { log("h2load: not installed or failed") }
 
         // The sender on the embedded broker.
@@ -126,7 +136,7 @@ public struct SenderBenchmark: Sendable {
         configuration.providers.apns.usesFrameConnections = usesFrameConnections
         let clients = try SenderApp.providerClients(configuration.providers, clock: WallClock())
         do {
-            return try await measure(
+            var report = try await measure(
                 clients: clients,
                 cluster: cluster,
                 ledger: ledger,
@@ -137,6 +147,9 @@ public struct SenderBenchmark: Sendable {
                 log: log,
                 logger: logger
             )
+            report.h2loadSimulatorCPUSeconds = h2loadSimulatorCPU
+            report.h2loadCPUSeconds = h2loadCPU
+            return report
         } catch {
             await clients.shutdown()
             throw error
@@ -184,24 +197,25 @@ public struct SenderBenchmark: Sendable {
         }
         log("sender: \(sender.assignedPartitions) partitions")
 
+        let records = try (0..<calls).map { index in
+            let message = try Self.message(index)
+            return KafkaProducerRecord(
+                topic: "herald.outbound",
+                key: KafkaBytes(message.recipient),
+                value: KafkaBytes(message.encoded())
+            )
+        }
         // h2load's requests were accepted too: count from here.
         let baseline = simulator.statistics.accepted
         let started = ContinuousClock.now
+        let cpuBefore = Self.cpuSeconds(RUSAGE_SELF)
         var produced = 0
         var lastReport = started
         while simulator.statistics.accepted - baseline < calls {
             let accepted = simulator.statistics.accepted - baseline
             if produced < calls && produced - accepted < window {
                 let count = min(5000, calls - produced)
-                let records = try (produced..<(produced + count)).map { index in
-                    let message = try Self.message(index)
-                    return KafkaProducerRecord(
-                        topic: "herald.outbound",
-                        key: KafkaBytes(message.recipient),
-                        value: KafkaBytes(message.encoded())
-                    )
-                }
-                _ = try await producer.enqueue(records)
+                _ = try await producer.enqueue(Array(records[produced..<(produced + count)]))
                 produced += count
             } else {
                 try await Task.sleep(for: .milliseconds(5))
@@ -214,6 +228,7 @@ public struct SenderBenchmark: Sendable {
             if ContinuousClock.now - started > .seconds(600) { throw SenderBenchmarkError.stalled(accepted: accepted) }
         }
         let elapsed = (ContinuousClock.now - started).inSeconds
+        let cpu = Self.cpuSeconds(RUSAGE_SELF) - cpuBefore
         let counters = sender.statistics.snapshot
         await clients.shutdown()
         return Report(
@@ -222,8 +237,16 @@ public struct SenderBenchmark: Sendable {
             h2loadRequestsPerSecond: h2load,
             h2loadCommand: shown,
             peakResidentMegabytes: KafkaBenchmark.peakResidentMegabytes(),
-            failures: counters.answersByReason
+            failures: counters.answersByReason,
+            senderCPUSeconds: cpu
         )
+    }
+
+    static func cpuSeconds(_ who: __rusage_who) -> Double {
+        var usage = rusage()
+        getrusage(Int32(who.rawValue), &usage)
+        return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec)
+            + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
     }
 
     /// Runs h2load and reads its `finished in …, N req/s` line; nil if it is missing or failed.

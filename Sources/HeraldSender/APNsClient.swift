@@ -79,6 +79,9 @@ public final class APNsClient: Sendable {
         /// Experimental: send over frame-level HTTP/2 connections (``HTTP2FrameConnection``) instead of
         /// async-http-client; about twice the calls per second on this machine.
         public var usesFrameConnections = false
+        /// HTTP/2 connections per APNs host and key with the `frames` transport, used in turn: one
+        /// connection is one event loop's work at each end, however many streams it carries.
+        public var frameConnections = 2
 
         public init(credentials: [Credential]) {
             self.credentials = credentials
@@ -95,9 +98,14 @@ public final class APNsClient: Sendable {
 
     let configuration: Configuration
     let connections: [Connection]
+    /// The hosts of `productionURL` and `sandboxURL`, for the `frames` transport.
+    let productionOrigin: HTTP2FramePool.Origin?
+    let sandboxOrigin: HTTP2FramePool.Origin?
 
     public init(configuration: Configuration, clock: any HeraldClock, extraTrustRootsPEM: String?) throws {
         self.configuration = configuration
+        productionOrigin = HTTP2FramePool.Origin(url: configuration.productionURL)
+        sandboxOrigin = HTTP2FramePool.Origin(url: configuration.sandboxURL)
         connections = try configuration.credentials.map { credential in
             Connection(
                 credential: credential,
@@ -109,7 +117,8 @@ public final class APNsClient: Sendable {
                 limiter: ConcurrencyLimiter(limit: configuration.concurrency),
                 frames: configuration.usesFrameConnections
                     ? HTTP2FramePool(
-                        tls: try ProviderTransport.tlsConfiguration(extraTrustRootsPEM: extraTrustRootsPEM)
+                        tls: try ProviderTransport.tlsConfiguration(extraTrustRootsPEM: extraTrustRootsPEM),
+                        connectionsPerOrigin: configuration.frameConnections
                     )
                     : nil
             )
@@ -143,7 +152,7 @@ public final class APNsClient: Sendable {
                     if let frames = connection.frames {
                         await ProviderTransport.post(
                             frames,
-                            url: base,
+                            origin: message.environment == .sandbox ? sandboxOrigin : productionOrigin,
                             path: message.request.path,
                             headers: headers,
                             body: message.request.body,
@@ -162,7 +171,8 @@ public final class APNsClient: Sendable {
                 case .failure(let outcome):
                     return outcome
                 case .success(let answer):
-                    let body = try? JSONParser().parse(answer.body)
+                    // A 200 has no body; a parse error costs more than the check.
+                    let body = answer.body.isEmpty ? nil : try? JSONParser().parse(answer.body)
                     let reason = body?["reason"]?.stringValue
                     if reason == "ExpiredProviderToken", attempt == 1,
                         let fresh = try? connection.providerToken.refresh(after: token), fresh != token

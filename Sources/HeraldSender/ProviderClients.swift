@@ -13,14 +13,21 @@ public struct ProviderClients: Sendable {
         self.expo = expo
     }
 
+    /// One call's outcome and how long it took. (A struct rather than a tuple: arrays of tuples
+    /// are copied and destroyed through runtime type metadata, a lookup on every call.)
+    struct Call: Sendable {
+        var outcome: DeliveryOutcome
+        var seconds: Double
+    }
+
     /// Sends `messages`, all of one provider, concurrently (each client limits its own
     /// concurrency): an outcome and the call's seconds for each, in order.
-    func send(_ messages: [OutboundMessage], provider: PushProvider) async -> [(DeliveryOutcome, Double)] {
-        func missing() -> [(DeliveryOutcome, Double)] {
+    func send(_ messages: [OutboundMessage], provider: PushProvider) async -> [Call] {
+        func missing() -> [Call] {
             let outcome = DeliveryOutcome.configuration(
                 .init("\(provider.rawValue).not_configured", "no \(provider.rawValue) credentials are configured")
             )
-            return Array(repeating: (outcome, 0), count: messages.count)
+            return Array(repeating: Call(outcome: outcome, seconds: 0), count: messages.count)
         }
         switch provider {
         case .expo:
@@ -28,21 +35,28 @@ public struct ProviderClients: Sendable {
             let started = ContinuousClock.now
             let outcomes = await expo.send(messages)
             let seconds = (ContinuousClock.now - started).seconds
-            return outcomes.map { ($0, seconds) }
+            return outcomes.map { Call(outcome: $0, seconds: seconds) }
         case .apns, .fcm:
             if provider == .apns && apns == nil || provider == .fcm && fcm == nil { return missing() }
             let (apns, fcm) = (apns, fcm)
-            return await withTaskGroup(of: (Int, DeliveryOutcome, Double).self) { group in
+            struct Indexed: Sendable {
+                var index: Int
+                var call: Call
+            }
+            return await withTaskGroup(of: Indexed.self) { group in
                 for (index, message) in messages.enumerated() {
                     group.addTask {
                         let started = ContinuousClock.now
                         let outcome = provider == .apns ? await apns!.send(message) : await fcm!.send(message)
-                        return (index, outcome, (ContinuousClock.now - started).seconds)
+                        return Indexed(
+                            index: index,
+                            call: Call(outcome: outcome, seconds: (ContinuousClock.now - started).seconds)
+                        )
                     }
                 }
-                var outcomes = [(DeliveryOutcome, Double)](repeating: (.delivered(), 0), count: messages.count)
-                for await (index, outcome, seconds) in group { outcomes[index] = (outcome, seconds) }
-                return outcomes
+                var calls = [Call](repeating: Call(outcome: .delivered(), seconds: 0), count: messages.count)
+                for await answered in group { calls[answered.index] = answered.call }
+                return calls
             }
         }
     }

@@ -82,20 +82,21 @@ enum ProviderTransport {
 }
 
 extension ProviderTransport {
-    /// POSTs over a frame-level connection from `pool` to the origin of `url`.
+    /// POSTs over a frame-level connection from `pool` to `origin` (nil: the configured URL is not
+    /// an https URL).
     static func post(
         _ pool: HTTP2FramePool,
-        url: String,
+        origin: HTTP2FramePool.Origin?,
         path: String,
         headers: [(String, String)],
         body: [UInt8],
         timeout: Duration
     ) async -> Result<ProviderAnswer, DeliveryOutcome> {
-        guard let origin = HTTP2FramePool.origin(url) else {
+        guard let origin else {
             return .failure(.configuration(.init("transport.bad_url", "not an https URL")))
         }
         do {
-            let connection = try await pool.connection(host: origin.host, port: origin.port)
+            let connection = try await pool.connection(to: origin)
             let answer = try await connection.request(
                 path: path,
                 headers: headers,

@@ -227,11 +227,16 @@ public final class Sender: Service, Sendable {
             }
         }
 
-        let sent = await withTaskGroup(of: [(KafkaMessage, OutboundMessage, DeliveryOutcome, Double)].self) { group in
+        struct Sent: Sendable {
+            var message: KafkaMessage
+            var outbound: OutboundMessage
+            var call: ProviderClients.Call
+        }
+        let sent = await withTaskGroup(of: [Sent].self) { group in
             for (provider, entries) in byProvider {
                 group.addTask {
-                    let outcomes = await self.providers.send(entries.map(\.outbound), provider: provider)
-                    return zip(entries, outcomes).map { ($0.0.message, $0.0.outbound, $0.1.0, $0.1.1) }
+                    let calls = await self.providers.send(entries.map(\.outbound), provider: provider)
+                    return zip(entries, calls).map { Sent(message: $0.0.message, outbound: $0.0.outbound, call: $0.1) }
                 }
             }
             return await group.reduce(into: []) { $0 += $1 }
@@ -244,8 +249,11 @@ public final class Sender: Service, Sendable {
         counters.expired = expired
         counters.circuitDeferred = deferred
         let answeredAt = clock.now()
-        recordCircuits(sent.map { ($0.1.provider, $0.2) }, at: answeredAt)
-        for (message, outbound, outcome, seconds) in sent {
+        recordCircuits(sent.map { ($0.outbound.provider, $0.call.outcome) }, at: answeredAt)
+        for entry in sent {
+            let (message, outbound, outcome, seconds) = (
+                entry.message, entry.outbound, entry.call.outcome, entry.call.seconds
+            )
             let provider = outbound.provider.rawValue
             counters.callsByOutcome["\(provider) \(outcome.class.rawValue)", default: 0] += 1
             counters.latencies[provider, default: LatencyHistogram()].observe(seconds)

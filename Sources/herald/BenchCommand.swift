@@ -301,6 +301,12 @@ struct SenderBenchCommand: AsyncParsableCommand {
         if let h2load = report.h2loadRequestsPerSecond, let ratio = report.ratio {
             print("  h2load: \(String(format: "%.0f", h2load)) requests/s")
             print("  ratio: \(String(format: "%.2f", ratio)) of h2load")
+            let perCall = { (seconds: Double) in String(format: "%.0f", seconds / Double(report.calls) * 1e6) }
+            print(
+                "  CPU per call: \(perCall(report.senderCPUSeconds)) µs in the sender run (sender, simulator and broker);"
+                    + " \(perCall(report.h2loadSimulatorCPUSeconds + report.h2loadCPUSeconds)) µs in the h2load run"
+                    + " (simulator \(perCall(report.h2loadSimulatorCPUSeconds)), h2load \(perCall(report.h2loadCPUSeconds)))"
+            )
         } else {
             print("  h2load: not measured (install nghttp2-client)")
         }

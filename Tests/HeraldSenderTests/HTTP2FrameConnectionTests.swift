@@ -1,6 +1,7 @@
 import HeraldEvents
 import HeraldSimulator
 import NIOCore
+import NIOPosix
 import NIOSSL
 import Testing
 
@@ -57,6 +58,81 @@ struct HTTP2FrameConnectionTests {
             #expect(delivered > 100 && delivered < 200)
             #expect(connection.isActive, "a reset stream leaves the connection up")
             await connection.close()
+        }
+    }
+
+    static func tls(_ fixture: SimulatorFixture) throws -> TLSConfiguration {
+        var tls = TLSConfiguration.makeClientConfiguration()
+        tls.additionalTrustRoots = [.certificates(try NIOSSLCertificate.fromPEMBytes(Array(fixture.authorityPEM.utf8)))]
+        return tls
+    }
+
+    @Test("a request past its deadline fails as timed out and is reset; the connection carries on")
+    func deadline() async throws {
+        let faults = try FaultProfile(parsing: "latency=1500ms..1500ms")
+        try await SimulatorFixture.with(faults: faults) { fixture in
+            let port = Int(fixture.baseURL.split(separator: ":").last!)!
+            let connection = try await HTTP2FrameConnection.connect(
+                host: "127.0.0.1",
+                port: port,
+                tls: Self.tls(fixture)
+            )
+            let token = try fixture.apnsKey.token(issuedAt: fixture.senderClock.now())
+            func send(_ index: Int, within limit: TimeAmount) async throws -> HTTP2FrameConnection.Answer {
+                let message = try SimulatorFixture.message(
+                    .apns,
+                    token: ProviderAnswerTests.apnsToken(index),
+                    id: "d-\(index)"
+                )
+                return try await connection.request(
+                    path: message.request.path,
+                    headers: [("authorization", "bearer \(token)")]
+                        + message.request.headers.map { ($0.name, $0.value) },
+                    body: ByteBuffer(bytes: message.request.body),
+                    deadline: .now() + limit
+                )
+            }
+            let started = NIODeadline.now()
+            await #expect(throws: HTTP2FrameConnection.ConnectionError.timedOut) {
+                _ = try await send(1, within: .milliseconds(200))
+            }
+            // Not before the deadline: the answer would have taken 1.5 s.
+            #expect(NIODeadline.now() - started >= .milliseconds(200))
+            #expect(connection.isActive, "a timed-out stream leaves the connection up")
+            let answer = try await send(2, within: .seconds(30))
+            #expect(answer.status == 200)
+            await connection.close()
+        }
+    }
+
+    @Test(
+        "a pool uses its connections in turn, each on its own event loop, replaces a closed one and refuses after closing"
+    )
+    func pool() async throws {
+        try await SimulatorFixture.with { fixture in
+            let origin = try #require(HTTP2FramePool.Origin(url: fixture.baseURL))
+            #expect(origin.host == "127.0.0.1")
+            #expect(HTTP2FramePool.Origin(url: "http://127.0.0.1:80") == nil)
+            #expect(HTTP2FramePool.Origin(url: "https://api.push.apple.com")?.port == 443)
+            let pool = HTTP2FramePool(tls: try Self.tls(fixture), connectionsPerOrigin: 2)
+            let first = try await pool.connection(to: origin)
+            let second = try await pool.connection(to: origin)
+            #expect(first !== second)
+            if Array(MultiThreadedEventLoopGroup.singleton.makeIterator()).count > 1 {
+                #expect(first.channel.eventLoop !== second.channel.eventLoop)
+            }
+            #expect(try await pool.connection(to: origin) === first)
+            #expect(try await pool.connection(to: origin) === second)
+
+            await first.close()
+            let replacement = try await pool.connection(to: origin)
+            #expect(replacement !== first && replacement !== second)
+            #expect(replacement.isUsable)
+            #expect(try await pool.connection(to: origin) === second)
+
+            await pool.closeAll()
+            #expect(!second.isActive && !replacement.isActive)
+            await #expect(throws: HTTP2FramePool.PoolError.self) { _ = try await pool.connection(to: origin) }
         }
     }
 }

@@ -61,6 +61,7 @@ struct ConfigurationTests {
             ("http:\n  listen: everywhere\n", [:], "http.listen: expected host:port, got 'everywhere'"),
             ("", ["HERALD_STORE_URL": "postgres://herald@db:port/herald"], "HERALD_STORE_URL: "),
             ("store:\n  timeout: 0s\n", [:], "store.timeout: must be longer than 0s"),
+            ("providers:\n  apns:\n    connections: 0\n", [:], "providers.apns.connections: must be at least 1"),
         ] as [(String, [String: String], String)]
     )
     func errorsNameTheKey(_ text: String, _ environment: [String: String], _ expected: String) throws {
