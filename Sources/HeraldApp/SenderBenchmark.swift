@@ -230,6 +230,12 @@ public struct SenderBenchmark: Sendable {
         let elapsed = (ContinuousClock.now - started).inSeconds
         let cpu = Self.cpuSeconds(RUSAGE_SELF) - cpuBefore
         let counters = sender.statistics.snapshot
+        // The sender and the producer close while the embedded broker is still up (it goes when
+        // this returns), so their last commits and flushes reach it.
+        sending.cancel()
+        await sending.value
+        producing.cancel()
+        _ = try? await producing.value
         await clients.shutdown()
         return Report(
             calls: calls,

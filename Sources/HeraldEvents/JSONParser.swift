@@ -28,6 +28,12 @@ public struct JSONParser {
 
     /// Parses one JSON value from `bytes`.
     public func parse(_ bytes: some Collection<UInt8>) throws(Failure) -> JSONValue {
+        // Bytes already in one piece (an array, a consumed Kafka value) are read where they are.
+        if let result = bytes.withContiguousStorageIfAvailable({ buffer in
+            Result { () throws(Failure) in try parse(UnsafeRawBufferPointer(buffer)) }
+        }) {
+            return try result.get()
+        }
         let contiguous = Array(bytes)
         let result = contiguous.withUnsafeBytes { buffer in Result { () throws(Failure) in try parse(buffer) } }
         return try result.get()

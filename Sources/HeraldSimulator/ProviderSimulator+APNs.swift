@@ -133,8 +133,16 @@ extension ProviderSimulator {
 
     /// 8-4-4-4-12 hexadecimal digits.
     static func isUUID(_ text: String) -> Bool {
-        let groups = text.split(separator: "-", omittingEmptySubsequences: false)
-        return groups.map(\.utf8.count) == [8, 4, 4, 4, 12] && groups.allSatisfy { $0.utf8.allSatisfy(\.isHexDigit) }
+        // One pass over the bytes, without splitting: it runs on every request.
+        var length = 0
+        for byte in text.utf8 {
+            switch length {
+            case 8, 13, 18, 23: guard byte == UInt8(ascii: "-") else { return false }
+            default: guard byte.isHexDigit else { return false }
+            }
+            length += 1
+        }
+        return length == 36
     }
 }
 

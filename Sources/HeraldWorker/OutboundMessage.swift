@@ -190,7 +190,7 @@ public struct OutboundMessage: Sendable, Hashable {
                 method: try string(request["method"], "request.method"),
                 path: try string(request["path"], "request.path"),
                 headers: headers,
-                body: Array(body.serialized.utf8)
+                body: body.serializedBytes
             ),
             createdAt: try timestamp(object["createdAt"], "createdAt"),
             expiresAt: object["expiresAt"] == nil ? nil : try timestamp(object["expiresAt"], "expiresAt"),
