@@ -1,4 +1,5 @@
 import Logging
+import Synchronization
 
 extension KafkaConsumer {
     /// The poll thread's loop: apply pauses, seeks and offset stores, fetch a batch, hand it over.
@@ -100,6 +101,8 @@ extension KafkaConsumer {
         private let revokeTimeout: Duration
         private let onAssign: RebalanceHandler?
         private let onRevoke: RebalanceHandler?
+        /// Commits on revoke that the broker refused: the next owner gets that work again.
+        let refusedRevokeCommits = Atomic<Int>(0)
 
         init(
             state: ConditionLock<StateMachine>,
@@ -144,6 +147,7 @@ extension KafkaConsumer {
             do {
                 try client.commitSync(offsets)
             } catch {
+                refusedRevokeCommits.add(1, ordering: .relaxed)
                 logger.info("kafka commit on revoke failed", metadata: ["kafka.error": "\(error)"])
             }
             logger.debug("kafka partitions revoked", metadata: ["kafka.partitions": "\(partitions)"])

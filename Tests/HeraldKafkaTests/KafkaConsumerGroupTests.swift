@@ -187,6 +187,7 @@ struct KafkaConsumerGroupTests {
         )
         let receivedByHolder = ReceivedMessages()
         let receivedByJoiner = ReceivedMessages()
+        let refusedOnHandOver = SharedValue(0)
         try await withRunningServices([holder]) {
             // Hold everything in flight, unfinished.
             let holding = Task {
@@ -204,6 +205,8 @@ struct KafkaConsumerGroupTests {
                 #expect(receivedByJoiner.count == 0)
                 holder.markDone(receivedByHolder.all)
                 #expect(await eventually { joiner.assignment.count == 1 && holder.assignment.count == 1 })
+                // The hand-over's revoke is over (the holder's own close revokes again later).
+                refusedOnHandOver.update { $0 = holder.refusedRevokeCommits }
                 try await Task.sleep(for: .seconds(1))
                 joiner.triggerShutdown()
                 await joining.value
@@ -211,7 +214,16 @@ struct KafkaConsumerGroupTests {
             holder.triggerShutdown()
             await holding.value
         }
-        // Everything was finished during the revoke and committed before the partition moved.
-        #expect(receivedByJoiner.count == 0)
+        if refusedOnHandOver.value == 0 {
+            // Everything was finished during the revoke and committed before the partition moved.
+            #expect(receivedByJoiner.count == 0)
+        } else {
+            // The embedded broker refused the commit (it does while its group is joining; Apache
+            // Kafka does not in a cooperative rebalance): the moved partition's work comes again,
+            // all of it and only it. The wait above still held it back until it was finished.
+            let moved = Set(receivedByJoiner.all.map(\.partition))
+            #expect(moved.count == 1)
+            #expect(receivedByJoiner.count == receivedByHolder.all.filter { moved.contains($0.partition) }.count)
+        }
     }
 }
