@@ -27,6 +27,9 @@ struct SimulatorFixture {
     static let fcmToken = "fcm-token-0123456789abcdefghijklmnopqrstuvwxyz"
     static let expoToken = "ExponentPushToken[xxxxxxxxxxxxxxxxxxxxxx]"
 
+    /// The provider clients' deadline per call.
+    static let requestTimeout = Duration.seconds(30)
+
     /// Runs `body` with a fixture. `senderClock` signs tokens; the simulator reads `simulatorClock`.
     static func with(
         faults: FaultProfile = .none,
@@ -60,17 +63,20 @@ struct SimulatorFixture {
             var apnsConfiguration = APNsClient.Configuration(credentials: [.init(key: apnsKey)])
             apnsConfiguration.productionURL = baseURL
             apnsConfiguration.sandboxURL = baseURL
-            apnsConfiguration.requestTimeout = .seconds(5)
+            // Long enough that a call slowed by a loaded machine is not given up: a call that
+            // timed out after the simulator accepted it is sent again (at least once, by design),
+            // and the fault tests count every notification accepted twice.
+            apnsConfiguration.requestTimeout = Self.requestTimeout
             // Debug builds of swift-nio-http2 look streams up by a linear scan: fewer in flight is faster there.
             apnsConfiguration.concurrency = 32
             apnsConfiguration.usesFrameConnections = frames
             var fcmConfiguration = FCMClient.Configuration(credentials: [.init(account: account)])
             fcmConfiguration.baseURL = baseURL
-            fcmConfiguration.requestTimeout = .seconds(5)
+            fcmConfiguration.requestTimeout = Self.requestTimeout
             fcmConfiguration.concurrency = 32
             var expoConfiguration = ExpoClient.Configuration()
             expoConfiguration.baseURL = baseURL
-            expoConfiguration.requestTimeout = .seconds(5)
+            expoConfiguration.requestTimeout = Self.requestTimeout
             let fixture = SimulatorFixture(
                 simulator: simulator,
                 baseURL: baseURL,
