@@ -1,3 +1,4 @@
+import CRdKafka
 import Logging
 import Synchronization
 
@@ -101,8 +102,9 @@ extension KafkaConsumer {
         private let revokeTimeout: Duration
         private let onAssign: RebalanceHandler?
         private let onRevoke: RebalanceHandler?
-        /// Commits on revoke that the broker refused: the next owner gets that work again.
-        let refusedRevokeCommits = Atomic<Int>(0)
+        /// Commits on revoke that the broker refused with REBALANCE_IN_PROGRESS: the next owner gets
+        /// that work again.
+        let revokeCommitsRefusedMidRebalance = Atomic<Int>(0)
 
         init(
             state: ConditionLock<StateMachine>,
@@ -147,7 +149,9 @@ extension KafkaConsumer {
             do {
                 try client.commitSync(offsets)
             } catch {
-                refusedRevokeCommits.add(1, ordering: .relaxed)
+                if error.librdkafkaCode == RD_KAFKA_RESP_ERR_REBALANCE_IN_PROGRESS.rawValue {
+                    revokeCommitsRefusedMidRebalance.add(1, ordering: .relaxed)
+                }
                 logger.info("kafka commit on revoke failed", metadata: ["kafka.error": "\(error)"])
             }
             logger.debug("kafka partitions revoked", metadata: ["kafka.partitions": "\(partitions)"])

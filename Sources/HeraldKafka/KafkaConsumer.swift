@@ -111,10 +111,13 @@ public final class KafkaConsumer: Service, Sendable {
     /// The partitions currently assigned to this consumer.
     public var assignment: [TopicPartition] { state.withLock { $0.assignment } }
 
-    /// How many commits on revoke the broker refused. The work they covered is redelivered to the
-    /// partitions' next owner (at least once). Apache Kafka accepts them during a cooperative
-    /// rebalance; the embedded broker may refuse them while its group is joining.
-    public var refusedRevokeCommits: Int { core.refusedRevokeCommits.load(ordering: .relaxed) }
+    /// How many commits on revoke the broker refused as "rebalance in progress". The work they
+    /// covered is redelivered to the partitions' next owner (at least once). Apache Kafka accepts
+    /// them during a cooperative rebalance; the embedded broker may refuse them while its group is
+    /// joining. Other commit failures are logged, not counted here.
+    public var revokeCommitsRefusedMidRebalance: Int {
+        core.revokeCommitsRefusedMidRebalance.load(ordering: .relaxed)
+    }
 
     /// How many messages wait in Herald's buffer, not yet handed to the application.
     public var bufferedMessageCount: Int { state.withLock { $0.bufferedCount } }
