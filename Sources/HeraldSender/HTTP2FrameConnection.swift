@@ -137,8 +137,6 @@ final class HTTP2FrameClientHandler: ChannelDuplexHandler {
     private var nextStreamID: Int32 = 1
     private var goingAway = false
     private var deadlineSweep: RepeatedTask?
-    /// A flush is scheduled for the end of this event-loop tick.
-    private var flushScheduled = false
     private let onGoAway: @Sendable () -> Void
 
     init(onGoAway: @escaping @Sendable () -> Void = {}) {
@@ -170,21 +168,6 @@ final class HTTP2FrameClientHandler: ChannelDuplexHandler {
                 ),
                 promise: promise
             )
-        }
-    }
-
-    /// Requests arrive from many tasks, each as its own write-and-flush on the event loop. Flushing
-    /// each one would send one TLS record (and one syscall) per request, and the server would read
-    /// and answer them one by one; instead the flush waits until the requests already queued on the
-    /// event loop are written, so they leave together.
-    func flush(context: ChannelHandlerContext) {
-        guard !flushScheduled else { return }
-        flushScheduled = true
-        let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
-        context.eventLoop.execute {
-            let (handler, context) = bound.value
-            handler.flushScheduled = false
-            context.flush()
         }
     }
 
