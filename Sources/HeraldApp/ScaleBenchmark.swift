@@ -513,8 +513,9 @@ final class ScaleObservations: Sendable {
                     $0.overLimit == .digest && ($0.kind == nil || $0.kind == decision.kind)
                 })
             else { return }
-            let window = rule.window.milliseconds
-            let start = decision.decidedAt - decision.decidedAt % window
+            // The window from when the digest is due, not from when this record was written: a
+            // redelivery (labelled `duplicate`) can be decided in a later window than the first time.
+            let start = due - Policy.digestGrace.milliseconds - rule.window.milliseconds
             state.digestWindows.insert("\(decision.recipient)|\(rule.name)|\(start)")
             state.latestDigestDue = max(state.latestDigestDue ?? 0, due)
         default:

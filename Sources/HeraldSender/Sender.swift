@@ -5,6 +5,7 @@ import HeraldStore
 import HeraldWorker
 import Logging
 import ServiceLifecycle
+import Synchronization
 
 /// `herald run --role sender`: consumes `herald.outbound` and the retry topics and makes the
 /// provider calls. Each message is skipped if the delivery ledger has it, dropped if expired, sent
@@ -52,6 +53,10 @@ public final class Sender: Service, Sendable {
     let breakers: [PushProvider: CircuitBreaker]
     let logger: Logger
     public let statistics: SenderStatistics
+    /// Notifications whose call a group in hand is making. Groups overlap (`batchesInFlight`), and a
+    /// redelivered event's copy can come while the first copy's call is still out: the ledger
+    /// knows neither yet, so without this both would be sent.
+    private let sending = Mutex<Set<String>>([])
 
     public init(
         configuration: Configuration,
@@ -226,6 +231,21 @@ public final class Sender: Service, Sendable {
                 byProvider[outbound.provider, default: []].append(entry)
             }
         }
+        // A copy another group is sending rides on that call. Skipping it loses nothing: that
+        // group marks its own message done only once the outcome is durable (a ledger entry, a
+        // retry record, a dead letter); until then its message is redelivered if the sender stops.
+        let claimed = sending.withLock { sending in
+            byProvider.mapValues { entries in
+                entries.filter { sending.insert($0.outbound.notificationID).inserted }
+            }
+        }
+        defer {
+            sending.withLock { sending in
+                for entries in claimed.values { for entry in entries { sending.remove(entry.outbound.notificationID) } }
+            }
+        }
+        skipped += byProvider.values.reduce(0) { $0 + $1.count } - claimed.values.reduce(0) { $0 + $1.count }
+        byProvider = claimed.filter { !$0.value.isEmpty }
 
         struct Sent: Sendable {
             var message: KafkaMessage

@@ -168,6 +168,27 @@ struct SenderTests {
         }
     }
 
+    @Test("a copy that comes while the first copy's call is still out rides on that call: accepted once")
+    func copyWhileFirstInFlight() async throws {
+        let environment = try KafkaTestEnvironment(topics: Self.topics)
+        // Every answer waits 1.5 s; the simulator counts a call as accepted when it arrives.
+        let faults = try FaultProfile(parsing: "latency=1500ms..1500ms")
+        try await SimulatorFixture.with(faults: faults) { fixture in
+            let message = try SimulatorFixture.message(.fcm, id: "n-copied")
+            try await Self.withSender(environment, fixture, ledger: try SQLiteStore(path: ":memory:")) { sender in
+                try await environment.produce([Self.record(message)])
+                #expect(await eventually { fixture.simulator.acceptedCount(id: "n-copied") == 1 })
+                // The first call is out and unanswered, so the ledger does not know it yet; the copy
+                // (a redelivered event's, with the same id) comes in a later group.
+                try await environment.produce([Self.record(message)])
+                #expect(await eventually { sender.statistics.snapshot.skippedAlreadyDelivered == 1 })
+                #expect(await eventually { sender.statistics.snapshot.callsByOutcome["fcm delivered"] == 1 })
+                try await Task.sleep(for: .seconds(2))
+                #expect(fixture.simulator.acceptedCount(id: "n-copied") == 1)
+            }
+        }
+    }
+
     @Test(
         "PostgreSQL down: the sender waits without calling, carries on when it is back, and stopped meanwhile exits cleanly; each notification is accepted once"
     )
