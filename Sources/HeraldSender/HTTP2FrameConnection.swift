@@ -136,6 +136,7 @@ final class HTTP2FrameClientHandler: ChannelDuplexHandler {
     private var streams: [HTTP2StreamID: Stream] = [:]
     private var nextStreamID: Int32 = 1
     private var goingAway = false
+    private var closing = false
     private var deadlineSweep: RepeatedTask?
     private let onGoAway: @Sendable () -> Void
 
@@ -199,6 +200,15 @@ final class HTTP2FrameClientHandler: ChannelDuplexHandler {
         default:
             break
         }
+        closeIfDrained(context: context)
+    }
+
+    /// After GOAWAY the pool connects afresh and forgets this connection; once the streams the
+    /// server still answers are done, nothing would ever close it, so it closes itself.
+    private func closeIfDrained(context: ChannelHandlerContext) {
+        guard goingAway, streams.isEmpty, !closing, context.channel.isActive else { return }
+        closing = true
+        context.close(promise: nil)
     }
 
     private func startDeadlineSweep(context: ChannelHandlerContext) {
@@ -219,6 +229,7 @@ final class HTTP2FrameClientHandler: ChannelDuplexHandler {
                 )
             }
             context.flush()
+            handler.closeIfDrained(context: context)
         }
     }
 

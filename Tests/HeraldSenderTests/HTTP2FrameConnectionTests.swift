@@ -1,11 +1,15 @@
 import HeraldEvents
-import HeraldSimulator
+import HeraldTestSupport
 import NIOCore
+import NIOHPACK
+import NIOHTTP2
 import NIOPosix
 import NIOSSL
+import Synchronization
 import Testing
 
 @testable import HeraldSender
+@testable import HeraldSimulator
 
 @Suite("HTTP/2 frame-level connection (work in progress)")
 struct HTTP2FrameConnectionTests {
@@ -134,6 +138,103 @@ struct HTTP2FrameConnectionTests {
             #expect(!second.isActive && !replacement.isActive)
             await #expect(throws: HTTP2FramePool.PoolError.self) { _ = try await pool.connection(to: origin) }
         }
+    }
+}
+
+extension HTTP2FrameConnectionTests {
+    @Test(
+        "after GOAWAY the stream the server still answers completes, a new one is refused, and the drained connection closes itself"
+    )
+    func goAwayDrains() async throws {
+        let certificates = try SimulatorTLS.generate()
+        let context = try NIOSSLContext(configuration: certificates.serverConfiguration())
+        let server = GoAwayServer.State()
+        let listener = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .childChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: context))
+                    try channel.pipeline.syncOperations.addHandler(NIOHTTP2Handler(mode: .server))
+                    try channel.pipeline.syncOperations.addHandler(GoAwayServer(state: server))
+                }
+            }
+            .bind(host: "127.0.0.1", port: 0)
+            .get()
+        var tls = TLSConfiguration.makeClientConfiguration()
+        tls.additionalTrustRoots = [
+            .certificates(try NIOSSLCertificate.fromPEMBytes(Array(certificates.authorityPEM.utf8)))
+        ]
+        let connection = try await HTTP2FrameConnection.connect(
+            host: "127.0.0.1",
+            port: listener.localAddress!.port!,
+            tls: tls
+        )
+        func request(_ path: String) async throws -> HTTP2FrameConnection.Answer {
+            try await connection.request(
+                path: path,
+                headers: [],
+                body: ByteBuffer(string: "{}"),
+                deadline: .now() + .seconds(30)
+            )
+        }
+        // The server answers GOAWAY to the first request at once, and the request itself 300 ms later.
+        let first = Task { try await request("/first") }
+        #expect(await eventually { !connection.isUsable })
+        await #expect(throws: HTTP2FrameConnection.ConnectionError.goingAway) { _ = try await request("/second") }
+        #expect(try await first.value.status == 200)
+        #expect(await eventually { !connection.isActive }, "closed once its last stream was answered")
+        #expect(await eventually { server.closedByClient })
+        #expect(server.requests == 1)
+        try await listener.close()
+    }
+}
+
+/// An HTTP/2 server that sends GOAWAY on its first request, answers that request a moment later,
+/// and never closes a connection itself.
+final class GoAwayServer: ChannelInboundHandler {
+    typealias InboundIn = HTTP2Frame
+    typealias OutboundOut = HTTP2Frame
+
+    final class State: Sendable {
+        private let value = Mutex((requests: 0, closedByClient: false))
+        var requests: Int { value.withLock { $0.requests } }
+        var closedByClient: Bool { value.withLock { $0.closedByClient } }
+        func request() { value.withLock { $0.requests += 1 } }
+        func closed() { value.withLock { $0.closedByClient = true } }
+    }
+
+    let state: State
+    init(state: State) { self.state = state }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let frame = unwrapInboundIn(data)
+        guard case .data(let payload) = frame.payload, payload.endStream else { return }
+        state.request()
+        let id = frame.streamID
+        context.writeAndFlush(
+            wrapOutboundOut(
+                HTTP2Frame(
+                    streamID: .rootStream,
+                    payload: .goAway(lastStreamID: id, errorCode: .noError, opaqueData: nil)
+                )
+            ),
+            promise: nil
+        )
+        let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+        context.eventLoop.scheduleTask(in: .milliseconds(300)) {
+            let (handler, context) = bound.value
+            let headers = HPACKHeaders([(":status", "200")])
+            context.writeAndFlush(
+                handler.wrapOutboundOut(
+                    HTTP2Frame(streamID: id, payload: .headers(.init(headers: headers, endStream: true)))
+                ),
+                promise: nil
+            )
+        }
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        state.closed()
+        context.fireChannelInactive()
     }
 }
 
