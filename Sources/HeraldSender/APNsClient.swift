@@ -132,6 +132,9 @@ public final class APNsClient: Sendable {
         connections.first { $0.credential.apps.contains(app) } ?? connections.first { $0.credential.apps.isEmpty }
     }
 
+    /// Headers whose value is new on every request, kept out of HPACK's dynamic table.
+    static let uniquePerRequest = ["apns-id"]
+
     /// Sends one message; an expired provider token is replaced and the request sent once more.
     public func send(_ message: OutboundMessage) async -> DeliveryOutcome {
         guard let connection = connection(for: message.app) else {
@@ -155,6 +158,7 @@ public final class APNsClient: Sendable {
                             origin: message.environment == .sandbox ? sandboxOrigin : productionOrigin,
                             path: message.request.path,
                             headers: headers,
+                            unindexed: Self.uniquePerRequest,
                             body: message.request.body,
                             timeout: configuration.requestTimeout
                         )

@@ -78,10 +78,16 @@ final class HTTP2FrameConnection: Sendable {
     }
 
     /// Sends one request and waits for its whole answer, or fails at `deadline`.
+    ///
+    /// The path and the headers named in `unindexed` (values new on every request, such as an id)
+    /// stay out of HPACK's dynamic table. Indexed, each would push older entries out of the 4 KiB
+    /// table within a few requests, and the headers that never change (a provider token of a few
+    /// hundred bytes) would be Huffman-coded and sent in full again instead of as one index byte.
     func request(
         method: String = "POST",
         path: String,
         headers: [(String, String)],
+        unindexed: [String] = [],
         body: ByteBuffer,
         deadline: NIODeadline
     ) async throws -> Answer {
@@ -90,8 +96,10 @@ final class HTTP2FrameConnection: Sendable {
         hpack.add(name: ":method", value: method)
         hpack.add(name: ":scheme", value: "https")
         hpack.add(name: ":authority", value: authority)
-        hpack.add(name: ":path", value: path)
-        for (name, value) in headers { hpack.add(name: name, value: value) }
+        hpack.add(name: ":path", value: path, indexing: .nonIndexable)
+        for (name, value) in headers {
+            hpack.add(name: name, value: value, indexing: unindexed.contains(name) ? .nonIndexable : .indexable)
+        }
         let promise = channel.eventLoop.makePromise(of: Answer.self)
         let request = HTTP2FrameClientHandler.Request(headers: hpack, body: body, deadline: deadline, promise: promise)
         channel.writeAndFlush(request).cascadeFailure(to: promise)

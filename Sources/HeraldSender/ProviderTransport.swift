@@ -89,6 +89,7 @@ extension ProviderTransport {
         origin: HTTP2FramePool.Origin?,
         path: String,
         headers: [(String, String)],
+        unindexed: [String] = [],
         body: [UInt8],
         timeout: Duration
     ) async -> Result<ProviderAnswer, DeliveryOutcome> {
@@ -100,6 +101,7 @@ extension ProviderTransport {
             let answer = try await connection.request(
                 path: path,
                 headers: headers,
+                unindexed: unindexed,
                 body: ByteBuffer(bytes: body),
                 deadline: .now() + .nanoseconds(timeout.nanoseconds)
             )

@@ -1,3 +1,4 @@
+import Foundation
 import HeraldEvents
 import HeraldTestSupport
 import NIOCore
@@ -171,7 +172,8 @@ extension HTTP2FrameConnectionTests {
         func request(_ path: String) async throws -> HTTP2FrameConnection.Answer {
             try await connection.request(
                 path: path,
-                headers: [],
+                headers: [("authorization", "bearer provider-token"), ("apns-id", UUID().uuidString)],
+                unindexed: ["apns-id"],
                 body: ByteBuffer(string: "{}"),
                 deadline: .now() + .seconds(30)
             )
@@ -184,6 +186,10 @@ extension HTTP2FrameConnectionTests {
         #expect(await eventually { !connection.isActive }, "closed once its last stream was answered")
         #expect(await eventually { server.closedByClient })
         #expect(server.requests == 1)
+        // Values new on every request stay out of HPACK's dynamic table; the rest may be indexed.
+        let indexing = server.indexing
+        #expect(indexing[":path"] == .nonIndexable && indexing["apns-id"] == .nonIndexable)
+        #expect(indexing["authorization"] == .indexable)
         try await listener.close()
     }
 }
@@ -195,7 +201,14 @@ final class GoAwayServer: ChannelInboundHandler {
     typealias OutboundOut = HTTP2Frame
 
     final class State: Sendable {
-        private let value = Mutex((requests: 0, closedByClient: false))
+        private let value = Mutex((requests: 0, closedByClient: false, indexing: [String: HPACKIndexing]()))
+        /// How the first request's headers came, by name.
+        var indexing: [String: HPACKIndexing] { value.withLock { $0.indexing } }
+        func received(_ headers: HPACKHeaders) {
+            value.withLock { state in
+                for (name, _, indexing) in headers where state.indexing[name] == nil { state.indexing[name] = indexing }
+            }
+        }
         var requests: Int { value.withLock { $0.requests } }
         var closedByClient: Bool { value.withLock { $0.closedByClient } }
         func request() { value.withLock { $0.requests += 1 } }
@@ -207,6 +220,7 @@ final class GoAwayServer: ChannelInboundHandler {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let frame = unwrapInboundIn(data)
+        if case .headers(let headers) = frame.payload { state.received(headers.headers) }
         guard case .data(let payload) = frame.payload, payload.endStream else { return }
         state.request()
         let id = frame.streamID
