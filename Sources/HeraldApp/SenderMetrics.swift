@@ -55,7 +55,8 @@ public enum SenderMetrics {
                 counters.tokensInvalidated
             ),
             (
-                "herald_sends_skipped_delivered_total", "Messages not sent because the delivery ledger had them.",
+                "herald_sends_skipped_delivered_total",
+                "Messages not sent: the delivery ledger had them, or a call for the same notification was out.",
                 counters.skippedAlreadyDelivered
             ),
             ("herald_sends_expired_total", "Messages dropped because they expired before sending.", counters.expired),

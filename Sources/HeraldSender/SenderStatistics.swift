@@ -15,7 +15,8 @@ public final class SenderStatistics: Sendable {
         public var configurationErrors: [String: Int] = [:]
         public var tokensInvalidated = 0
         /// Messages not sent because the ledger says they were delivered, or because the same
-        /// notification came twice in one group (a redelivered event).
+        /// notification (a redelivered event's copy) came twice in one group or while another
+        /// group's call for it was still out.
         public var skippedAlreadyDelivered = 0
         public var expired = 0
         /// Messages put back because their provider's circuit was open.
