@@ -93,6 +93,13 @@ final class SQLiteConnection: @unchecked Sendable {
         }
     }
 
+    /// Runs a statement that returns no rows and answers how many rows it inserted, updated or
+    /// deleted. Cheaper than `RETURNING`, which SQLite buffers in a temporary table.
+    func change(_ sql: String, _ values: [Value] = []) throws(StoreError) -> Int {
+        try query(sql, values)
+        return Int(sqlite3_changes(handle))
+    }
+
     /// Runs `body` in a transaction: committed if it returns, rolled back if it throws.
     func transaction<R>(_ body: () throws(StoreError) -> R) throws(StoreError) -> R {
         try execute("BEGIN IMMEDIATE")

@@ -4,33 +4,56 @@ import HeraldPolicy
 extension SQLiteStore {
     public func decide(_ requests: [DecisionRequest]) async throws(StoreError) -> [Decision] {
         try await run { connection throws(StoreError) in
-            try connection.transaction { () throws(StoreError) in
+            try self.countingTransaction(connection) { () throws(StoreError) in
                 var decisions: [Decision] = []
                 decisions.reserveCapacity(requests.count)
-                for request in requests { decisions.append(try Self.decide(request, connection)) }
+                for request in requests { decisions.append(try Self.decide(request, &self.throttle, connection)) }
                 return decisions
             }
         }
     }
 
-    static func decide(_ request: DecisionRequest, _ connection: SQLiteConnection) throws(StoreError) -> Decision {
+    /// A write transaction that may count against throttle windows: ``ThrottleCounts`` is brought up
+    /// to date first, may fold at the end, and is told if the transaction rolls back.
+    func countingTransaction<R>(
+        _ connection: SQLiteConnection,
+        _ body: () throws(StoreError) -> R
+    ) throws(StoreError) -> R {
+        do {
+            return try connection.transaction { () throws(StoreError) in
+                try throttle.begin(connection)
+                let result = try body()
+                try throttle.end(connection)
+                return result
+            }
+        } catch {
+            throttle.rolledBack()
+            throw error
+        }
+    }
+
+    static func decide(
+        _ request: DecisionRequest,
+        _ throttle: inout ThrottleCounts,
+        _ connection: SQLiteConnection
+    ) throws(StoreError) -> Decision {
         let key = request.key
         let keyValues: [SQLiteConnection.Value] = [.text(key.eventID), .text(key.kind), .text(key.recipient)]
         let at = request.decidedAt.epochMilliseconds
         // The likely outcome is written first, in the statement that also finds out whether the
         // ledger already holds the key: one search for a new pair instead of a look-up and an insert.
         let likely = request.plan.outcome
-        var inserted = false
-        try connection.query(
-            """
-            INSERT INTO decisions (event_id, kind, recipient, reason, due_at, decided_at) VALUES (?, ?, ?, ?, ?, ?)
-            ON CONFLICT (event_id, kind, recipient) DO NOTHING RETURNING 1
-            """,
-            keyValues + [
-                .text(likely.reason.rawValue), likely.dueAt.map { .integer($0.epochMilliseconds) } ?? .null,
-                .integer(at),
-            ]
-        ) { _ in inserted = true }
+        let inserted =
+            try connection.change(
+                """
+                INSERT INTO decisions (event_id, kind, recipient, reason, due_at, decided_at) VALUES (?, ?, ?, ?, ?, ?)
+                ON CONFLICT (event_id, kind, recipient) DO NOTHING
+                """,
+                keyValues + [
+                    .text(likely.reason.rawValue), likely.dueAt.map { .integer($0.epochMilliseconds) } ?? .null,
+                    .integer(at),
+                ]
+            ) == 1
         if !inserted {
             var prior: Decision?
             try connection.query(
@@ -47,7 +70,7 @@ extension SQLiteStore {
             if let prior, !(request.resumesDeferral && prior.reason.isDeferral) { return prior }
         }
 
-        let outcome = try countAgainstLimits(request.plan, connection)
+        let outcome = try throttle.resolve(request.plan, connection)
         switch outcome.heldEffect {
         case .none: break
         case .digest(let window, let flushAt):
@@ -94,46 +117,6 @@ extension SQLiteStore {
             )
         }
         return Decision(key: key, reason: outcome.reason, dueAt: outcome.dueAt, redelivered: false)
-    }
-
-    /// ``DecisionPlan/resolved(counts:)``, applied to the stored windows: each window takes one more
-    /// notification in one statement if it holds fewer than its limit; at the first full window,
-    /// the ones already counted are given back and that window's over-limit outcome stands.
-    static func countAgainstLimits(
-        _ plan: DecisionPlan,
-        _ connection: SQLiteConnection
-    ) throws(StoreError)
-        -> PolicyOutcome
-    {
-        guard plan.outcome.reason == .sent else { return plan.outcome }
-        for (index, limit) in plan.limits.enumerated() {
-            var admitted = false
-            try connection.query(
-                """
-                INSERT INTO throttle_windows (recipient, rule, window_start, window_end, count) VALUES (?, ?, ?, ?, 1)
-                ON CONFLICT (window_start, rule, recipient) DO UPDATE SET count = count + 1 WHERE count < ?
-                RETURNING count
-                """,
-                [
-                    .text(limit.key.recipient), .text(limit.key.rule),
-                    .integer(limit.key.windowStart.epochMilliseconds),
-                    .integer(limit.windowEnd.epochMilliseconds), .integer(Int64(limit.limit)),
-                ]
-            ) { _ in admitted = true }
-            if !admitted {
-                for counted in plan.limits[..<index] {
-                    try connection.query(
-                        "UPDATE throttle_windows SET count = count - 1 WHERE recipient = ? AND rule = ? AND window_start = ?",
-                        [
-                            .text(counted.key.recipient), .text(counted.key.rule),
-                            .integer(counted.key.windowStart.epochMilliseconds),
-                        ]
-                    )
-                }
-                return limit.overLimit
-            }
-        }
-        return PolicyOutcome(.sent, effects: plan.limits.map { .count($0.key) })
     }
 
     static func reason(_ text: String?) throws(StoreError) -> DecisionReason {
@@ -256,8 +239,10 @@ extension SQLiteStore {
 
     public func purge(before: Timestamp) async throws(StoreError) {
         try await run { connection throws(StoreError) in
-            try connection.transaction { () throws(StoreError) in
+            try self.countingTransaction(connection) { () throws(StoreError) in
                 try connection.query("DELETE FROM decisions WHERE decided_at < ?", [.integer(before.epochMilliseconds)])
+                // The ended windows' counts may still be in the journal and in memory.
+                try self.throttle.recover(connection)
                 try connection.query(
                     "DELETE FROM throttle_windows WHERE window_end < ?",
                     [.integer(before.epochMilliseconds)]

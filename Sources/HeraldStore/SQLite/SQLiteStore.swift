@@ -12,6 +12,11 @@ public final class SQLiteStore: StateStore, @unchecked Sendable {
     private let queue = DispatchQueue(label: "herald.store.sqlite")
     // Only used on `queue`, like `connection`.
     private var cache: RecipientCache
+    // Only used on `queue`, like `connection`.
+    var throttle: ThrottleCounts
+
+    /// Notifications counted in memory and journaled before the journal is folded into the windows.
+    static let throttleFoldThreshold = 50_000
 
     /// Users whose recipient record is kept in memory by default.
     public static let defaultDirectoryCacheCapacity = 200_000
@@ -94,6 +99,13 @@ public final class SQLiteStore: StateStore, @unchecked Sendable {
             check_after INTEGER NOT NULL, claimed_until INTEGER) WITHOUT ROWID;
         CREATE INDEX pending_receipts_by_time ON pending_receipts (check_after);
         """,
+        // 6: notifications counted against throttle windows, appended and folded into the windows in
+        // bulk (see ThrottleCounts).
+        """
+        CREATE TABLE throttle_journal (
+            id INTEGER PRIMARY KEY, window_start INTEGER NOT NULL, rule TEXT NOT NULL, recipient TEXT NOT NULL,
+            window_end INTEGER NOT NULL);
+        """,
     ]
 
     /// Opens (or creates) the database at `path` and migrates it to the current schema.
@@ -110,10 +122,12 @@ public final class SQLiteStore: StateStore, @unchecked Sendable {
 
     init(
         connection: SQLiteConnection,
-        directoryCache: Int = SQLiteStore.defaultDirectoryCacheCapacity
+        directoryCache: Int = SQLiteStore.defaultDirectoryCacheCapacity,
+        throttleFoldThreshold: Int = SQLiteStore.throttleFoldThreshold
     ) throws(StoreError) {
         self.connection = connection
         self.cache = RecipientCache(capacity: max(directoryCache, 0))
+        self.throttle = ThrottleCounts(foldThreshold: throttleFoldThreshold)
         try Self.migrate(connection)
     }
 

@@ -1,0 +1,142 @@
+import HeraldPolicy
+
+/// The throttle windows a ``SQLiteStore`` counts against, held in memory, with each notification
+/// counted appended to `throttle_journal` in the deciding transaction and folded into
+/// `throttle_windows` in bulk.
+///
+/// Counting straight into `throttle_windows` dirtied one page per recipient per batch, at random,
+/// and SQLite writes every dirty page to the write-ahead log at each commit and again at each
+/// checkpoint: with recipients spread over a million devices that was most of a decision's cost.
+/// Journal rows are appended, so a batch dirties a few pages; a fold writes each window counted
+/// since the last one once, with its count from memory, in key order.
+///
+/// It stays exact, across crashes and processes, because a window's count is always
+/// `throttle_windows.count` plus its journal rows, and the map holds that sum for every window it
+/// has entries for:
+/// - the map starts empty right after a fold, when the journal is empty; a window not in the map is
+///   read from `throttle_windows`, and every journal row appended adds one to its entry;
+/// - entries are dropped only right after a fold;
+/// - a commit by another connection (another process sharing the file changes `PRAGMA
+///   data_version`) or a rolled-back transaction leaves the map unknown: the next transaction folds
+///   everything, including the other process's rows, and starts again. A crash leaves the journal
+///   behind; the first transaction after opening folds it the same way.
+///
+/// Used only on the store's serial queue, inside a write transaction.
+struct ThrottleCounts {
+    /// A window's count, and whether it changed since the last fold.
+    private struct Window {
+        var count: Int
+        var end: Int64
+        var counted: Bool
+    }
+
+    /// Journal rows that trigger a fold: bounds the journal and the map (about 100 bytes a window).
+    let foldThreshold: Int
+    private var windows: [ThrottleKey: Window] = [:]
+    private var journaled = 0
+    /// The `data_version` the map was built at; `nil` when it must be rebuilt.
+    private var dataVersion: Int64?
+
+    init(foldThreshold: Int) {
+        self.foldThreshold = max(foldThreshold, 1)
+    }
+
+    /// Call first in every transaction that counts: rebuilds the map if anything but this
+    /// connection may have changed the windows since it was built.
+    mutating func begin(_ connection: SQLiteConnection) throws(StoreError) {
+        var version: Int64 = 0
+        try connection.query("PRAGMA data_version") { row in version = row.integer(0) }
+        guard dataVersion != version else { return }
+        try recover(connection)
+        dataVersion = version
+    }
+
+    /// The transaction that counted rolled back: its journal rows are gone, its counts are not.
+    mutating func rolledBack() {
+        dataVersion = nil
+    }
+
+    /// ``DecisionPlan/resolved(counts:)`` against the windows' current counts; a notification that
+    /// fits is counted in every window it is limited by.
+    mutating func resolve(_ plan: DecisionPlan, _ connection: SQLiteConnection) throws(StoreError) -> PolicyOutcome {
+        guard plan.outcome.reason == .sent, !plan.limits.isEmpty else { return plan.outcome }
+        for limit in plan.limits where try count(limit, connection) >= limit.limit { return limit.overLimit }
+        for limit in plan.limits {
+            windows[limit.key]?.count += 1
+            windows[limit.key]?.counted = true
+            try connection.query(
+                "INSERT INTO throttle_journal (window_start, rule, recipient, window_end) VALUES (?, ?, ?, ?)",
+                [
+                    .integer(limit.key.windowStart.epochMilliseconds), .text(limit.key.rule),
+                    .text(limit.key.recipient),
+                    .integer(limit.windowEnd.epochMilliseconds),
+                ]
+            )
+            journaled += 1
+        }
+        return PolicyOutcome(.sent, effects: plan.limits.map { .count($0.key) })
+    }
+
+    /// Call last in a transaction that counted: folds once the journal has grown past the threshold,
+    /// or the map has (it also holds windows that were read and found full).
+    mutating func end(_ connection: SQLiteConnection) throws(StoreError) {
+        if journaled >= foldThreshold || windows.count >= 4 * foldThreshold { try fold(connection) }
+    }
+
+    /// Writes the windows counted since the last fold into `throttle_windows`, with their counts
+    /// from the map, and empties the journal. The map is then all in `throttle_windows`, so it is
+    /// kept for the windows that come back, unless it has grown past `4 × foldThreshold` windows.
+    mutating func fold(_ connection: SQLiteConnection) throws(StoreError) {
+        // In key order: neighbouring windows share pages.
+        let counted = windows.filter(\.value.counted).sorted {
+            ($0.key.windowStart, $0.key.rule, $0.key.recipient) < ($1.key.windowStart, $1.key.rule, $1.key.recipient)
+        }
+        for (key, window) in counted {
+            try connection.query(
+                """
+                INSERT INTO throttle_windows (window_start, rule, recipient, window_end, count) VALUES (?, ?, ?, ?, ?)
+                ON CONFLICT (window_start, rule, recipient) DO UPDATE
+                SET count = excluded.count, window_end = max(window_end, excluded.window_end)
+                """,
+                [
+                    .integer(key.windowStart.epochMilliseconds), .text(key.rule), .text(key.recipient),
+                    .integer(window.end), .integer(Int64(window.count)),
+                ]
+            )
+            windows[key]?.counted = false
+        }
+        try connection.query("DELETE FROM throttle_journal")
+        journaled = 0
+        if windows.count >= 4 * foldThreshold { windows.removeAll() }
+    }
+
+    /// Adds whatever the journal holds into `throttle_windows` without the map: after a crash, a
+    /// rollback, or another process's commit, when the map is not known to match the journal.
+    /// The map starts again empty.
+    mutating func recover(_ connection: SQLiteConnection) throws(StoreError) {
+        // WHERE true: SQLite's documented way to keep the upsert's ON from parsing as a join's.
+        try connection.query(
+            """
+            INSERT INTO throttle_windows (window_start, rule, recipient, window_end, count)
+            SELECT window_start, rule, recipient, max(window_end), count(*) FROM throttle_journal WHERE true
+            GROUP BY window_start, rule, recipient
+            ON CONFLICT (window_start, rule, recipient) DO UPDATE
+            SET count = count + excluded.count, window_end = max(window_end, excluded.window_end)
+            """
+        )
+        try connection.query("DELETE FROM throttle_journal")
+        journaled = 0
+        windows.removeAll()
+    }
+
+    private mutating func count(_ limit: ThrottleLimit, _ connection: SQLiteConnection) throws(StoreError) -> Int {
+        if let known = windows[limit.key] { return known.count }
+        var stored = 0
+        try connection.query(
+            "SELECT count FROM throttle_windows WHERE window_start = ? AND rule = ? AND recipient = ?",
+            [.integer(limit.key.windowStart.epochMilliseconds), .text(limit.key.rule), .text(limit.key.recipient)]
+        ) { row in stored = Int(row.integer(0)) }
+        windows[limit.key] = Window(count: stored, end: limit.windowEnd.epochMilliseconds, counted: false)
+        return stored
+    }
+}
