@@ -59,8 +59,11 @@ struct ThrottleCounts {
     /// ``DecisionPlan/resolved(counts:)`` against the windows' current counts; a notification that
     /// fits is counted in every window it is limited by.
     mutating func resolve(_ plan: DecisionPlan, _ connection: SQLiteConnection) throws(StoreError) -> PolicyOutcome {
-        guard plan.outcome.reason == .sent, !plan.limits.isEmpty else { return plan.outcome }
-        for limit in plan.limits where try count(limit, connection) >= limit.limit { return limit.overLimit }
+        guard plan.outcome.reason == .sent else { return plan.outcome }
+        var current: [ThrottleKey: Int] = [:]
+        for limit in plan.limits { current[limit.key] = try count(limit, connection) }
+        let outcome = plan.resolved(counts: current)
+        guard outcome.reason == .sent else { return outcome }
         for limit in plan.limits {
             windows[limit.key]?.count += 1
             windows[limit.key]?.counted = true
@@ -68,13 +71,12 @@ struct ThrottleCounts {
                 "INSERT INTO throttle_journal (window_start, rule, recipient, window_end) VALUES (?, ?, ?, ?)",
                 [
                     .integer(limit.key.windowStart.epochMilliseconds), .text(limit.key.rule),
-                    .text(limit.key.recipient),
-                    .integer(limit.windowEnd.epochMilliseconds),
+                    .text(limit.key.recipient), .integer(limit.windowEnd.epochMilliseconds),
                 ]
             )
             journaled += 1
         }
-        return PolicyOutcome(.sent, effects: plan.limits.map { .count($0.key) })
+        return outcome
     }
 
     /// Call last in a transaction that counted: folds once the journal has grown past the threshold,
