@@ -178,10 +178,13 @@ extension HTTP2FrameConnectionTests {
                 deadline: .now() + .seconds(30)
             )
         }
-        // The server answers GOAWAY to the first request at once, and the request itself 300 ms later.
+        // The server answers GOAWAY to the first request at once, and the request itself when released.
         let first = Task { try await request("/first") }
         #expect(await eventually { !connection.isUsable })
+        #expect(connection.isActive, "open while the first stream is unanswered")
         await #expect(throws: HTTP2FrameConnection.ConnectionError.goingAway) { _ = try await request("/second") }
+        #expect(await eventually { server.holdsAnswer })
+        server.release()
         #expect(try await first.value.status == 200)
         #expect(await eventually { !connection.isActive }, "closed once its last stream was answered")
         #expect(await eventually { server.closedByClient })
@@ -194,14 +197,19 @@ extension HTTP2FrameConnectionTests {
     }
 }
 
-/// An HTTP/2 server that sends GOAWAY on its first request, answers that request a moment later,
-/// and never closes a connection itself.
+/// An HTTP/2 server that sends GOAWAY on its first request, answers that request when the test
+/// releases it, and never closes a connection itself.
 final class GoAwayServer: ChannelInboundHandler {
     typealias InboundIn = HTTP2Frame
     typealias OutboundOut = HTTP2Frame
 
     final class State: Sendable {
-        private let value = Mutex((requests: 0, closedByClient: false, indexing: [String: HPACKIndexing]()))
+        private let value = Mutex(
+            (
+                requests: 0, closedByClient: false, indexing: [String: HPACKIndexing](),
+                answer: (@Sendable () -> Void)?.none
+            )
+        )
         /// How the first request's headers came, by name.
         var indexing: [String: HPACKIndexing] { value.withLock { $0.indexing } }
         func received(_ headers: HPACKHeaders) {
@@ -213,6 +221,16 @@ final class GoAwayServer: ChannelInboundHandler {
         var closedByClient: Bool { value.withLock { $0.closedByClient } }
         func request() { value.withLock { $0.requests += 1 } }
         func closed() { value.withLock { $0.closedByClient = true } }
+        /// Keeps the first request's answer until the test releases it, so the client is seen
+        /// between GOAWAY and the answer however slowly the test's tasks are scheduled.
+        func hold(_ answer: @escaping @Sendable () -> Void) { value.withLock { $0.answer = answer } }
+        var holdsAnswer: Bool { value.withLock { $0.answer != nil } }
+        func release() {
+            value.withLock { state in
+                defer { state.answer = nil }
+                return state.answer
+            }?()
+        }
     }
 
     let state: State
@@ -234,15 +252,18 @@ final class GoAwayServer: ChannelInboundHandler {
             promise: nil
         )
         let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
-        context.eventLoop.scheduleTask(in: .milliseconds(300)) {
-            let (handler, context) = bound.value
-            let headers = HPACKHeaders([(":status", "200")])
-            context.writeAndFlush(
-                handler.wrapOutboundOut(
-                    HTTP2Frame(streamID: id, payload: .headers(.init(headers: headers, endStream: true)))
-                ),
-                promise: nil
-            )
+        let eventLoop = context.eventLoop
+        state.hold {
+            eventLoop.execute {
+                let (handler, context) = bound.value
+                let headers = HPACKHeaders([(":status", "200")])
+                context.writeAndFlush(
+                    handler.wrapOutboundOut(
+                        HTTP2Frame(streamID: id, payload: .headers(.init(headers: headers, endStream: true)))
+                    ),
+                    promise: nil
+                )
+            }
         }
     }
 
