@@ -109,9 +109,9 @@ public struct KafkaBenchmark: Sendable {
 
     /// One variant's passthrough of `messages` on `cluster`, outside the rounds: the baseline another
     /// benchmark compares itself with in the same run.
-    public func measure(
+    func measure(
         _ variant: Variant,
-        on cluster: EmbeddedKafkaCluster,
+        on cluster: any BenchmarkCluster,
         logger: Logger
     ) async throws -> Measurement {
         let (payload, idOffset) = Self.samplePayload(size: messageSize)
@@ -128,17 +128,16 @@ public struct KafkaBenchmark: Sendable {
     private func measure(
         _ variant: Variant,
         round: Int,
-        cluster: EmbeddedKafkaCluster,
+        cluster: any BenchmarkCluster,
         payload: [UInt8],
         idOffset: Int,
         logger: Logger
     ) async throws -> Measurement {
         let name = variant == .wrapper ? "wrapper" : "raw"
-        let (input, output, group) = (
-            "bench.\(round).\(name).in", "bench.\(round).\(name).out", "bench-\(round)-\(name)"
-        )
-        try cluster.createTopic(input, partitions: partitions)
-        try cluster.createTopic(output, partitions: partitions)
+        let (input, output) = Self.topics(variant, round: round)
+        let group = "bench-\(round)-\(name)"
+        try cluster.ensureTopic(input, partitions: partitions)
+        try cluster.ensureTopic(output, partitions: partitions)
         return try await measure(variant: variant, cluster: cluster, input: input, payload: payload, idOffset: idOffset)
         { done in
             switch variant {
@@ -175,9 +174,15 @@ public struct KafkaBenchmark: Sendable {
         }
     }
 
+    /// The topics a variant's passthrough reads and writes in a round (0: outside the rounds).
+    static func topics(_ variant: Variant, round: Int) -> (input: String, output: String) {
+        let name = variant == .wrapper ? "wrapper" : "raw"
+        return ("bench.\(round).\(name).in", "bench.\(round).\(name).out")
+    }
+
     private func measure(
         variant: Variant,
-        cluster: EmbeddedKafkaCluster,
+        cluster: any BenchmarkCluster,
         input: String,
         payload: [UInt8],
         idOffset: Int,
@@ -210,7 +215,7 @@ public struct KafkaBenchmark: Sendable {
     /// deliveries concurrently, then mark the batch done. As in the raw variant, the producer's queue
     /// is what bounds the work in flight: `enqueue` waits while it is full.
     private func wrapperPassthrough(
-        cluster: EmbeddedKafkaCluster,
+        cluster: any BenchmarkCluster,
         group: String,
         input: String,
         output: String,

@@ -35,6 +35,10 @@ public struct PipelineBenchmark: Sendable {
     /// Messages through the raw passthrough measured for the ratio; 0: not measured.
     public var rawMessages = 400_000
     public var catalogDirectory = "catalog"
+    /// The `herald` executable to run the embedded broker with, in a process of its own (`herald
+    /// broker`), so that the peak RSS reported is the worker's (with the feeder), as in a deployment
+    /// where the broker runs elsewhere. `nil`: the broker runs in this process.
+    public var brokerExecutable: String?
 
     public init() {}
 
@@ -47,8 +51,11 @@ public struct PipelineBenchmark: Sendable {
         public var seconds: Double
         public var counters: WorkerStatistics.Counters
         /// Peak resident memory of the process when the pipeline finished, before the raw
-        /// passthrough ran.
+        /// passthrough ran: the worker and the feeder, and the broker unless it ran in a process of
+        /// its own.
         public var peakResidentMegabytes: Double
+        /// The broker process's peak resident memory when the pipeline finished, if it ran in one.
+        public var brokerPeakResidentMegabytes: Double?
         /// Resident memory when the pipeline finished, by kind (`RssAnon`, `RssFile`, `RssShmem` of
         /// `/proc/self/status`): file-backed pages are mostly SQLite's memory-mapped database,
         /// which the kernel can drop at any time.
@@ -75,18 +82,29 @@ public struct PipelineBenchmark: Sendable {
         let seedSeconds = (ContinuousClock.now - seeded).inSeconds
         progress("seeded \(users) users with \(devices) devices in \(String(format: "%.1f", seedSeconds)) s")
 
-        let cluster = try EmbeddedKafkaCluster(brokers: 1, logger: logger)
         let topic = "bench.events"
         var configuration = HeraldConfiguration()
         configuration.worker.domainTopics = [topic]
         configuration.worker.batchSize = batchSize
         configuration.worker.groupID = "herald-bench-pipeline"
-        for (name, count) in [
+        let topics = [
             (topic, partitions), (configuration.worker.topics.directory, partitions),
             (configuration.worker.topics.outbound, partitions), (configuration.worker.topics.eventsDeadLetter, 1),
-        ] {
-            try cluster.createTopic(name, partitions: count)
+        ].map { TopicSpecification(name: $0.0, partitions: $0.1) }
+        let cluster: any BenchmarkCluster
+        var brokerProcess: BrokerProcess?
+        if let brokerExecutable {
+            // A broker process cannot create topics later: the passthrough's are created now too.
+            let raw = KafkaBenchmark.topics(.raw, round: 0)
+            let passthroughTopics = [raw.input, raw.output].map { TopicSpecification(name: $0, partitions: partitions) }
+            brokerProcess = try await BrokerProcess(executable: brokerExecutable, topics: topics + passthroughTopics)
+            cluster = brokerProcess!
+        } else {
+            let embedded = try EmbeddedKafkaCluster(brokers: 1, logger: logger)
+            for topic in topics { try embedded.createTopic(topic.name, partitions: topic.partitions) }
+            cluster = embedded
         }
+        defer { brokerProcess?.stop() }
         let worker = try WorkerApp.makeWorker(
             configuration: configuration,
             bootstrapServers: [cluster.bootstrapServers],
@@ -161,9 +179,10 @@ public struct PipelineBenchmark: Sendable {
             return (seconds, statistics.snapshot)
         }
         let peak = KafkaBenchmark.peakResidentMegabytes()
+        let brokerPeak = brokerProcess?.peakResidentMegabytes
         let residentByKind = Self.residentByKind()
         let averageBytes = totalBytes.value / max(events, 1)
-        var raw: KafkaBenchmark.Measurement?
+        var passthrough: KafkaBenchmark.Measurement?
         if rawMessages > 0 {
             progress("raw librdkafka passthrough of \(rawMessages) messages of \(averageBytes) bytes")
             var baseline = KafkaBenchmark()
@@ -171,7 +190,7 @@ public struct PipelineBenchmark: Sendable {
             baseline.partitions = partitions
             baseline.messageSize = averageBytes
             baseline.batchSize = batchSize
-            raw = try await baseline.measure(.raw, on: cluster, logger: logger)
+            passthrough = try await baseline.measure(.raw, on: cluster, logger: logger)
         }
         return Report(
             store: storeName,
@@ -182,9 +201,10 @@ public struct PipelineBenchmark: Sendable {
             seconds: seconds,
             counters: counters,
             peakResidentMegabytes: peak,
+            brokerPeakResidentMegabytes: brokerPeak,
             residentByKind: residentByKind,
             averageEventBytes: averageBytes,
-            raw: raw
+            raw: passthrough
         )
     }
 

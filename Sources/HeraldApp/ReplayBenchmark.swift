@@ -94,9 +94,9 @@ public struct ReplayBenchmark: Sendable {
         return total
     }
 
-    /// A value in MB from `/proc/self/status` (`VmRSS`, `VmHWM`).
-    static func status(_ field: String) -> Double {
-        guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return 0 }
+    /// A value in MB from `/proc/<process>/status` (`VmRSS`, `VmHWM`).
+    static func status(_ field: String, process: String = "self") -> Double {
+        guard let status = try? String(contentsOfFile: "/proc/\(process)/status", encoding: .utf8) else { return 0 }
         for line in status.split(separator: "\n") where line.hasPrefix(field + ":") {
             let parts = line.split(whereSeparator: { $0 == " " || $0 == "\t" })
             if parts.count >= 2, let kilobytes = Double(parts[1]) { return kilobytes / 1024 }

@@ -355,6 +355,12 @@ struct PipelineBenchCommand: AsyncParsableCommand {
     @Option(help: "Users whose recipient record SQLite keeps in memory (store.directory_cache).")
     var directoryCache = HeraldConfiguration().directoryCache
 
+    @Flag(
+        help:
+            "Run the embedded broker in this process instead of a child process (`herald broker`); the peak RSS then includes the broker's."
+    )
+    var brokerInProcess = false
+
     @OptionGroup var global: GlobalOptions
 
     func validate() throws {
@@ -379,6 +385,9 @@ struct PipelineBenchCommand: AsyncParsableCommand {
         benchmark.window = window
         benchmark.rawMessages = rawMessages
         benchmark.catalogDirectory = catalog
+        if !brokerInProcess {
+            benchmark.brokerExecutable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().path
+        }
         let report = try await withBenchStore(store, directoryCache: directoryCache, logger: logger) { store, name in
             try await benchmark.run(store: store, storeName: name, logger: logger) { line in
                 FileHandle.standardError.write(Data("… \(line)\n".utf8))
@@ -401,12 +410,16 @@ struct PipelineBenchCommand: AsyncParsableCommand {
         print(
             "  worker stages: deciding (decode, directory, store) \(String(format: "%.1f", counters.decideTime.inSeconds)) s, building (render, payloads) \(String(format: "%.1f", counters.buildTime.inSeconds)) s, overlapping"
         )
+        let process = report.brokerPeakResidentMegabytes == nil ? "worker, feeder and broker" : "worker and feeder"
         print(
-            "  peak RSS \(String(format: "%.0f", report.peakResidentMegabytes)) MB; at the end: "
+            "  peak RSS (\(process)) \(String(format: "%.0f", report.peakResidentMegabytes)) MB; at the end: "
                 + report.residentByKind.map { "\($0.kind) \(String(format: "%.0f", $0.megabytes)) MB" }.joined(
                     separator: ", "
                 )
         )
+        if let broker = report.brokerPeakResidentMegabytes {
+            print("  peak RSS of the embedded broker's process: \(String(format: "%.0f", broker)) MB")
+        }
         if let raw = report.raw, let ratio = report.ratio {
             print(
                 "  raw librdkafka passthrough: \(String(format: "%.0f", raw.messagesPerSecond)) messages/s (\(raw.messages) messages)"

@@ -1,0 +1,29 @@
+import Foundation
+import Testing
+
+@Suite("herald bench pipeline", .timeLimit(.minutes(2)))
+struct BenchCommandTests {
+    @Test("the embedded broker runs in a child process whose peak RSS is reported apart, and it is gone afterwards")
+    func brokerProcess() throws {
+        let herald = try heraldExecutable().path
+        let result = try run(
+            herald,
+            [
+                "bench", "pipeline", "--events", "2000", "--users", "200", "--partitions", "3", "--batch-size", "200",
+                "--window", "1000", "--raw-messages", "1000", "--catalog", "\(repositoryRoot)/catalog",
+            ]
+        )
+        #expect(result.status == 0, "\(result.error)")
+        #expect(result.output.contains("2000 events"), "\(result.output)")
+        #expect(result.output.contains("peak RSS (worker and feeder)"), "\(result.output)")
+        let broker = result.output.split(separator: "\n").first {
+            $0.contains("peak RSS of the embedded broker's process")
+        }
+        let megabytes = broker?.split(separator: " ").dropLast().last.flatMap { Double($0) }
+        #expect((megabytes ?? 0) > 0, "\(result.output)")
+        #expect(result.output.contains("ratio:"), "the passthrough ran on the broker process: \(result.output)")
+        // The broker the bench started is stopped with it.
+        let leftover = try run("/usr/bin/pgrep", ["-f", "broker --log-level warning --topic bench.events:3"])
+        #expect(leftover.output.isEmpty, "a broker process is still running: \(leftover.output)")
+    }
+}
