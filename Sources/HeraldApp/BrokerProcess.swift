@@ -8,7 +8,8 @@ import Glibc
 /// A cluster a benchmark produces to and consumes from.
 protocol BenchmarkCluster: Sendable {
     var bootstrapServers: String { get }
-    /// Makes sure the topic exists with this many partitions.
+    /// Creates the topic; a cluster that cannot create topics later checks that it was created at
+    /// start with this many partitions.
     func ensureTopic(_ name: String, partitions: Int) throws
 }
 
@@ -38,8 +39,9 @@ final class BrokerProcess: BenchmarkCluster, @unchecked Sendable {
         let output = Pipe()
         process.standardOutput = output
         process.standardInput = FileHandle.nullDevice
-        try process.run()
+        // Ctrl-C or SIGTERM to the benchmark stops the broker too, from the moment it exists.
         ChildProcesses.stopOnSignals()
+        try process.run()
         ChildProcesses.register(process.processIdentifier)
         let reader = output.fileHandleForReading
         let line = await DedicatedThread.run(name: "herald.broker") { () -> String? in
@@ -76,13 +78,22 @@ final class BrokerProcess: BenchmarkCluster, @unchecked Sendable {
         ReplayBenchmark.status("VmHWM", process: "\(process.processIdentifier)")
     }
 
-    /// SIGTERM, and SIGKILL if it is still running after 10 s.
-    func stop() {
-        guard process.isRunning else { return }
-        process.terminate()
-        let deadline = Date().addingTimeInterval(10)
-        while process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        process.waitUntilExit()
+    /// SIGTERM, and SIGKILL if it is still running after 10 s; waits for it to exit on a thread of
+    /// its own, not the cooperative pool.
+    func stop() async {
+        let process = process
+        await DedicatedThread.run(name: "herald.broker") {
+            guard process.isRunning else { return }
+            process.terminate()
+            let deadline = Date().addingTimeInterval(10)
+            while process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
+            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+            process.waitUntilExit()
+        }
+    }
+
+    /// SIGTERM without waiting: for a run that fails and unwinds through a `defer`.
+    func terminate() {
+        if process.isRunning { process.terminate() }
     }
 }

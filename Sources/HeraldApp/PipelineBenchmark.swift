@@ -104,7 +104,8 @@ public struct PipelineBenchmark: Sendable {
             for topic in topics { try embedded.createTopic(topic.name, partitions: topic.partitions) }
             cluster = embedded
         }
-        defer { brokerProcess?.stop() }
+        // A failed run stops the broker here; a finished one waits for it below.
+        defer { brokerProcess?.terminate() }
         let worker = try WorkerApp.makeWorker(
             configuration: configuration,
             bootstrapServers: [cluster.bootstrapServers],
@@ -192,6 +193,7 @@ public struct PipelineBenchmark: Sendable {
             baseline.batchSize = batchSize
             passthrough = try await baseline.measure(.raw, on: cluster, logger: logger)
         }
+        await brokerProcess?.stop()
         return Report(
             store: storeName,
             events: events,
