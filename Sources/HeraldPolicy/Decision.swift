@@ -89,8 +89,16 @@ public struct DecisionPlan: Sendable, Hashable {
     /// The outcome, given how many notifications each window holds. Stores apply exactly this rule,
     /// atomically with their counters.
     public func resolved(counts: [ThrottleKey: Int]) -> PolicyOutcome {
+        resolved { limit in counts[limit.key] ?? 0 }
+    }
+
+    /// The same rule, with each window's count read as it is needed: a store whose counts live in
+    /// memory answers without building a dictionary per decision.
+    public func resolved<Failure: Error>(
+        count: (ThrottleLimit) throws(Failure) -> Int
+    ) throws(Failure) -> PolicyOutcome {
         guard outcome.reason == .sent else { return outcome }
-        for limit in limits where (counts[limit.key] ?? 0) >= limit.limit { return limit.overLimit }
+        for limit in limits where try count(limit) >= limit.limit { return limit.overLimit }
         return PolicyOutcome(.sent, effects: limits.map { .count($0.key) })
     }
 }

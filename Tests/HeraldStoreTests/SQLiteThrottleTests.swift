@@ -22,17 +22,14 @@ struct SQLiteThrottleTests {
     }
 
     /// The count of ana's messages window: what is folded into `throttle_windows` plus the journal.
-    func storedCount(_ path: String) throws -> Int64 {
+    func storedCount(_ path: String) throws -> Int {
         let connection = try SQLiteConnection(path: path)
-        var folded: Int64 = 0
-        var journaled: Int64 = 0
+        var folded = 0
         try connection.query("SELECT coalesce(sum(count), 0) FROM throttle_windows WHERE recipient = 'ana'") {
-            folded = $0.integer(0)
+            folded = Int($0.integer(0))
         }
-        try connection.query("SELECT count(*) FROM throttle_journal WHERE recipient = 'ana'") {
-            journaled = $0.integer(0)
-        }
-        return folded + journaled
+        let journaled = try ThrottleCounts.journaled(connection).filter { $0.key.recipient == "ana" }
+        return folded + journaled.values.reduce(0) { $0 + $1.count }
     }
 
     @Test("a store that stops without folding leaves its counts in the journal, and a reopened store counts them")
@@ -79,5 +76,60 @@ struct SQLiteThrottleTests {
         // Purging the ended window takes the folded and the journaled counts with it.
         try await store.purge(before: at("2026-11-21T13:00:00Z"))
         #expect(try storedCount(path) == 0)
+    }
+
+    @Test("a batch's counts are one journal row, read back whole after a crash")
+    func journalRowPerTransaction() async throws {
+        let path = temporaryPath()
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        do {
+            let store = try SQLiteStore(path: path)
+            #expect(try await reasons(store, ["j1", "j2"]) == [.sent, .sent])
+            #expect(try await reasons(store, ["j3"], recipient: "ben") == [.sent])
+        }
+        let connection = try SQLiteConnection(path: path)
+        var rows = 0
+        try connection.query("SELECT count(*) FROM throttle_journal") { rows = Int($0.integer(0)) }
+        #expect(rows == 2, "one row per deciding transaction")
+        let journaled = try ThrottleCounts.journaled(connection)
+        #expect(journaled.map { "\($0.key.recipient) \($0.value.count)" }.sorted() == ["ana 2", "ben 1"])
+    }
+
+    @Test("a corrupt journal row fails the decision with a clear error instead of losing counts")
+    func corruptJournalRow() async throws {
+        let path = temporaryPath()
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        do {
+            let store = try SQLiteStore(path: path)
+            #expect(try await reasons(store, ["k1"]) == [.sent])
+        }
+        let connection = try SQLiteConnection(path: path)
+        try connection.execute("INSERT INTO throttle_journal (entries) VALUES (x'0102')")
+        let reopened = try SQLiteStore(path: path)
+        await #expect(throws: StoreError.self) { try await reasons(reopened, ["k2"]) }
+        var rows = 0
+        try connection.query("SELECT count(*) FROM throttle_journal") { rows = Int($0.integer(0)) }
+        #expect(rows == 2, "the failed recovery rolled back; the journal is still there")
+    }
+
+    @Test("a version 6 journal (a row per count) is folded into the windows by the migration")
+    func migrationFromVersion6() async throws {
+        let connection = try SQLiteConnection(path: ":memory:")
+        try SQLiteStore.migrate(connection, to: 6)
+        let start = noon.epochMilliseconds - noon.epochMilliseconds % 60_000
+        try connection.execute(
+            """
+            INSERT INTO throttle_windows VALUES (\(start), 'messages', 'ana', \(start + 60_000), 1);
+            INSERT INTO throttle_journal (window_start, rule, recipient, window_end)
+                VALUES (\(start), 'messages', 'ana', \(start + 60_000));
+            """
+        )
+        let store = try SQLiteStore(connection: connection)
+        var folded: [Int64] = []
+        try connection.query("SELECT count FROM throttle_windows WHERE recipient = 'ana'") {
+            folded.append($0.integer(0))
+        }
+        #expect(folded == [2])
+        #expect(try await reasons(store, ["m1"]) == [.throttledDigested], "the limit is 2 a minute")
     }
 }

@@ -60,6 +60,7 @@ final class SQLiteConnection: @unchecked Sendable {
     enum Value {
         case text(String)
         case integer(Int64)
+        case blob([UInt8])
         case null
     }
 
@@ -80,6 +81,10 @@ final class SQLiteConnection: @unchecked Sendable {
             switch value {
             case .text(let text): result = sqlite3_bind_text(statement, position, text, -1, herald_sqlite_transient())
             case .integer(let number): result = sqlite3_bind_int64(statement, position, number)
+            case .blob(let bytes):
+                result = bytes.withUnsafeBytes {
+                    sqlite3_bind_blob(statement, position, $0.baseAddress, Int32($0.count), herald_sqlite_transient())
+                }
             case .null: result = sqlite3_bind_null(statement, position)
             }
             guard result == SQLITE_OK else { throw StoreError(code: .storeQuery, message: "bind: \(lastError)") }
@@ -133,6 +138,15 @@ final class SQLiteConnection: @unchecked Sendable {
         }
 
         func integer(_ column: Int32) -> Int64 { sqlite3_column_int64(statement, column) }
+
+        /// The column's bytes, valid only inside the `row` callback (empty for NULL).
+        func blob(_ column: Int32) -> UnsafeRawBufferPointer {
+            let count = Int(sqlite3_column_bytes(statement, column))
+            guard count > 0, let pointer = sqlite3_column_blob(statement, column) else {
+                return UnsafeRawBufferPointer(start: nil, count: 0)
+            }
+            return UnsafeRawBufferPointer(start: pointer, count: count)
+        }
 
         func isNull(_ column: Int32) -> Bool { sqlite3_column_type(statement, column) == SQLITE_NULL }
     }

@@ -106,6 +106,18 @@ public final class SQLiteStore: StateStore, @unchecked Sendable {
             id INTEGER PRIMARY KEY, window_start INTEGER NOT NULL, rule TEXT NOT NULL, recipient TEXT NOT NULL,
             window_end INTEGER NOT NULL);
         """,
+        // 7: the journal holds one row per transaction, its counts packed (see ThrottleJournal). Rows
+        // in the old shape are folded into the windows first. WHERE true: SQLite's documented way to
+        // keep the upsert's ON from parsing as a join's.
+        """
+        INSERT INTO throttle_windows (window_start, rule, recipient, window_end, count)
+        SELECT window_start, rule, recipient, max(window_end), count(*) FROM throttle_journal WHERE true
+        GROUP BY window_start, rule, recipient
+        ON CONFLICT (window_start, rule, recipient) DO UPDATE
+        SET count = count + excluded.count, window_end = max(window_end, excluded.window_end);
+        DROP TABLE throttle_journal;
+        CREATE TABLE throttle_journal (id INTEGER PRIMARY KEY, entries BLOB NOT NULL);
+        """,
     ]
 
     /// Opens (or creates) the database at `path` and migrates it to the current schema.

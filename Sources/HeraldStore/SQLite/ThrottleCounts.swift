@@ -1,20 +1,20 @@
 import HeraldPolicy
 
-/// The throttle windows a ``SQLiteStore`` counts against, held in memory, with each notification
-/// counted appended to `throttle_journal` in the deciding transaction and folded into
-/// `throttle_windows` in bulk.
+/// The throttle windows a ``SQLiteStore`` counts against, held in memory, with the notifications a
+/// deciding transaction counted appended to `throttle_journal` as one row (``ThrottleJournal``) and
+/// folded into `throttle_windows` in bulk.
 ///
 /// Counting straight into `throttle_windows` dirtied one page per recipient per batch, at random,
 /// and SQLite writes every dirty page to the write-ahead log at each commit and again at each
 /// checkpoint: with recipients spread over a million devices that was most of a decision's cost.
-/// Journal rows are appended, so a batch dirties a few pages; a fold writes each window counted
-/// since the last one once, with its count from memory, in key order.
+/// A transaction appends one journal row, so a batch dirties a few pages; a fold writes each window
+/// counted since the last one once, with its count from memory, in key order.
 ///
 /// It stays exact, across crashes and processes, because a window's count is always
-/// `throttle_windows.count` plus its journal rows, and the map holds that sum for every window it
+/// `throttle_windows.count` plus its journal entries, and the map holds that sum for every window it
 /// has entries for:
 /// - the map starts empty right after a fold, when the journal is empty; a window not in the map is
-///   read from `throttle_windows`, and every journal row appended adds one to its entry;
+///   read from `throttle_windows`, and every journal entry appended adds one to its entry;
 /// - entries are dropped only right after a fold;
 /// - a commit by another connection (another process sharing the file changes `PRAGMA
 ///   data_version`) or a rolled-back transaction leaves the map unknown: the next transaction folds
@@ -30,9 +30,12 @@ struct ThrottleCounts {
         var counted: Bool
     }
 
-    /// Journal rows that trigger a fold: bounds the journal and the map (about 100 bytes a window).
+    /// Journal entries that trigger a fold: bounds the journal and the map (about 100 bytes a window).
     let foldThreshold: Int
     private var windows: [ThrottleKey: Window] = [:]
+    /// What the current transaction counted, appended as one journal row when it ends.
+    private var pending = ThrottleJournal()
+    /// Journal entries since the last fold.
     private var journaled = 0
     /// The `data_version` the map was built at; `nil` when it must be rebuilt.
     private var dataVersion: Int64?
@@ -44,6 +47,7 @@ struct ThrottleCounts {
     /// Call first in every transaction that counts: rebuilds the map if anything but this
     /// connection may have changed the windows since it was built.
     mutating func begin(_ connection: SQLiteConnection) throws(StoreError) {
+        pending.removeAll()
         var version: Int64 = 0
         try connection.query("PRAGMA data_version") { row in version = row.integer(0) }
         guard dataVersion != version else { return }
@@ -51,30 +55,22 @@ struct ThrottleCounts {
         dataVersion = version
     }
 
-    /// The transaction that counted rolled back: its journal rows are gone, its counts are not.
+    /// The transaction that counted rolled back: its journal row is gone, its counts are not.
     mutating func rolledBack() {
+        pending.removeAll()
         dataVersion = nil
     }
 
     /// ``DecisionPlan/resolved(counts:)`` against the windows' current counts; a notification that
     /// fits is counted in every window it is limited by.
     mutating func resolve(_ plan: DecisionPlan, _ connection: SQLiteConnection) throws(StoreError) -> PolicyOutcome {
-        guard plan.outcome.reason == .sent else { return plan.outcome }
-        var current: [ThrottleKey: Int] = [:]
-        for limit in plan.limits { current[limit.key] = try count(limit, connection) }
-        let outcome = plan.resolved(counts: current)
+        guard plan.outcome.reason == .sent, !plan.limits.isEmpty else { return plan.outcome }
+        let outcome = try plan.resolved { limit throws(StoreError) in try count(limit, connection) }
         guard outcome.reason == .sent else { return outcome }
         for limit in plan.limits {
             windows[limit.key]?.count += 1
             windows[limit.key]?.counted = true
-            try connection.query(
-                "INSERT INTO throttle_journal (window_start, rule, recipient, window_end) VALUES (?, ?, ?, ?)",
-                [
-                    .integer(limit.key.windowStart.epochMilliseconds), .text(limit.key.rule),
-                    .text(limit.key.recipient), .integer(limit.windowEnd.epochMilliseconds),
-                ]
-            )
-            journaled += 1
+            pending.append(limit.key, windowEnd: limit.windowEnd)
         }
         return outcome
     }
@@ -82,6 +78,11 @@ struct ThrottleCounts {
     /// Call last in a transaction that counted: folds once the journal has grown past the threshold,
     /// or the map has (it also holds windows that were read and found full).
     mutating func end(_ connection: SQLiteConnection) throws(StoreError) {
+        if !pending.isEmpty {
+            try connection.query("INSERT INTO throttle_journal (entries) VALUES (?)", [.blob(pending.bytes)])
+            journaled += pending.count
+            pending.removeAll()
+        }
         if journaled >= foldThreshold || windows.count >= 4 * foldThreshold { try fold(connection) }
     }
 
@@ -116,19 +117,39 @@ struct ThrottleCounts {
     /// rollback, or another process's commit, when the map is not known to match the journal.
     /// The map starts again empty.
     mutating func recover(_ connection: SQLiteConnection) throws(StoreError) {
-        // WHERE true: SQLite's documented way to keep the upsert's ON from parsing as a join's.
-        try connection.query(
-            """
-            INSERT INTO throttle_windows (window_start, rule, recipient, window_end, count)
-            SELECT window_start, rule, recipient, max(window_end), count(*) FROM throttle_journal WHERE true
-            GROUP BY window_start, rule, recipient
-            ON CONFLICT (window_start, rule, recipient) DO UPDATE
-            SET count = count + excluded.count, window_end = max(window_end, excluded.window_end)
-            """
-        )
+        let journal = try Self.journaled(connection).sorted {
+            ($0.key.windowStart, $0.key.rule, $0.key.recipient) < ($1.key.windowStart, $1.key.rule, $1.key.recipient)
+        }
+        for (key, window) in journal {
+            try connection.query(
+                """
+                INSERT INTO throttle_windows (window_start, rule, recipient, window_end, count) VALUES (?, ?, ?, ?, ?)
+                ON CONFLICT (window_start, rule, recipient) DO UPDATE
+                SET count = count + excluded.count, window_end = max(window_end, excluded.window_end)
+                """,
+                [
+                    .integer(key.windowStart.epochMilliseconds), .text(key.rule), .text(key.recipient),
+                    .integer(window.end), .integer(Int64(window.count)),
+                ]
+            )
+        }
         try connection.query("DELETE FROM throttle_journal")
         journaled = 0
         windows.removeAll()
+    }
+
+    /// The journal's entries summed by window: how many notifications each counted, and its end.
+    static func journaled(_ connection: SQLiteConnection) throws(StoreError) -> [ThrottleKey: (count: Int, end: Int64)]
+    {
+        var windows: [ThrottleKey: (count: Int, end: Int64)] = [:]
+        try connection.query("SELECT entries FROM throttle_journal") { row throws(StoreError) in
+            try ThrottleJournal.forEach(in: row.blob(0)) { key, end in
+                let end = end.epochMilliseconds
+                let known = windows[key] ?? (0, end)
+                windows[key] = (known.count + 1, max(known.end, end))
+            }
+        }
+        return windows
     }
 
     private mutating func count(_ limit: ThrottleLimit, _ connection: SQLiteConnection) throws(StoreError) -> Int {
