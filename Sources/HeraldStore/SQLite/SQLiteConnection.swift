@@ -7,6 +7,10 @@ final class SQLiteConnection: @unchecked Sendable {
     // across threads to be used there.
     private let handle: OpaquePointer
     private var statements: [String: OpaquePointer] = [:]
+    /// Where ``bind(_:to:)`` puts the texts of the statement being run.
+    private var scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 4096, alignment: 1)
+    /// Whether a query is running: its texts are in `scratch` until it is reset.
+    private var running = false
 
     /// Process-wide settings, applied once before the first connection opens.
     private static let configured: Void = { _ = herald_sqlite_disable_memory_statistics() }()
@@ -42,6 +46,7 @@ final class SQLiteConnection: @unchecked Sendable {
     deinit {
         for statement in statements.values { sqlite3_finalize(statement) }
         sqlite3_close_v2(handle)
+        scratch.deallocate()
     }
 
     private var lastError: String { String(cString: sqlite3_errmsg(handle)) }
@@ -71,14 +76,57 @@ final class SQLiteConnection: @unchecked Sendable {
         row: (Row) throws(StoreError) -> Void = { _ in }
     ) throws(StoreError) {
         let statement = try prepared(sql)
+        // A query run from another's row callback must not overwrite the outer one's texts.
+        let nested = running
+        running = true
         defer {
             sqlite3_reset(statement)
             sqlite3_clear_bindings(statement)
+            running = nested
         }
+        try bind(values, to: statement, inPlace: !nested)
+        while true {
+            switch sqlite3_step(statement) {
+            case SQLITE_ROW: try row(Row(statement: statement))
+            case SQLITE_DONE: return
+            default: throw StoreError(code: .storeQuery, message: lastError)
+            }
+        }
+    }
+
+    /// Binds `values` in order. Texts are copied into `scratch` and bound in place (SQLite's
+    /// "static" binding), valid until the statement is reset: letting SQLite copy each text
+    /// (SQLITE_TRANSIENT) cost an allocation per parameter, on every statement of a decision.
+    /// A nested query (`inPlace` false) lets SQLite copy.
+    private func bind(_ values: [Value], to statement: OpaquePointer, inPlace: Bool) throws(StoreError) {
+        if inPlace {
+            var textBytes = 0
+            for case .text(let text) in values { textBytes += text.utf8.count }
+            if scratch.count < textBytes {
+                scratch.deallocate()
+                scratch = .allocate(byteCount: max(textBytes, 2 * scratch.count), alignment: 1)
+            }
+        }
+        var offset = 0
         for (index, value) in values.enumerated() {
             let position = Int32(index + 1)
             let result: Int32
             switch value {
+            case .text(var text) where inPlace:
+                let start = scratch.baseAddress! + offset
+                let count = text.withUTF8 { utf8 in
+                    if let source = utf8.baseAddress { start.copyMemory(from: source, byteCount: utf8.count) }
+                    return utf8.count
+                }
+                offset += count
+                // Never a null pointer, even for an empty text: that would bind NULL instead of ''.
+                result = sqlite3_bind_text(
+                    statement,
+                    position,
+                    start.assumingMemoryBound(to: CChar.self),
+                    Int32(count),
+                    nil
+                )
             case .text(let text): result = sqlite3_bind_text(statement, position, text, -1, herald_sqlite_transient())
             case .integer(let number): result = sqlite3_bind_int64(statement, position, number)
             case .blob(let bytes):
@@ -88,13 +136,6 @@ final class SQLiteConnection: @unchecked Sendable {
             case .null: result = sqlite3_bind_null(statement, position)
             }
             guard result == SQLITE_OK else { throw StoreError(code: .storeQuery, message: "bind: \(lastError)") }
-        }
-        while true {
-            switch sqlite3_step(statement) {
-            case SQLITE_ROW: try row(Row(statement: statement))
-            case SQLITE_DONE: return
-            default: throw StoreError(code: .storeQuery, message: lastError)
-            }
         }
     }
 
@@ -134,7 +175,8 @@ final class SQLiteConnection: @unchecked Sendable {
 
         func text(_ column: Int32) -> String? {
             guard let pointer = sqlite3_column_text(statement, column) else { return nil }
-            return String(cString: pointer)
+            let count = Int(sqlite3_column_bytes(statement, column))
+            return String(decoding: UnsafeBufferPointer(start: pointer, count: count), as: UTF8.self)
         }
 
         func integer(_ column: Int32) -> Int64 { sqlite3_column_int64(statement, column) }
