@@ -118,6 +118,11 @@ public final class SQLiteStore: StateStore, @unchecked Sendable {
         DROP TABLE throttle_journal;
         CREATE TABLE throttle_journal (id INTEGER PRIMARY KEY, entries BLOB NOT NULL);
         """,
+        // 8: each user's recipient record in one row (see RecipientRecord), filled from devices and
+        // users by the migration (recipientRecordsVersion) and kept by every directory change.
+        """
+        CREATE TABLE recipient_records (user_id TEXT PRIMARY KEY, record BLOB NOT NULL) WITHOUT ROWID;
+        """,
     ]
 
     /// Opens (or creates) the database at `path` and migrates it to the current schema.
@@ -143,6 +148,9 @@ public final class SQLiteStore: StateStore, @unchecked Sendable {
         try Self.migrate(connection)
     }
 
+    /// The migration that creates `recipient_records`: it is filled in Swift, from the directory.
+    static let recipientRecordsVersion = 8
+
     /// Applies the migrations after the database's version, up to `target`.
     static func migrate(_ connection: SQLiteConnection, to target: Int = migrations.count) throws(StoreError) {
         var version: Int64 = 0
@@ -152,6 +160,7 @@ public final class SQLiteStore: StateStore, @unchecked Sendable {
             do {
                 try connection.transaction { () throws(StoreError) in
                     try connection.execute(sql)
+                    if index + 1 == recipientRecordsVersion { try rebuildRecipientRecords(connection) }
                     try connection.execute("PRAGMA user_version = \(index + 1)")
                 }
             } catch {
@@ -177,9 +186,12 @@ public final class SQLiteStore: StateStore, @unchecked Sendable {
             // Cached users are dropped before the transaction commits: nothing else runs on the
             // queue in between, and dropping a user whose change then rolls back costs one lookup.
             try connection.transaction { () throws(StoreError) in
+                var touched = Set<String>()
                 for event in events {
-                    try Self.apply(event, connection) { userID in self.cache.invalidate(userID) }
+                    try Self.apply(event, connection) { userID in touched.insert(userID) }
                 }
+                for userID in touched { self.cache.invalidate(userID) }
+                try Self.refreshRecipientRecords(touched.sorted(), connection)
             }
         }
     }
@@ -323,8 +335,65 @@ public final class SQLiteStore: StateStore, @unchecked Sendable {
         }
     }
 
-    /// Reads the recipients among `unique` (no duplicates) from the database.
+    /// Reads the recipients among `unique` (no duplicates) from their records.
     static func recipients(
+        _ unique: [String],
+        _ connection: SQLiteConnection
+    ) throws(StoreError) -> [String: Recipient] {
+        var result: [String: Recipient] = [:]
+        result.reserveCapacity(unique.count)
+        for start in stride(from: 0, to: unique.count, by: Self.chunkSize) {
+            let chunk = unique[start..<min(start + Self.chunkSize, unique.count)]
+            let placeholders = Array(repeating: "?", count: chunk.count).joined(separator: ",")
+            try connection.query(
+                "SELECT user_id, record FROM recipient_records WHERE user_id IN (\(placeholders))",
+                chunk.map { .text($0) }
+            ) { row throws(StoreError) in
+                let userID = row.text(0) ?? ""
+                result[userID] = try RecipientRecord.decode(userID: userID, row.blob(1))
+            }
+        }
+        return result
+    }
+
+    /// The recipients as `devices` and `users` describe them, without the records: what the records
+    /// must agree with.
+    func assembledRecipients(_ userIDs: [String]) async throws(StoreError) -> [String: Recipient] {
+        try await run { connection throws(StoreError) in try Self.assembleRecipients(Array(Set(userIDs)), connection) }
+    }
+
+    /// Rewrites the records of `userIDs` from `devices` and `users`, and removes those of users the
+    /// directory no longer knows. In key order: neighbouring records share pages.
+    static func refreshRecipientRecords(_ userIDs: [String], _ connection: SQLiteConnection) throws(StoreError) {
+        let assembled = try assembleRecipients(userIDs, connection)
+        for userID in userIDs {
+            if let recipient = assembled[userID] {
+                try connection.query(
+                    """
+                    INSERT INTO recipient_records (user_id, record) VALUES (?, ?)
+                    ON CONFLICT (user_id) DO UPDATE SET record = excluded.record
+                    """,
+                    [.text(userID), .blob(RecipientRecord.encode(recipient))]
+                )
+            } else {
+                try connection.query("DELETE FROM recipient_records WHERE user_id = ?", [.text(userID)])
+            }
+        }
+    }
+
+    /// Fills `recipient_records` for every user in the directory (migration 8).
+    static func rebuildRecipientRecords(_ connection: SQLiteConnection) throws(StoreError) {
+        var userIDs: [String] = []
+        try connection.query("SELECT user_id FROM devices UNION SELECT user_id FROM users ORDER BY 1") { row in
+            userIDs.append(row.text(0) ?? "")
+        }
+        for start in stride(from: 0, to: userIDs.count, by: Self.chunkSize) {
+            try refreshRecipientRecords(Array(userIDs[start..<min(start + Self.chunkSize, userIDs.count)]), connection)
+        }
+    }
+
+    /// The recipients among `unique` (no duplicates) as `devices` and `users` describe them.
+    static func assembleRecipients(
         _ unique: [String],
         _ connection: SQLiteConnection
     ) throws(StoreError) -> [String: Recipient] {

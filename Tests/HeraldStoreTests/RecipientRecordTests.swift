@@ -1,0 +1,169 @@
+import Foundation
+import HeraldEvents
+import HeraldPolicy
+import Testing
+
+@testable import HeraldStore
+
+/// SQLite answers lookups from `recipient_records`, which every directory change rewrites from
+/// `devices` and `users`; these check that the two never disagree, whatever the changes.
+@Suite("SQLite recipient records")
+struct RecipientRecordTests {
+    /// A small deterministic generator (SplitMix64), so a failure can be replayed.
+    struct Generator {
+        var state: UInt64
+        mutating func next(_ bound: Int) -> Int {
+            state &+= 0x9E37_79B9_7F4A_7C15
+            var z = state
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            return Int((z ^ (z >> 31)) % UInt64(bound))
+        }
+    }
+
+    /// Any directory change over a few users, devices and tokens, so tokens move between users,
+    /// invalidations meet re-registrations, and changes arrive out of order.
+    func change(_ random: inout Generator) -> DirectoryEvent {
+        let user = "user-\(random.next(6))"
+        let at = Timestamp(epochMilliseconds: 1_763_000_000_000 + Int64(random.next(1_000)) * 1_000)
+        let provider: PushProvider = [.apns, .fcm, .expo][random.next(3)]
+        switch random.next(10) {
+        case 0..<4:
+            return .deviceRegistered(
+                DeviceRegistration(
+                    userID: user,
+                    deviceID: "device-\(random.next(3))",
+                    platform: provider == .apns ? "ios" : "android",
+                    provider: provider,
+                    token: "token-\(random.next(8))",
+                    appID: "no.getdrop.app",
+                    sandbox: random.next(2) == 0,
+                    locale: random.next(2) == 0 ? nil : "pl-PL",
+                    at: at
+                )
+            )
+        case 4: return .deviceUnregistered(userID: user, deviceID: "device-\(random.next(3))", at: at)
+        case 5: return .tokenInvalidated(provider: provider, token: "token-\(random.next(8))", at: at)
+        case 6, 7:
+            return .profileUpdated(
+                userID: user,
+                locale: random.next(3) == 0 ? nil : "nb-NO",
+                timeZone: random.next(3) == 0 ? nil : "Europe/Oslo",
+                at: at
+            )
+        default:
+            return .preferencesUpdated(
+                userID: user,
+                preferences: Preferences(
+                    pushEnabled: random.next(4) != 0,
+                    categories: ["marketing": random.next(2) == 0],
+                    quietHours: random.next(2) == 0
+                        ? nil : QuietHours(start: "22:00", end: "07:00", timeZone: "Europe/Oslo")
+                ),
+                at: at
+            )
+        }
+    }
+
+    @Test("after any sequence of directory changes, the records say what devices and users say", arguments: [1, 2, 3])
+    func recordsFollowTheDirectory(seed: UInt64) async throws {
+        let store = try SQLiteStore(path: ":memory:", directoryCache: 0)
+        var random = Generator(state: seed)
+        let everyone = (0..<6).map { "user-\($0)" }
+        var changed = 0
+        for _ in 0..<60 {
+            let batch = (0..<(1 + random.next(5))).map { _ in change(&random) }
+            try await store.apply(batch)
+            let fromRecords = try await store.recipients(everyone)
+            let fromTables = try await store.assembledRecipients(everyone)
+            #expect(fromRecords == fromTables)
+            changed += fromRecords.values.reduce(0) { $0 + $1.devices.count }
+        }
+        #expect(changed > 0, "the changes registered devices that stayed")
+    }
+
+    static func decode(_ bytes: [UInt8]) throws -> Recipient {
+        var result: Result<Recipient, StoreError>?
+        bytes.withUnsafeBytes { buffer in
+            result = Result { () throws(StoreError) in try RecipientRecord.decode(userID: "ana", buffer) }
+        }
+        return try result!.get()
+    }
+
+    @Test("a record round-trips everything a recipient holds")
+    func roundTrip() throws {
+        let recipient = Recipient(
+            userID: "ana",
+            devices: [
+                RegisteredDevice(
+                    deviceID: "telefon-ø",
+                    platform: "ios",
+                    provider: .apns,
+                    token: String(repeating: "ab", count: 32),
+                    appID: "no.getdrop.app",
+                    sandbox: true,
+                    locale: nil,
+                    registeredAt: Timestamp(epochMilliseconds: 1)
+                ),
+                RegisteredDevice(
+                    deviceID: "",
+                    platform: "android",
+                    provider: .expo,
+                    token: "ExponentPushToken[x]",
+                    appID: "app",
+                    sandbox: false,
+                    locale: "nb-NO",
+                    registeredAt: Timestamp(epochMilliseconds: -5)
+                ),
+            ],
+            locale: "nb-NO",
+            timeZone: nil,
+            preferences: Preferences(
+                pushEnabled: false,
+                categories: ["marketing": true],
+                quietHours: QuietHours(start: "22:00", end: "07:00", timeZone: "Europe/Oslo")
+            )
+        )
+        let bytes = RecipientRecord.encode(recipient)
+        let decoded = try Self.decode(bytes)
+        #expect(decoded == recipient)
+        // Every truncation is refused, none is read as a shorter record.
+        for length in 0..<bytes.count {
+            #expect(throws: StoreError.self) { try Self.decode(Array(bytes.prefix(length))) }
+        }
+    }
+
+    @Test("a version 7 database gets a record for every user, and the lookup finds them")
+    func migrationFromVersion7() async throws {
+        let connection = try SQLiteConnection(path: ":memory:")
+        try SQLiteStore.migrate(connection, to: 7)
+        try connection.execute(
+            """
+            INSERT INTO devices VALUES ('ana', 'phone', 'ios', 'apns', 't1', 'app', 0, 'nb', 100, NULL);
+            INSERT INTO devices VALUES ('ana', 'old', 'ios', 'apns', 't0', 'app', 0, NULL, 50, 60);
+            INSERT INTO devices VALUES ('cy', 'old', 'ios', 'apns', 't2', 'app', 0, NULL, 50, 60);
+            INSERT INTO users VALUES ('ben', 'pl', 'Europe/Warsaw', 100, '{"pushEnabled":false,"categories":{}}', 100);
+            """
+        )
+        let store = try SQLiteStore(connection: connection, directoryCache: 0)
+        var records = 0
+        try connection.query("SELECT count(*) FROM recipient_records") { records = Int($0.integer(0)) }
+        #expect(records == 2, "ana and ben; cy has only an invalidated device")
+        let found = try await store.recipients(["ana", "ben", "cy"])
+        #expect(found["ana"]?.devices.map(\.token) == ["t1"])
+        #expect(found["ben"]?.locale == "pl" && found["ben"]?.preferences.pushEnabled == false)
+        #expect(found["cy"] == nil)
+    }
+
+    @Test("a malformed record fails the lookup with a clear error")
+    func malformedRecord() async throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("herald-\(UUID().uuidString).sqlite")
+            .path
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let store = try SQLiteStore(path: path, directoryCache: 0)
+        try await store.apply([registered("ana", "phone", token: "t1", at: "2026-11-01T10:00:00Z")])
+        try SQLiteConnection(path: path).execute("UPDATE recipient_records SET record = x'01' WHERE user_id = 'ana'")
+        let error = await #expect(throws: StoreError.self) { try await store.recipients(["ana"]) }
+        #expect(error?.message.contains("recipient_records") == true)
+    }
+}
