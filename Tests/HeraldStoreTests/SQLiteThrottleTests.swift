@@ -16,9 +16,16 @@ struct SQLiteThrottleTests {
         FileManager.default.temporaryDirectory.appendingPathComponent("herald-\(UUID().uuidString).sqlite").path
     }
 
-    func reasons(_ store: SQLiteStore, _ events: [String], recipient: String = "ana") async throws -> [DecisionReason] {
-        try await store.decide(events.map { request($0, policy: tightMessages, recipient: recipient, now: noon) })
-            .map(\.reason)
+    func reasons(
+        _ store: SQLiteStore,
+        _ events: [String],
+        recipient: String = "ana",
+        at now: Timestamp? = nil
+    ) async throws -> [DecisionReason] {
+        try await store.decide(
+            events.map { request($0, policy: tightMessages, recipient: recipient, now: now ?? noon) }
+        )
+        .map(\.reason)
     }
 
     /// The count of ana's messages window: what is folded into `throttle_windows` plus the journal.
@@ -131,5 +138,38 @@ struct SQLiteThrottleTests {
         }
         #expect(folded == [2])
         #expect(try await reasons(store, ["m1"]) == [.throttledDigested], "the limit is 2 a minute")
+    }
+
+    // A window missing from memory is taken as empty only while no window of its start can be
+    // stored without also being in memory; these would let a limit through if that went wrong.
+
+    @Test("a window start that already has stored windows when a store first sees it is read, not assumed empty")
+    func storedStartIsRead() async throws {
+        let path = temporaryPath()
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        do {
+            let store = try SQLiteStore(connection: SQLiteConnection(path: path), throttleFoldThreshold: 1)
+            #expect(try await reasons(store, ["r1"]) == [.sent])
+        }
+        let reopened = try SQLiteStore(connection: SQLiteConnection(path: path), throttleFoldThreshold: 1)
+        // ben is the first the reopened store sees of this minute's windows.
+        #expect(try await reasons(reopened, ["r2"], recipient: "ben") == [.sent])
+        #expect(try await reasons(reopened, ["r3", "r4"]) == [.sent, .throttledDigested], "ana's first is stored")
+    }
+
+    @Test("after memory is trimmed to the latest windows, a late event for an earlier window reads that window")
+    func evictedStartIsRead() async throws {
+        // Threshold 2: a fold every second batch; at 8 windows in memory, only the latest minute's stay.
+        let store = try SQLiteStore(connection: SQLiteConnection(path: ":memory:"), throttleFoldThreshold: 2)
+        for (index, user) in ["ana", "ben", "cy", "dan", "eve", "fay", "gus"].enumerated() {
+            #expect(try await reasons(store, ["e\(index)"], recipient: user) == [.sent])
+        }
+        let nextMinute = Timestamp(epochMilliseconds: noon.epochMilliseconds + 60_000)
+        #expect(try await reasons(store, ["n1"], at: nextMinute) == [.sent])
+        #expect(
+            try await reasons(store, ["late1", "late2"]) == [.sent, .throttledDigested],
+            "ana has one this minute"
+        )
+        #expect(try await reasons(store, ["n2", "n3"], at: nextMinute) == [.sent, .throttledDigested])
     }
 }

@@ -21,6 +21,13 @@ import HeraldPolicy
 ///   everything, including the other process's rows, and starts again. A crash leaves the journal
 ///   behind; the first transaction after opening folds it the same way.
 ///
+/// A window not in the map costs a read, and most windows are new: a user's first notification of
+/// the hour. So the map also knows, for each rule's window start it has seen, whether
+/// `throttle_windows` held no window of that start when it was first seen. While that stays true,
+/// every window of the start with a count is in the map (its journal entries put it there, and
+/// nothing of it is evicted), so one missing from the map holds 0 and is not read. Evicting a
+/// start's windows, or emptying the map, forgets what is known of the start.
+///
 /// Used only on the store's serial queue, inside a write transaction.
 struct ThrottleCounts {
     /// A window's count, and whether it changed since the last fold.
@@ -30,9 +37,20 @@ struct ThrottleCounts {
         var counted: Bool
     }
 
+    /// One rule's windows that start at one instant.
+    private struct WindowStart: Hashable {
+        var rule: String
+        var start: Int64
+    }
+
     /// Journal entries that trigger a fold: bounds the journal and the map (about 100 bytes a window).
     let foldThreshold: Int
     private var windows: [ThrottleKey: Window] = [:]
+    /// For each start seen since the map was last emptied: `true` if every window of it with a
+    /// count is in `windows`; `false` if windows of it may be only in `throttle_windows`.
+    private var starts: [WindowStart: Bool] = [:]
+    /// Each rule's latest window start seen: the windows eviction keeps.
+    private var latestStarts: [String: Int64] = [:]
     /// What the current transaction counted, appended as one journal row when it ends.
     private var pending = ThrottleJournal()
     /// Journal entries since the last fold.
@@ -110,7 +128,27 @@ struct ThrottleCounts {
         }
         try connection.query("DELETE FROM throttle_journal")
         journaled = 0
-        if windows.count >= 4 * foldThreshold { windows.removeAll() }
+        if windows.count >= 4 * foldThreshold {
+            evict()
+        } else if starts.count > 64 {
+            // Forgetting a start only costs reads: its windows then count as possibly stored.
+            starts = starts.filter { latestStarts[$0.key.rule] == $0.key.start }
+        }
+    }
+
+    /// Shrinks the map right after a fold (every window in it is then in `throttle_windows`): the
+    /// windows of each rule's latest start stay, as they are the ones still being counted; if
+    /// those alone are too many, everything goes.
+    private mutating func evict() {
+        windows = windows.filter { latestStarts[$0.key.rule] == $0.key.windowStart.epochMilliseconds }
+        starts = starts.filter { latestStarts[$0.key.rule] == $0.key.start }
+        if windows.count >= 2 * foldThreshold { forgetAll() }
+    }
+
+    private mutating func forgetAll() {
+        windows.removeAll()
+        starts.removeAll()
+        latestStarts.removeAll()
     }
 
     /// Adds whatever the journal holds into `throttle_windows` without the map: after a crash, a
@@ -135,7 +173,7 @@ struct ThrottleCounts {
         }
         try connection.query("DELETE FROM throttle_journal")
         journaled = 0
-        windows.removeAll()
+        forgetAll()
     }
 
     /// The journal's entries summed by window: how many notifications each counted, and its end.
@@ -154,12 +192,31 @@ struct ThrottleCounts {
 
     private mutating func count(_ limit: ThrottleLimit, _ connection: SQLiteConnection) throws(StoreError) -> Int {
         if let known = windows[limit.key] { return known.count }
+        let start = WindowStart(rule: limit.key.rule, start: limit.key.windowStart.epochMilliseconds)
+        latestStarts[start.rule] = max(latestStarts[start.rule] ?? start.start, start.start)
+        let complete: Bool
+        if let known = starts[start] {
+            complete = known
+        } else {
+            var stored = false
+            try connection.query(
+                "SELECT 1 FROM throttle_windows WHERE window_start = ? AND rule = ? LIMIT 1",
+                [.integer(start.start), .text(start.rule)]
+            ) { _ in stored = true }
+            complete = !stored
+            starts[start] = complete
+        }
+        let stored = complete ? 0 : try read(limit, connection)
+        windows[limit.key] = Window(count: stored, end: limit.windowEnd.epochMilliseconds, counted: false)
+        return stored
+    }
+
+    private func read(_ limit: ThrottleLimit, _ connection: SQLiteConnection) throws(StoreError) -> Int {
         var stored = 0
         try connection.query(
             "SELECT count FROM throttle_windows WHERE window_start = ? AND rule = ? AND recipient = ?",
             [.integer(limit.key.windowStart.epochMilliseconds), .text(limit.key.rule), .text(limit.key.recipient)]
         ) { row in stored = Int(row.integer(0)) }
-        windows[limit.key] = Window(count: stored, end: limit.windowEnd.epochMilliseconds, counted: false)
         return stored
     }
 }
