@@ -155,15 +155,27 @@ struct RecipientRecordTests {
         #expect(found["cy"] == nil)
     }
 
-    @Test("a malformed record fails the lookup with a clear error")
-    func malformedRecord() async throws {
+    @Test("a record that cannot be read (damaged, or a later layout) is rebuilt from devices and users")
+    func unreadableRecord() async throws {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("herald-\(UUID().uuidString).sqlite")
             .path
         defer { try? FileManager.default.removeItem(atPath: path) }
         let store = try SQLiteStore(path: path, directoryCache: 0)
-        try await store.apply([registered("ana", "phone", token: "t1", at: "2026-11-01T10:00:00Z")])
-        try SQLiteConnection(path: path).execute("UPDATE recipient_records SET record = x'01' WHERE user_id = 'ana'")
-        let error = await #expect(throws: StoreError.self) { try await store.recipients(["ana"]) }
-        #expect(error?.message.contains("recipient_records") == true)
+        try await store.apply([
+            registered("ana", "phone", token: "t1", at: "2026-11-01T10:00:00Z"),
+            registered("ben", "phone", token: "t2", at: "2026-11-01T10:00:00Z"),
+            registered("cy", "phone", token: "t3", at: "2026-11-01T10:00:00Z"),
+        ])
+        let other = try SQLiteConnection(path: path)
+        try other.execute("UPDATE recipient_records SET record = x'01' WHERE user_id = 'ana'")
+        try other.execute("UPDATE recipient_records SET record = x'02' WHERE user_id = 'ben'")
+        let found = try await store.recipients(["ana", "ben", "cy"])
+        #expect(found.mapValues { $0.devices.map(\.token) } == ["ana": ["t1"], "ben": ["t2"], "cy": ["t3"]])
+        var rewritten = 0
+        try other.query("SELECT count(*) FROM recipient_records WHERE length(record) > 1") {
+            rewritten = Int($0.integer(0))
+        }
+        #expect(rewritten == 3, "the damaged records were written again")
+        #expect(throws: StoreError.self) { try Self.decode([1]) }
     }
 }

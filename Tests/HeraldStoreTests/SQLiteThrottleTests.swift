@@ -39,6 +39,12 @@ struct SQLiteThrottleTests {
         return folded + journaled.values.reduce(0) { $0 + $1.count }
     }
 
+    func journalRows(_ connection: SQLiteConnection) throws -> Int {
+        var rows = 0
+        try connection.query("SELECT count(*) FROM throttle_journal") { rows = Int($0.integer(0)) }
+        return rows
+    }
+
     @Test("a store that stops without folding leaves its counts in the journal, and a reopened store counts them")
     func crashKeepsCounts() async throws {
         let path = temporaryPath()
@@ -95,9 +101,7 @@ struct SQLiteThrottleTests {
             #expect(try await reasons(store, ["j3"], recipient: "ben") == [.sent])
         }
         let connection = try SQLiteConnection(path: path)
-        var rows = 0
-        try connection.query("SELECT count(*) FROM throttle_journal") { rows = Int($0.integer(0)) }
-        #expect(rows == 2, "one row per deciding transaction")
+        #expect(try journalRows(connection) == 2, "one row per deciding transaction")
         let journaled = try ThrottleCounts.journaled(connection)
         #expect(journaled.map { "\($0.key.recipient) \($0.value.count)" }.sorted() == ["ana 2", "ben 1"])
     }
@@ -114,9 +118,7 @@ struct SQLiteThrottleTests {
         try connection.execute("INSERT INTO throttle_journal (entries) VALUES (x'0102')")
         let reopened = try SQLiteStore(path: path)
         await #expect(throws: StoreError.self) { try await reasons(reopened, ["k2"]) }
-        var rows = 0
-        try connection.query("SELECT count(*) FROM throttle_journal") { rows = Int($0.integer(0)) }
-        #expect(rows == 2, "the failed recovery rolled back; the journal is still there")
+        #expect(try journalRows(connection) == 2, "the failed recovery rolled back; the journal is still there")
     }
 
     @Test("a version 6 journal (a row per count) is folded into the windows by the migration")

@@ -3,8 +3,6 @@
 struct PackedWriter {
     private(set) var bytes: [UInt8] = []
 
-    var isEmpty: Bool { bytes.isEmpty }
-
     mutating func append(_ value: Int64) {
         withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) }
     }

@@ -335,23 +335,42 @@ public final class SQLiteStore: StateStore, @unchecked Sendable {
         }
     }
 
-    /// Reads the recipients among `unique` (no duplicates) from their records.
+    /// `count` comma-separated `?` parameters, for an `IN (…)` list.
+    static func placeholders(_ count: Int) -> String {
+        Array(repeating: "?", count: count).joined(separator: ",")
+    }
+
+    /// Reads the recipients among `unique` (no duplicates) from their records. Not inside a
+    /// transaction: a record that cannot be read is rebuilt in one of its own.
     static func recipients(
         _ unique: [String],
         _ connection: SQLiteConnection
     ) throws(StoreError) -> [String: Recipient] {
         var result: [String: Recipient] = [:]
         result.reserveCapacity(unique.count)
+        var unreadable: [String] = []
         for start in stride(from: 0, to: unique.count, by: Self.chunkSize) {
             let chunk = unique[start..<min(start + Self.chunkSize, unique.count)]
-            let placeholders = Array(repeating: "?", count: chunk.count).joined(separator: ",")
             try connection.query(
-                "SELECT user_id, record FROM recipient_records WHERE user_id IN (\(placeholders))",
+                "SELECT user_id, record FROM recipient_records WHERE user_id IN (\(placeholders(chunk.count)))",
                 chunk.map { .text($0) }
-            ) { row throws(StoreError) in
+            ) { row in
                 let userID = row.text(0) ?? ""
-                result[userID] = try RecipientRecord.decode(userID: userID, row.blob(1))
+                do {
+                    result[userID] = try RecipientRecord.decode(userID: userID, row.blob(1))
+                } catch {
+                    unreadable.append(userID)
+                }
             }
+        }
+        // A record only restates devices and users: one that is damaged, or in a layout this
+        // build does not know (after a downgrade), is rebuilt from them rather than failing every
+        // batch that needs the user.
+        if !unreadable.isEmpty {
+            let rebuilt = try connection.transaction { () throws(StoreError) in
+                try refreshRecipientRecords(unreadable.sorted(), connection)
+            }
+            result.merge(rebuilt) { _, rebuilt in rebuilt }
         }
         return result
     }
@@ -363,8 +382,13 @@ public final class SQLiteStore: StateStore, @unchecked Sendable {
     }
 
     /// Rewrites the records of `userIDs` from `devices` and `users`, and removes those of users the
-    /// directory no longer knows. In key order: neighbouring records share pages.
-    static func refreshRecipientRecords(_ userIDs: [String], _ connection: SQLiteConnection) throws(StoreError) {
+    /// directory no longer knows, and answers the recipients it wrote. In key order: neighbouring
+    /// records share pages.
+    @discardableResult
+    static func refreshRecipientRecords(
+        _ userIDs: [String],
+        _ connection: SQLiteConnection
+    ) throws(StoreError) -> [String: Recipient] {
         let assembled = try assembleRecipients(userIDs, connection)
         for userID in userIDs {
             if let recipient = assembled[userID] {
@@ -379,6 +403,7 @@ public final class SQLiteStore: StateStore, @unchecked Sendable {
                 try connection.query("DELETE FROM recipient_records WHERE user_id = ?", [.text(userID)])
             }
         }
+        return assembled
     }
 
     /// Fills `recipient_records` for every user in the directory (migration 8).
@@ -401,7 +426,7 @@ public final class SQLiteStore: StateStore, @unchecked Sendable {
         result.reserveCapacity(unique.count)
         for start in stride(from: 0, to: unique.count, by: Self.chunkSize) {
             let chunk = Array(unique[start..<min(start + Self.chunkSize, unique.count)])
-            let placeholders = Array(repeating: "?", count: chunk.count).joined(separator: ",")
+            let placeholders = Self.placeholders(chunk.count)
             let values = chunk.map { SQLiteConnection.Value.text($0) }
             try connection.query(
                 """
