@@ -1,6 +1,7 @@
 import Foundation
 import HeraldAuth
 import HeraldSender
+import HeraldStore
 import HeraldWorker
 import Yams
 
@@ -17,6 +18,8 @@ public struct HeraldConfiguration: Sendable {
     public var directoryCache = 200_000
     /// How long one PostgreSQL call may take before the batch is retried and readiness turns false.
     public var storeTimeout: Duration = .seconds(10)
+    /// How long the decision and delivery ledgers remember, and how often they are purged.
+    public var purge = PurgeSchedule()
     public var catalogDirectory = "catalog"
     /// Where `/metrics` and `/health/*` are served; empty: not served.
     public var httpListen = "127.0.0.1:9464"
@@ -182,6 +185,8 @@ public struct HeraldConfiguration: Sendable {
         Key(path: "store.url", kind: .string, secret: true),
         Key(path: "store.directory_cache", kind: .integer),
         Key(path: "store.timeout", kind: .duration),
+        Key(path: "store.retention", kind: .duration),
+        Key(path: "store.purge_interval", kind: .duration),
         Key(path: "catalog.directory", kind: .string),
         Key(path: "http.listen", kind: .string),
         Key(path: "log.level", kind: .choice(["trace", "debug", "info", "notice", "warning", "error", "critical"])),
@@ -400,6 +405,12 @@ public struct HeraldConfiguration: Sendable {
         if storeTimeout <= .zero {
             throw ConfigurationError("\(source(key("store.timeout"))): must be longer than 0s")
         }
+        purge.retention = try duration("store.retention") ?? purge.retention
+        // Zero would forget every decision as soon as it is made: redeliveries would count twice.
+        if purge.retention <= .zero {
+            throw ConfigurationError("\(source(key("store.retention"))): must be longer than 0s")
+        }
+        purge.interval = try duration("store.purge_interval") ?? purge.interval
         catalogDirectory = try string("catalog.directory") ?? catalogDirectory
         httpListen = try string("http.listen") ?? httpListen
         if !httpListen.isEmpty {
@@ -567,9 +578,11 @@ public struct HeraldConfiguration: Sendable {
         }
     }
 
-    /// `500ms`, `5s`, `2m`, `1h`, or a plain number of seconds.
+    /// `500ms`, `5s`, `2m`, `1h`, `7d`, or a plain number of seconds.
     static func duration(_ text: String) -> Duration? {
-        let units: [(String, Int64)] = [("ms", 1), ("s", 1000), ("m", 60_000), ("h", 3_600_000)]
+        let units: [(String, Int64)] = [
+            ("ms", 1), ("s", 1000), ("m", 60_000), ("h", 3_600_000), ("d", 86_400_000),
+        ]
         for (suffix, milliseconds) in units where text.hasSuffix(suffix) {
             guard let number = Int64(text.dropLast(suffix.count)), number >= 0 else { return nil }
             return .milliseconds(number * milliseconds)

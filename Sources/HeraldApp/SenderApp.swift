@@ -72,6 +72,7 @@ public enum SenderApp {
             jitter: settings.retryJitter
         )
         senderConfiguration.receiptDelay = settings.receiptDelay
+        senderConfiguration.purge = configuration.purge
         senderConfiguration.circuitBreaker.failureThreshold = settings.circuitFailureThreshold
         senderConfiguration.circuitBreaker.openDuration = settings.circuitOpenDuration
         configure(&senderConfiguration)

@@ -65,6 +65,10 @@ public enum SenderMetrics {
                 counters.circuitDeferred
             ),
             ("herald_expo_receipts_checked_total", "Expo receipts read.", counters.receiptsChecked),
+            (
+                "herald_deliveries_purged_total", "Delivery ledger entries deleted by the retention purge.",
+                counters.purgedDeliveries
+            ),
         ] {
             text += "# HELP \(name) \(help)\n# TYPE \(name) counter\n\(name) \(value)\n"
         }

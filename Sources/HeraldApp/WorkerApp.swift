@@ -147,6 +147,7 @@ public enum WorkerApp {
         producer.client = consumer.client
         var workerConfiguration = Worker.Configuration(consumer: consumer, producer: producer)
         workerConfiguration.dueWorkInterval = worker.dueWorkInterval
+        workerConfiguration.purge = configuration.purge
         configure(&workerConfiguration)
         let processor = EventProcessor(
             catalog: catalog,

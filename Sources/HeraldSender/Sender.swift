@@ -36,6 +36,8 @@ public final class Sender: Service, Sendable {
         /// Poll batches whose calls may be in flight at once.
         public var batchesInFlight = 4
         public var storeRetryDelay = Duration.seconds(1)
+        /// How long the delivery ledger remembers, and how often older deliveries are deleted.
+        public var purge = PurgeSchedule()
 
         /// `consumer`'s topics are replaced by the outbound topic and the retry topics.
         public init(consumer: KafkaConsumerConfiguration, producer: KafkaProducerConfiguration) {
@@ -101,6 +103,16 @@ public final class Sender: Service, Sendable {
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask { try await self.consumer.run() }
                 group.addTask { await self.receiptLoop() }
+                group.addTask {
+                    let (ledger, statistics) = (self.ledger, self.statistics)
+                    await self.configuration.purge.run(
+                        what: "delivery ledger",
+                        clock: self.clock,
+                        logger: self.logger,
+                        purge: { try await ledger.purgeDeliveries(before: $0) },
+                        purged: { count in statistics.update { $0.purgedDeliveries += count } }
+                    )
+                }
                 do {
                     try await consume()
                 } catch is CancellationError where Task.isCancelled {

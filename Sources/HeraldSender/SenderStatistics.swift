@@ -22,6 +22,8 @@ public final class SenderStatistics: Sendable {
         /// Messages put back because their provider's circuit was open.
         public var circuitDeferred = 0
         public var receiptsChecked = 0
+        /// Delivery ledger entries deleted by the retention purge.
+        public var purgedDeliveries = 0
         /// Call latency by provider.
         public var latencies: [String: LatencyHistogram] = [:]
 

@@ -14,8 +14,10 @@ public protocol DeliveryLedger: Sendable {
     func claimPendingReceipts(now: Timestamp, limit: Int, lease: Duration) async throws(StoreError) -> [PendingReceipt]
     /// Forgets tickets whose receipts were read.
     func removePendingReceipts(_ ticketIDs: [String]) async throws(StoreError)
-    /// Forgets deliveries recorded before `before`.
-    func purgeDeliveries(before: Timestamp) async throws(StoreError)
+    /// Forgets deliveries recorded before `before`, in transactions of at most ``purgeChunk``;
+    /// returns how many.
+    @discardableResult
+    func purgeDeliveries(before: Timestamp) async throws(StoreError) -> Int
 }
 
 public struct DeliveryRecord: Sendable, Hashable {

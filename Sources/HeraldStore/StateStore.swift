@@ -29,8 +29,11 @@ public protocol StateStore: Directory, DeliveryLedger {
     /// Work rescheduled since it was claimed (a deferral deferred again) stays.
     func complete(_ work: [DueWork]) async throws(StoreError)
 
-    /// Deletes ledger entries decided before `before` and throttle windows that ended before it.
-    func purge(before: Timestamp) async throws(StoreError)
+    /// Deletes ledger entries decided before `before` and throttle windows that ended before it, in
+    /// transactions of at most ``purgeChunk`` ledger entries, so that a purge of a large backlog never
+    /// holds up the deciding transactions for long. Returns how many ledger entries it deleted.
+    @discardableResult
+    func purge(before: Timestamp) async throws(StoreError) -> Int
 
     /// Refreshes the query planner's statistics: after a bulk load (`herald directory import`),
     /// before the database's own maintenance has caught up, lookups would otherwise be planned as
@@ -164,3 +167,6 @@ enum HeldEffect: Equatable {
     case digest(ThrottleKey, flushAt: Timestamp)
     case schedule(at: Timestamp)
 }
+
+/// Ledger entries (and deliveries) deleted per transaction by a purge.
+package let purgeChunk = 5000

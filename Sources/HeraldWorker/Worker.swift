@@ -33,6 +33,9 @@ public final class Worker: Service, Sendable {
         public var storeRetryDelay: Duration = .seconds(1)
         /// How many parts of a batch are rendered and built concurrently. Default: one per core.
         public var buildParallelism = Worker.onlineCores
+        /// How long the decision ledger remembers (and ended throttle windows stay), and how often
+        /// older entries are deleted.
+        public var purge = PurgeSchedule()
 
         public init(consumer: KafkaConsumerConfiguration, producer: KafkaProducerConfiguration) {
             self.consumer = consumer
@@ -79,6 +82,16 @@ public final class Worker: Service, Sendable {
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask { try await self.consumer.run() }
                 group.addTask { try await self.dueWorkLoop() }
+                group.addTask {
+                    let (store, statistics) = (self.processor.store, self.statistics)
+                    await self.configuration.purge.run(
+                        what: "decision ledger",
+                        clock: self.processor.clock,
+                        logger: self.logger,
+                        purge: { try await store.purge(before: $0) },
+                        purged: { count in statistics.update { $0.purgedDecisions += count } }
+                    )
+                }
                 do {
                     try await consume()
                 } catch is CancellationError where Task.isCancelled {

@@ -47,6 +47,10 @@ public enum WorkerMetrics {
                 "herald_devices_skipped_total", "Devices skipped because their token cannot be addressed.",
                 counters.skippedDevices
             ),
+            (
+                "herald_decisions_purged_total", "Decision ledger entries deleted by the retention purge.",
+                counters.purgedDecisions
+            ),
         ] {
             text += "# HELP \(name) \(help)\n# TYPE \(name) counter\n\(name) \(value)\n"
         }

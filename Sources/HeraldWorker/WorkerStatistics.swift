@@ -22,6 +22,8 @@ public final class WorkerStatistics: Sendable {
         public var skippedDevices = 0
         /// Events whose records were all acknowledged and whose offsets became committable.
         public var handledEvents = 0
+        /// Decision ledger entries deleted by the retention purge.
+        public var purgedDecisions = 0
         /// Time spent deciding batches (decode, directory, store) and building them (render,
         /// payloads), summed over batches: which of the two stages bounds throughput.
         public var decideTime = Duration.zero

@@ -140,17 +140,26 @@ struct SenderTests {
     }
 
     @Test(
-        "a redelivered message whose notification was delivered is not sent again; expired ones are dropped with a decision"
+        "a redelivered message whose notification was delivered is not sent again; expired ones are dropped with a decision; deliveries past the retention are purged"
     )
     func ledgerAndExpiry() async throws {
         let environment = try KafkaTestEnvironment(topics: Self.topics)
         try await SimulatorFixture.with { fixture in
             let ledger = try SQLiteStore(path: ":memory:")
+            // Delivered longer ago than the ledger's retention (7 days): purged when the sender starts.
+            try await ledger.recordDeliveries([
+                DeliveryRecord(
+                    notificationID: "n-old",
+                    provider: "fcm",
+                    deliveredAt: Timestamp(rfc3339: "2020-01-01T00:00:00Z")!
+                )
+            ])
             let message = try SimulatorFixture.message(.fcm, id: "n-once")
             var expired = try SimulatorFixture.message(.fcm, id: "n-expired")
             expired.expiresAt = Timestamp(rfc3339: "2020-01-01T00:00:00Z")
             try await environment.withCollector(["herald.decisions"]) { decisions in
                 try await Self.withSender(environment, fixture, ledger: ledger) { sender in
+                    #expect(await eventually { sender.statistics.snapshot.purgedDeliveries == 1 })
                     try await environment.produce([Self.record(message), Self.record(expired)])
                     #expect(await eventually { fixture.simulator.acceptedCount(id: "n-once") == 1 })
                     #expect(await eventually { sender.statistics.snapshot.expired == 1 })
@@ -164,7 +173,7 @@ struct SenderTests {
                     #expect(decision["notificationId"]?.stringValue == "n-expired")
                 }
             }
-            #expect(try await ledger.delivered(among: ["n-once", "n-expired"]) == ["n-once"])
+            #expect(try await ledger.delivered(among: ["n-once", "n-expired", "n-old"]) == ["n-once"])
         }
     }
 

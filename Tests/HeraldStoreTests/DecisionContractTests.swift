@@ -333,6 +333,25 @@ struct DecisionContractTests {
             #expect(!(try await store.decide([request("p1", policy: tightMessages, now: noon)])[0].redelivered))
         }
     }
+
+    @Test("purge deletes a backlog of several chunks, and only what is old enough", arguments: StoreKind.allCases)
+    func purgeBacklog(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store in
+            let backlog = 2 * purgeChunk + 1
+            let transactional: (String, Timestamp) -> DecisionRequest = { event, now in
+                request(event, kind: "receipt", category: "transactional", now: now)
+            }
+            for start in stride(from: 0, to: backlog, by: 500) {
+                _ = try await store.decide((start..<min(start + 500, backlog)).map { transactional("old-\($0)", noon) })
+            }
+            let later = at("2026-11-21T12:00:01Z")
+            _ = try await store.decide([transactional("new", later)])
+            #expect(try await store.purge(before: later) == backlog)
+            #expect(try await store.purge(before: later) == 0)
+            let again = try await store.decide([transactional("old-\(backlog - 1)", noon), transactional("new", later)])
+            #expect(again.map(\.redelivered) == [false, true])
+        }
+    }
 }
 
 @Suite("PostgreSQL store")
@@ -344,7 +363,7 @@ struct PostgresStoreTests {
                 for _ in 0..<4 { group.addTask { try await store.migrate() } }
                 try await group.waitForAll()
             }
-            #expect(try await store.schemaVersion() == 3)
+            #expect(try await store.schemaVersion() == 4)
         }
     }
 

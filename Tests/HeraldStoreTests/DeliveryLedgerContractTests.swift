@@ -27,6 +27,22 @@ struct DeliveryLedgerContractTests {
         }
     }
 
+    @Test("purging deliveries takes a backlog of several chunks", arguments: StoreKind.allCases)
+    func deliveryBacklog(kind: StoreKind) async throws {
+        try await withStore(kind) { store in
+            let backlog = 2 * purgeChunk + 1
+            try await store.recordDeliveries(
+                (0..<backlog).map { DeliveryRecord(notificationID: "n-\($0)", provider: "apns", deliveredAt: at) }
+            )
+            let later = Timestamp(epochMilliseconds: at.epochMilliseconds + 1)
+            try await store.recordDeliveries([
+                DeliveryRecord(notificationID: "kept", provider: "fcm", deliveredAt: later)
+            ])
+            #expect(try await store.purgeDeliveries(before: later) == backlog)
+            #expect(try await store.delivered(among: ["n-0", "n-\(backlog - 1)", "kept"]) == ["kept"])
+        }
+    }
+
     @Test(
         "pending receipts are claimed when due, by one sender at a time, until removed",
         arguments: StoreKind.allCases

@@ -1,5 +1,6 @@
 import Foundation
 import HeraldApp
+import HeraldStore
 import HeraldWorker
 import Testing
 
@@ -32,11 +33,15 @@ struct ConfigurationTests {
               due_work_interval: 500ms
             store:
               url: sqlite:/var/lib/herald/state.sqlite
+              retention: 3d
             """
         )
         let configuration = try HeraldConfiguration.load(
             path: path,
-            environment: ["HERALD_WORKER_BATCH_SIZE": "400", "HERALD_WORKER_TOPICS": "a.events, b.events"]
+            environment: [
+                "HERALD_WORKER_BATCH_SIZE": "400", "HERALD_WORKER_TOPICS": "a.events, b.events",
+                "HERALD_STORE_PURGE_INTERVAL": "0s",
+            ]
         )
         #expect(configuration.kafka.bootstrapServers == ["kafka-1:9092", "kafka-2:9092"])
         #expect(configuration.worker.batchSize == 400)
@@ -44,6 +49,7 @@ struct ConfigurationTests {
         #expect(configuration.worker.unknownEventTypes == .ignore)
         #expect(configuration.worker.dueWorkInterval == .milliseconds(500))
         #expect(configuration.store == "sqlite:/var/lib/herald/state.sqlite")
+        #expect(configuration.purge == PurgeSchedule(retention: .seconds(3 * 86_400), interval: .zero))
         #expect(configuration.worker.topics.outbound == "herald.outbound", "unset keys keep their defaults")
     }
 
@@ -61,6 +67,8 @@ struct ConfigurationTests {
             ("http:\n  listen: everywhere\n", [:], "http.listen: expected host:port, got 'everywhere'"),
             ("", ["HERALD_STORE_URL": "postgres://herald@db:port/herald"], "HERALD_STORE_URL: "),
             ("store:\n  timeout: 0s\n", [:], "store.timeout: must be longer than 0s"),
+            ("store:\n  retention: 0d\n", [:], "store.retention: must be longer than 0s"),
+            ("", ["HERALD_STORE_RETENTION": "a week"], "HERALD_STORE_RETENTION: expected a duration"),
             ("providers:\n  apns:\n    connections: 0\n", [:], "providers.apns.connections: must be at least 1"),
         ] as [(String, [String: String], String)]
     )

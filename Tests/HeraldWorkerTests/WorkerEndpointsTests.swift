@@ -1,6 +1,8 @@
 import Foundation
 import HeraldApp
+import HeraldEvents
 import HeraldKafka
+import HeraldPolicy
 import HeraldStore
 import HeraldTestSupport
 import HeraldWorker
@@ -24,10 +26,31 @@ func httpGet(_ url: String) throws -> (status: Int, body: String) {
 
 @Suite("Worker /metrics and /health", .serialized)
 struct WorkerEndpointsTests {
-    @Test("ready once partitions are assigned; /metrics counts events, decisions, outbound, dead letters and lag")
+    @Test(
+        "ready once partitions are assigned; /metrics counts events, decisions, outbound, dead letters, lag and purged ledger entries"
+    )
     func endpoints() async throws {
         let pipeline = try Pipeline()
         let store = try SQLiteStore(path: ":memory:")
+        // Decided longer ago than the ledger's retention (7 days): purged when the worker starts.
+        let stale = (0..<3).map { index in
+            DecisionRequest(
+                key: DecisionKey(eventID: "stale-\(index)", kind: "order.confirmed", recipient: "u-stale"),
+                plan: Policy.defaults.plan(
+                    Policy.Input(
+                        kind: "order.confirmed",
+                        category: "transactional",
+                        recipient: "u-stale",
+                        deviceCount: 1,
+                        preferences: Preferences()
+                    ),
+                    now: Timestamp(rfc3339: "2026-11-13T08:00:00Z")!
+                ),
+                decidedAt: Timestamp(rfc3339: "2026-11-13T08:00:00Z")!,
+                payload: "{}"
+            )
+        }
+        _ = try await store.decide(stale)
         let worker = try pipeline.worker(store: store, clock: TestClock("2026-11-21T08:00:00Z"))
         let endpoints = try HTTPEndpoints(
             listen: "127.0.0.1:0",
@@ -54,6 +77,7 @@ struct WorkerEndpointsTests {
                     #"herald_decisions_total{reason="sent"} 30"#, #"herald_outbound_total{provider="apns"} 10"#,
                     #"herald_outbound_total{provider="fcm"} 10"#, #"herald_outbound_total{provider="expo"} 10"#,
                     #"herald_dead_letters_total{code="event.not_json"} 1"#, #"herald_directory_changes_total 9"#,
+                    "herald_decisions_purged_total 3",
                     "# TYPE herald_event_processing_seconds histogram",
                     #"herald_consumer_lag{topic="orders.events",partition="0"}"#,
                 ]
@@ -73,6 +97,8 @@ struct WorkerEndpointsTests {
                 try await eventually("every message timed") {
                     try httpGet(base + "/metrics").body.contains("herald_event_processing_seconds_count 40")
                 }
+                // The purged entries are forgotten: deciding them again is not a redelivery.
+                #expect(try await store.decide([stale[0]]).map(\.redelivered) == [false])
             }
         }
     }

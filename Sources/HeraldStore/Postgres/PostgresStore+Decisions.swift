@@ -204,16 +204,50 @@ extension PostgresStore {
         }
     }
 
-    public func purge(before: Timestamp) async throws(StoreError) {
-        let limit = before.epochMilliseconds
-        try await storeCall("purge", timeout: .seconds(300)) { [self] in
-            try await client.query(
-                """
-                WITH ledger AS (DELETE FROM decisions WHERE decided_at < \(limit) RETURNING 1)
-                DELETE FROM throttle_windows WHERE window_end < \(limit)
-                """,
-                logger: logger
-            )
+    @discardableResult
+    public func purge(before: Timestamp) async throws(StoreError) -> Int {
+        let purged = try await deleteInChunks("purge decisions", from: "decisions", olderThan: "decided_at", before)
+        _ = try await deleteInChunks(
+            "purge throttle windows",
+            from: "throttle_windows",
+            olderThan: "window_end",
+            before
+        )
+        return purged
+    }
+
+    /// Deletes the rows of `table` whose `column` is before `before`, at most ``purgeChunk`` per
+    /// statement, until none is left. Rows another transaction holds (another worker's purge) are
+    /// skipped, not waited for.
+    func deleteInChunks(
+        _ operation: String,
+        from table: String,
+        olderThan column: String,
+        _ before: Timestamp
+    ) async throws(StoreError) -> Int {
+        var total = 0
+        while true {
+            let deleted = try await storeCall(operation, timeout: .seconds(300)) { [self] in
+                var binds = PostgresBindings()
+                binds.append(before.epochMilliseconds)
+                binds.append(Int64(purgeChunk))
+                // `table` and `column` are this file's constants, never input.
+                let query = PostgresQuery(
+                    unsafeSQL: """
+                        WITH doomed AS (SELECT ctid FROM \(table) WHERE \(column) < $1 LIMIT $2 FOR UPDATE SKIP LOCKED),
+                            gone AS (DELETE FROM \(table) WHERE ctid = ANY (ARRAY(SELECT ctid FROM doomed)) RETURNING 1)
+                        SELECT count(*) FROM gone
+                        """,
+                    binds: binds
+                )
+                var count = 0
+                for try await (rows, ) in try await client.query(query, logger: logger).decode((Int64,).self) {
+                    count = Int(rows)
+                }
+                return count
+            }
+            total += deleted
+            if deleted < purgeChunk { return total }
         }
     }
 }

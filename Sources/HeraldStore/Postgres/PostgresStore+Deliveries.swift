@@ -98,10 +98,8 @@ extension PostgresStore: DeliveryLedger {
         }
     }
 
-    public func purgeDeliveries(before: Timestamp) async throws(StoreError) {
-        let limit = before.epochMilliseconds
-        try await storeCall("purge deliveries", timeout: .seconds(300)) { [self] in
-            try await client.query("DELETE FROM deliveries WHERE delivered_at < \(limit)", logger: logger)
-        }
+    @discardableResult
+    public func purgeDeliveries(before: Timestamp) async throws(StoreError) -> Int {
+        try await deleteInChunks("purge deliveries", from: "deliveries", olderThan: "delivered_at", before)
     }
 }

@@ -237,17 +237,42 @@ extension SQLiteStore {
         }
     }
 
-    public func purge(before: Timestamp) async throws(StoreError) {
+    @discardableResult
+    public func purge(before: Timestamp) async throws(StoreError) -> Int {
+        let purged = try await deleteInChunks(
+            """
+            DELETE FROM decisions WHERE (event_id, kind, recipient) IN
+                (SELECT event_id, kind, recipient FROM decisions WHERE decided_at < ?1 LIMIT ?2)
+            """,
+            before: before
+        )
         try await run { connection throws(StoreError) in
             try self.countingTransaction(connection) { () throws(StoreError) in
-                try connection.query("DELETE FROM decisions WHERE decided_at < ?", [.integer(before.epochMilliseconds)])
                 // The ended windows' counts may still be in the journal and in memory.
                 try self.throttle.recover(connection)
+                // Windows are clustered by start, and one that ended before `before` started before
+                // it: the bound on the start keeps this a range of the table, not a scan.
                 try connection.query(
-                    "DELETE FROM throttle_windows WHERE window_end < ?",
+                    "DELETE FROM throttle_windows WHERE window_start < ?1 AND window_end < ?1",
                     [.integer(before.epochMilliseconds)]
                 )
             }
+        }
+        return purged
+    }
+
+    /// Runs `delete` (which deletes at most `?2` rows older than `?1`) in its own transaction until
+    /// it deletes fewer than ``purgeChunk``: other work gets the connection between chunks.
+    func deleteInChunks(_ delete: String, before: Timestamp) async throws(StoreError) -> Int {
+        var total = 0
+        while true {
+            let deleted = try await run { connection throws(StoreError) in
+                try connection.transaction { () throws(StoreError) in
+                    try connection.change(delete, [.integer(before.epochMilliseconds), .integer(Int64(purgeChunk))])
+                }
+            }
+            total += deleted
+            if deleted < purgeChunk { return total }
         }
     }
 }

@@ -98,9 +98,14 @@ extension SQLiteStore: DeliveryLedger {
         }
     }
 
-    public func purgeDeliveries(before: Timestamp) async throws(StoreError) {
-        try await run { connection throws(StoreError) in
-            try connection.query("DELETE FROM deliveries WHERE delivered_at < ?", [.integer(before.epochMilliseconds)])
-        }
+    @discardableResult
+    public func purgeDeliveries(before: Timestamp) async throws(StoreError) -> Int {
+        try await deleteInChunks(
+            """
+            DELETE FROM deliveries WHERE notification_id IN
+                (SELECT notification_id FROM deliveries WHERE delivered_at < ?1 LIMIT ?2)
+            """,
+            before: before
+        )
     }
 }
