@@ -4,11 +4,23 @@ enum StableHash {
     /// 64-bit FNV-1a of `text`'s UTF-8, starting from `seed`.
     static func fnv1a(_ text: String, seed: UInt64 = 0xcbf2_9ce4_8422_2325) -> UInt64 {
         var hash = seed
-        for byte in text.utf8 {
-            hash ^= UInt64(byte)
-            hash &*= 0x0000_0100_0000_01B3
-        }
+        add(text, to: &hash)
         return hash
+    }
+
+    /// Continues an FNV-1a hash with `text`'s UTF-8.
+    @inline(__always)
+    static func add(_ text: String, to hash: inout UInt64) {
+        var text = text
+        text.withUTF8 { bytes in
+            for byte in bytes { add(byte, to: &hash) }
+        }
+    }
+
+    @inline(__always)
+    static func add(_ byte: UInt8, to hash: inout UInt64) {
+        hash ^= UInt64(byte)
+        hash &*= 0x0000_0100_0000_01B3
     }
 
     /// A version-8 (RFC 9562, application-defined) UUID derived from `text`, in upper case as APNs
@@ -48,10 +60,23 @@ enum StableHash {
     /// 16 upper-case hex digits.
     static func hexString(_ value: UInt64) -> String {
         String(unsafeUninitializedCapacity: 16) { buffer in
-            for index in 0..<16 {
-                buffer[index] = hexDigits[Int((value >> UInt64((15 - index) * 4)) & 0xF)]
-            }
+            putHex(value, into: buffer, at: 0)
             return 16
+        }
+    }
+
+    /// 32 upper-case hex digits: `high`'s, then `low`'s.
+    static func hexString(_ high: UInt64, _ low: UInt64) -> String {
+        String(unsafeUninitializedCapacity: 32) { buffer in
+            putHex(high, into: buffer, at: 0)
+            putHex(low, into: buffer, at: 16)
+            return 32
+        }
+    }
+
+    private static func putHex(_ value: UInt64, into buffer: UnsafeMutableBufferPointer<UInt8>, at offset: Int) {
+        for index in 0..<16 {
+            buffer[offset + index] = hexDigits[Int((value >> UInt64((15 - index) * 4)) & 0xF)]
         }
     }
 }
@@ -61,10 +86,20 @@ enum StableHash {
 public enum NotificationID {
     /// A 32-hex-digit id for one (event, kind, recipient, device).
     public static func make(eventID: String, kind: String, recipient: String, device: String) -> String {
-        // Unit separators keep ("ab", "c") and ("a", "bc") apart.
-        let key = [eventID, kind, recipient, device].joined(separator: "\u{1F}")
-        let high = StableHash.fnv1a(key)
-        return StableHash.hexString(high)
-            + StableHash.hexString(StableHash.fnv1a(key, seed: high ^ 0x9E37_79B9_7F4A_7C15))
+        // The hash of the four joined by unit separators, which keep ("ab", "c") and ("a", "bc")
+        // apart; fed part by part, as the join is made for every notification.
+        func hash(seed: UInt64) -> UInt64 {
+            var hash = seed
+            StableHash.add(eventID, to: &hash)
+            StableHash.add(0x1F, to: &hash)
+            StableHash.add(kind, to: &hash)
+            StableHash.add(0x1F, to: &hash)
+            StableHash.add(recipient, to: &hash)
+            StableHash.add(0x1F, to: &hash)
+            StableHash.add(device, to: &hash)
+            return hash
+        }
+        let high = hash(seed: 0xcbf2_9ce4_8422_2325)
+        return StableHash.hexString(high, hash(seed: high ^ 0x9E37_79B9_7F4A_7C15))
     }
 }

@@ -315,13 +315,30 @@ public final class EventProcessor: Sendable {
         let createdAt = digest == nil ? (event.time ?? now) : now
         let expiresAt = OutboundBuilder.expiry(of: kind, createdAt: createdAt)
         let timeZone = recipient.timeZone ?? "UTC"
-        var renderedByLocale: [String: RenderedNotification] = [:]
+        // A user's devices mostly share one locale: a short list searched in order, not a dictionary.
+        var renderedByLocale: [(locale: String?, rendered: RenderedNotification)] = []
         let trace = (event.extensions["traceparent"], event.extensions["tracestate"])
+        let key = KafkaBytes(recipient.userID)
+        // Counted per recipient rather than per device: each count is a dictionary update.
+        var built = 0
+        var builtByProvider = (apns: 0, fcm: 0, expo: 0)
+        defer {
+            if built > 0 {
+                counters.outboundByKind[kind.name, default: 0] += built
+                counters.outboundByCategory[kind.category, default: 0] += built
+                for (provider, count) in [
+                    (PushProvider.apns, builtByProvider.apns), (.fcm, builtByProvider.fcm),
+                    (.expo, builtByProvider.expo),
+                ] where count > 0 {
+                    counters.outboundByProvider[provider.rawValue, default: 0] += count
+                }
+            }
+        }
         for device in recipient.devices {
             let locale = device.locale ?? recipient.locale
             let rendered: RenderedNotification
-            if let cached = renderedByLocale[locale ?? ""] {
-                rendered = cached
+            if let cached = renderedByLocale.first(where: { $0.locale == locale }) {
+                rendered = cached.rendered
             } else {
                 do throws(RenderError) {
                     if let digest {
@@ -332,7 +349,7 @@ public final class EventProcessor: Sendable {
                 } catch {
                     throw DeadLetterReason(error)
                 }
-                renderedByLocale[locale ?? ""] = rendered
+                renderedByLocale.append((locale, rendered))
                 if rendered.usedFallbackLocale { onFallbackLocale?(kind.name, locale, rendered.locale) }
             }
             let outbound: OutboundMessage
@@ -357,24 +374,30 @@ public final class EventProcessor: Sendable {
             } catch {
                 throw DeadLetterReason(error)
             }
-            counters.outboundByProvider[device.provider.rawValue, default: 0] += 1
-            counters.outboundByKind[kind.name, default: 0] += 1
+            built += 1
+            switch device.provider {
+            case .apns: builtByProvider.apns += 1
+            case .fcm: builtByProvider.fcm += 1
+            case .expo: builtByProvider.expo += 1
+            }
             counters.outboundByLocale[rendered.locale, default: 0] += 1
-            counters.outboundByCategory[kind.category, default: 0] += 1
             counters.payloadSizes[device.provider.rawValue, default: SizeCounts()].add(outbound.request.body.count)
             records.append(
                 KafkaProducerRecord(
                     topic: topics.outbound,
-                    key: KafkaBytes(recipient.userID),
+                    key: key,
                     value: KafkaBytes(outbound.encoded()),
-                    headers: [
-                        KafkaHeader("content-type", string: "application/json"),
-                        KafkaHeader(HeraldHeader.version, string: DeadLetter.heraldVersion),
-                    ]
+                    headers: Self.outboundHeaders
                 )
             )
         }
     }
+
+    /// Every outbound record's headers, made once: the array is shared, not built per record.
+    static let outboundHeaders = [
+        KafkaHeader("content-type", string: "application/json"),
+        KafkaHeader(HeraldHeader.version, string: DeadLetter.heraldVersion),
+    ]
 
     func deadLetter(
         _ message: KafkaMessage,
