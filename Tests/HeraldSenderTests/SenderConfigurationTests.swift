@@ -1,15 +1,15 @@
 import Foundation
 import HeraldApp
 import HeraldAuth
+import HeraldTestSupport
 import Testing
 
 @Suite("herald.yaml: sender and providers")
 struct SenderConfigurationTests {
+    let scratch = ScratchDirectory()
+
     func file(_ name: String, _ text: String) throws -> String {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("herald-\(UUID().uuidString)-\(name)")
-            .path
-        try text.write(toFile: path, atomically: true, encoding: .utf8)
-        return path
+        try scratch.file(UUID().uuidString + "-" + name, text)
     }
 
     @Test("credentials from files, retry delays, layered files, and the worker's topics by default")

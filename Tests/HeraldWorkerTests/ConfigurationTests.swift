@@ -1,6 +1,7 @@
 import Foundation
 import HeraldApp
 import HeraldStore
+import HeraldTestSupport
 import HeraldWorker
 import Testing
 
@@ -13,11 +14,10 @@ struct ConfigurationTests {
         #expect(missing.isEmpty, "not in the README's configuration reference: \(missing)")
     }
 
+    let scratch = ScratchDirectory()
+
     func file(_ text: String) throws -> String {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("herald-\(UUID().uuidString).yaml")
-            .path
-        try text.write(toFile: path, atomically: true, encoding: .utf8)
-        return path
+        try scratch.file(UUID().uuidString + ".yaml", text)
     }
 
     @Test("a file's values are read, and HERALD_* variables override them")
