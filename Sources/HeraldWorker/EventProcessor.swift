@@ -326,12 +326,13 @@ public final class EventProcessor: Sendable {
             if built > 0 {
                 counters.outboundByKind[kind.name, default: 0] += built
                 counters.outboundByCategory[kind.category, default: 0] += built
-                for (provider, count) in [
-                    (PushProvider.apns, builtByProvider.apns), (.fcm, builtByProvider.fcm),
-                    (.expo, builtByProvider.expo),
-                ] where count > 0 {
-                    counters.outboundByProvider[provider.rawValue, default: 0] += count
+                // Three calls rather than a loop over an array literal: no allocation per recipient.
+                func add(_ provider: PushProvider, _ count: Int) {
+                    if count > 0 { counters.outboundByProvider[provider.rawValue, default: 0] += count }
                 }
+                add(.apns, builtByProvider.apns)
+                add(.fcm, builtByProvider.fcm)
+                add(.expo, builtByProvider.expo)
             }
         }
         for device in recipient.devices {

@@ -9,7 +9,7 @@ struct SenderConfigurationTests {
     let scratch = ScratchDirectory()
 
     func file(_ name: String, _ text: String) throws -> String {
-        try scratch.file(UUID().uuidString + "-" + name, text)
+        try scratch.file(name, text)
     }
 
     @Test("credentials from files, retry delays, layered files, and the worker's topics by default")

@@ -1,6 +1,7 @@
 import Foundation
 import HeraldEvents
 import HeraldPolicy
+import HeraldTestSupport
 import Testing
 
 @testable import HeraldStore
@@ -157,9 +158,8 @@ struct RecipientRecordTests {
 
     @Test("a record that cannot be read (damaged, or a later layout) is rebuilt from devices and users")
     func unreadableRecord() async throws {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("herald-\(UUID().uuidString).sqlite")
-            .path
-        defer { try? FileManager.default.removeItem(atPath: path) }
+        let scratch = ScratchDirectory()
+        let path = scratch.path + "/state.sqlite"
         let store = try SQLiteStore(path: path, directoryCache: 0)
         try await store.apply([
             registered("ana", "phone", token: "t1", at: "2026-11-01T10:00:00Z"),

@@ -1,6 +1,7 @@
 import Foundation
 import HeraldEvents
 import HeraldPolicy
+import HeraldTestSupport
 import Testing
 
 @testable import HeraldStore
@@ -12,9 +13,10 @@ import Testing
 struct SQLiteThrottleTests {
     let noon = at("2026-11-21T12:00:00Z")
 
-    func temporaryPath() -> String {
-        FileManager.default.temporaryDirectory.appendingPathComponent("herald-\(UUID().uuidString).sqlite").path
-    }
+    /// Removed with the database's -wal and -shm files after each test.
+    let scratch = ScratchDirectory()
+
+    func temporaryPath() -> String { scratch.path + "/state.sqlite" }
 
     func reasons(
         _ store: SQLiteStore,
@@ -48,7 +50,6 @@ struct SQLiteThrottleTests {
     @Test("a store that stops without folding leaves its counts in the journal, and a reopened store counts them")
     func crashKeepsCounts() async throws {
         let path = temporaryPath()
-        defer { try? FileManager.default.removeItem(atPath: path) }
         do {
             let store = try SQLiteStore(path: path)
             #expect(try await reasons(store, ["c1", "c2"]) == [.sent, .sent])
@@ -62,7 +63,6 @@ struct SQLiteThrottleTests {
     @Test("two stores on one file (two processes) share a limit: each sees the other's counts")
     func twoConnectionsShareALimit() async throws {
         let path = temporaryPath()
-        defer { try? FileManager.default.removeItem(atPath: path) }
         let first = try SQLiteStore(path: path)
         let second = try SQLiteStore(path: path)
         #expect(try await reasons(first, ["s1"]) == [.sent])
@@ -78,7 +78,6 @@ struct SQLiteThrottleTests {
     @Test("folding the journal often changes nothing a decision sees", arguments: [1, 3, 1_000])
     func foldingKeepsCounts(threshold: Int) async throws {
         let path = temporaryPath()
-        defer { try? FileManager.default.removeItem(atPath: path) }
         let store = try SQLiteStore(connection: SQLiteConnection(path: path), throttleFoldThreshold: threshold)
         var decided: [DecisionReason] = []
         for batch in [["f1"], ["f2", "f3"], ["f1", "f4", "f5"]] { decided += try await reasons(store, batch) }
@@ -94,7 +93,6 @@ struct SQLiteThrottleTests {
     @Test("a batch's counts are one journal row, read back whole after a crash")
     func journalRowPerTransaction() async throws {
         let path = temporaryPath()
-        defer { try? FileManager.default.removeItem(atPath: path) }
         do {
             let store = try SQLiteStore(path: path)
             #expect(try await reasons(store, ["j1", "j2"]) == [.sent, .sent])
@@ -109,7 +107,6 @@ struct SQLiteThrottleTests {
     @Test("a corrupt journal row fails the decision with a clear error instead of losing counts")
     func corruptJournalRow() async throws {
         let path = temporaryPath()
-        defer { try? FileManager.default.removeItem(atPath: path) }
         do {
             let store = try SQLiteStore(path: path)
             #expect(try await reasons(store, ["k1"]) == [.sent])
@@ -148,7 +145,6 @@ struct SQLiteThrottleTests {
     @Test("a window start that already has stored windows when a store first sees it is read, not assumed empty")
     func storedStartIsRead() async throws {
         let path = temporaryPath()
-        defer { try? FileManager.default.removeItem(atPath: path) }
         do {
             let store = try SQLiteStore(connection: SQLiteConnection(path: path), throttleFoldThreshold: 1)
             #expect(try await reasons(store, ["r1"]) == [.sent])
