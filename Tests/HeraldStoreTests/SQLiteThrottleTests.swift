@@ -90,6 +90,25 @@ struct SQLiteThrottleTests {
         #expect(try storedCount(path) == 0)
     }
 
+    @Test("a purge deletes the ended windows and keeps counting the current ones from memory")
+    func purgeKeepsCurrentWindows() async throws {
+        let path = temporaryPath()
+        let store = try SQLiteStore(path: path)
+        let earlier = at("2026-11-21T11:59:10Z")
+        #expect(try await reasons(store, ["e1"], at: earlier) == [.sent])
+        #expect(try await reasons(store, ["e2", "e3"]) == [.sent, .sent])
+        #expect(try await store.run { _ in store.throttle.windowsInMemory } == 2)
+        // The 11:59 window has ended by 12:00:30; the 12:00 window runs until 12:01.
+        try await store.purge(before: at("2026-11-21T12:00:30Z"))
+        #expect(
+            try await store.run { _ in store.throttle.windowsInMemory } == 1,
+            "the window still being counted stays in memory"
+        )
+        #expect(try await reasons(store, ["e4"]) == [.throttledDigested], "the limit is 2 a minute")
+        #expect(try await reasons(store, ["e5"], at: earlier) == [.sent], "the ended window was deleted")
+        #expect(try storedCount(path) == 3)
+    }
+
     @Test("a batch's counts are one journal row, read back whole after a crash")
     func journalRowPerTransaction() async throws {
         let path = temporaryPath()

@@ -249,13 +249,7 @@ extension SQLiteStore {
         try await run { connection throws(StoreError) in
             try self.countingTransaction(connection) { () throws(StoreError) in
                 // The ended windows' counts may still be in the journal and in memory.
-                try self.throttle.recover(connection)
-                // Windows are clustered by start, and one that ended before `before` started before
-                // it: the bound on the start keeps this a range of the table, not a scan.
-                try connection.query(
-                    "DELETE FROM throttle_windows WHERE window_start < ?1 AND window_end < ?1",
-                    [.integer(before.epochMilliseconds)]
-                )
+                try self.throttle.purgeEnded(before: before.epochMilliseconds, connection)
             }
         }
         return purged

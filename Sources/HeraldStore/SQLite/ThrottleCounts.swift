@@ -136,6 +136,30 @@ struct ThrottleCounts {
         }
     }
 
+    /// Deletes the windows that started and ended before `before`, journaled counts and all, and
+    /// keeps the rest of the map: a purge runs every few minutes, and forgetting the windows still
+    /// being counted would cost a read for each of them afterwards.
+    ///
+    /// Call inside a counting transaction (after ``begin(_:)``), so the map matches the journal.
+    mutating func purgeEnded(before: Int64, _ connection: SQLiteConnection) throws(StoreError) {
+        try fold(connection)
+        // Windows are clustered by start, and one that ended before `before` started before it:
+        // the bound on the start keeps this a range of the table, not a scan.
+        try connection.query(
+            "DELETE FROM throttle_windows WHERE window_start < ?1 AND window_end < ?1",
+            [.integer(before)]
+        )
+        // The same windows leave the map, so it still holds each window's stored count. What is
+        // known of the starts before `before` is forgotten: a window of one may have been stored
+        // with a later end than the map knew, and so be neither deleted nor in the map. Those starts
+        // have ended unless a rule's window is longer than the retention.
+        windows = windows.filter { $0.key.windowStart.epochMilliseconds >= before || $0.value.end >= before }
+        starts = starts.filter { $0.key.start >= before }
+    }
+
+    /// How many windows the map holds: tests check that a purge keeps the ones being counted.
+    var windowsInMemory: Int { windows.count }
+
     /// Shrinks the map right after a fold (every window in it is then in `throttle_windows`): the
     /// windows of each rule's latest start stay, as they are the ones still being counted; if
     /// those alone are too many, everything goes.
