@@ -119,7 +119,7 @@ public struct DecisionBenchmark: Sendable {
         // message windows do not simply fill up.
         var now = Timestamp(epochMilliseconds: 1_763_726_400_000)
         for round in 0..<rounds {
-            let cpuBefore = Self.cpuSeconds()
+            let cpuBefore = ProcessUsage.cpuSeconds()
             let started = ContinuousClock.now
             var decided = 0
             while decided < decisions {
@@ -168,7 +168,7 @@ public struct DecisionBenchmark: Sendable {
                 decided += count
             }
             roundSeconds.append((ContinuousClock.now - started).inSeconds)
-            roundCPU.append(Self.cpuSeconds() - cpuBefore)
+            roundCPU.append(ProcessUsage.cpuSeconds() - cpuBefore)
             log(
                 "round \(round + 1): \(Int(Double(decisions) / roundSeconds.last!)) decisions/s, "
                     + "CPU \(String(format: "%.2f", roundCPU.last!)) s in \(String(format: "%.2f", roundSeconds.last!)) s"
@@ -188,12 +188,5 @@ public struct DecisionBenchmark: Sendable {
             planSeconds: planning.inSeconds,
             decideSeconds: deciding.inSeconds
         )
-    }
-
-    static func cpuSeconds() -> Double {
-        var usage = rusage()
-        getrusage(Int32(RUSAGE_SELF.rawValue), &usage)
-        return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec)
-            + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
     }
 }

@@ -104,7 +104,7 @@ public struct KafkaBenchmark: Sendable {
             }
             results.append(Round(wrapper: measured[.wrapper]!, raw: measured[.raw]!))
         }
-        return Report(rounds: results, peakResidentMegabytes: Self.peakResidentMegabytes())
+        return Report(rounds: results, peakResidentMegabytes: ProcessUsage.peakResidentMegabytes())
     }
 
     /// One variant's passthrough of `messages` on `cluster`, outside the rounds: the baseline another
@@ -289,12 +289,6 @@ public struct KafkaBenchmark: Sendable {
         let fill = max(0, size - bytes.count - end.utf8.count)
         bytes += Array(repeating: UInt8(ascii: "x"), count: fill) + Array(end.utf8)
         return (bytes, head.utf8.count)
-    }
-
-    static func peakResidentMegabytes() -> Double {
-        var usage = rusage()
-        getrusage(Int32(RUSAGE_SELF.rawValue), &usage)
-        return Double(usage.ru_maxrss) / 1024
     }
 }
 

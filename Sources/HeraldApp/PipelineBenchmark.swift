@@ -179,7 +179,7 @@ public struct PipelineBenchmark: Sendable {
             try await group.waitForAll()
             return (seconds, statistics.snapshot)
         }
-        let peak = KafkaBenchmark.peakResidentMegabytes()
+        let peak = ProcessUsage.peakResidentMegabytes()
         let brokerPeak = brokerProcess?.peakResidentMegabytes
         let residentByKind = Self.residentByKind()
         let averageBytes = totalBytes.value / max(events, 1)

@@ -28,6 +28,8 @@ public struct ReplayBenchmark: Sendable {
     public struct Report: Sendable {
         public var replay: ReplayReport
         public var seconds: Double
+        /// The process's CPU time while replaying.
+        public var cpuSeconds: Double
         public var logBytes: Int
         public var residentBeforeMegabytes: Double
         public var peakResidentMegabytes: Double
@@ -56,11 +58,13 @@ public struct ReplayBenchmark: Sendable {
             logger: logger
         )
         let started = ContinuousClock.now
+        let cpuBefore = ProcessUsage.cpuSeconds()
         let report = try await replayer.run([RecordedLogFile(path: path)], into: try ReplayOutput(outbound: out))
         let seconds = (ContinuousClock.now - started).inSeconds
         return Report(
             replay: report,
             seconds: seconds,
+            cpuSeconds: ProcessUsage.cpuSeconds() - cpuBefore,
             logBytes: logBytes,
             residentBeforeMegabytes: before,
             peakResidentMegabytes: Self.status("VmHWM")

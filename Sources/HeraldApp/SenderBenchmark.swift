@@ -108,10 +108,12 @@ public struct SenderBenchmark: Sendable {
         let shown = (["h2load"] + arguments).map { $0.hasPrefix("authorization") ? "'authorization: bearer …'" : $0 }
             .joined(separator: " ")
         log("h2load: \(shown)")
-        let (processBefore, childrenBefore) = (Self.cpuSeconds(RUSAGE_SELF), Self.cpuSeconds(RUSAGE_CHILDREN))
+        let (processBefore, childrenBefore) = (
+            ProcessUsage.cpuSeconds(RUSAGE_SELF), ProcessUsage.cpuSeconds(RUSAGE_CHILDREN)
+        )
         let h2load = try Self.h2load(arguments)
-        let h2loadSimulatorCPU = Self.cpuSeconds(RUSAGE_SELF) - processBefore
-        let h2loadCPU = Self.cpuSeconds(RUSAGE_CHILDREN) - childrenBefore
+        let h2loadSimulatorCPU = ProcessUsage.cpuSeconds(RUSAGE_SELF) - processBefore
+        let h2loadCPU = ProcessUsage.cpuSeconds(RUSAGE_CHILDREN) - childrenBefore
         if let h2load { log("h2load: \(Int(h2load)) requests/s") } else { log("h2load: not installed or failed") }
 
         // The sender on the embedded broker.
@@ -208,7 +210,7 @@ public struct SenderBenchmark: Sendable {
         // h2load's requests were accepted too: count from here.
         let baseline = simulator.statistics.accepted
         let started = ContinuousClock.now
-        let cpuBefore = Self.cpuSeconds(RUSAGE_SELF)
+        let cpuBefore = ProcessUsage.cpuSeconds(RUSAGE_SELF)
         var produced = 0
         var lastReport = started
         while simulator.statistics.accepted - baseline < calls {
@@ -228,7 +230,7 @@ public struct SenderBenchmark: Sendable {
             if ContinuousClock.now - started > .seconds(600) { throw SenderBenchmarkError.stalled(accepted: accepted) }
         }
         let elapsed = (ContinuousClock.now - started).inSeconds
-        let cpu = Self.cpuSeconds(RUSAGE_SELF) - cpuBefore
+        let cpu = ProcessUsage.cpuSeconds(RUSAGE_SELF) - cpuBefore
         let counters = sender.statistics.snapshot
         // The sender and the producer close while the embedded broker is still up (it goes when
         // this returns), so their last commits and flushes reach it.
@@ -242,17 +244,10 @@ public struct SenderBenchmark: Sendable {
             senderSeconds: elapsed,
             h2loadRequestsPerSecond: h2load,
             h2loadCommand: shown,
-            peakResidentMegabytes: KafkaBenchmark.peakResidentMegabytes(),
+            peakResidentMegabytes: ProcessUsage.peakResidentMegabytes(),
             failures: counters.answersByReason,
             senderCPUSeconds: cpu
         )
-    }
-
-    static func cpuSeconds(_ who: __rusage_who) -> Double {
-        var usage = rusage()
-        getrusage(Int32(who.rawValue), &usage)
-        return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec)
-            + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
     }
 
     /// Runs h2load and reads its `finished in …, N req/s` line; nil if it is missing or failed.

@@ -81,6 +81,11 @@ public final class Replayer: Sendable {
         )
     }
 
+    /// How many batches are built at once, while the next is decided. One leaves the builders idle
+    /// whenever a batch is built before the next is decided; two keep them busy through the
+    /// batch-to-batch variation, for one more batch's records in memory.
+    static let buildDepth = 2
+
     /// A batch on its way: built on other cores while the next is decided.
     private struct Built: Sendable {
         var records: [KafkaProducerRecord]
@@ -113,10 +118,8 @@ public final class Replayer: Sendable {
             }
         }
         try await flush(&state, into: output)
-        if let pending = state.building {
-            try write(await pending.value, to: output, tally: &state.tally)
-            state.building = nil
-        }
+        for pending in state.building { try write(await pending.value, to: output, tally: &state.tally) }
+        state.building.removeAll()
         var pendingAtEnd: Timestamp?
         if configuration.drain {
             try write(try await fireDue(until: nil), to: output, tally: &state.tally)
@@ -139,15 +142,16 @@ public final class Replayer: Sendable {
     private struct RunState {
         var batch: [ReplayRecord] = []
         var batchStart: Timestamp?
-        var building: Task<Built, Never>?
+        /// Batches being built, in order; due work fired between them sits here too, already built.
+        var building: [Task<Built, Never>] = []
         var tally = ReplayTally()
         var records = 0
         var firstEventTime: Timestamp?
         var lastEventTime: Timestamp?
     }
 
-    /// Fires what came due before the batch, decides the batch, writes the previous batch's
-    /// records, and starts building this one.
+    /// Fires what came due before the batch, decides the batch, writes what has been built
+    /// beyond the last ``buildDepth`` batches, and starts building this one.
     private func flush(_ state: inout RunState, into output: ReplayOutput) async throws {
         guard !state.batch.isEmpty else { return }
         let batch = state.batch
@@ -157,13 +161,17 @@ public final class Replayer: Sendable {
         let due = try await fireDue(until: start ?? clock.now())
         for record in batch { if let time = record.time { clock.advance(to: time) } }
         let decided = try await processor.decide(batch.map(\.message), decoded: batch.map(\.event))
-        if let previous = state.building { try write(await previous.value, to: output, tally: &state.tally) }
-        try write(due, to: output, tally: &state.tally)
-        let (processor, parallelism, topics) = (processor, configuration.parallelism, configuration.topics)
-        state.building = Task {
-            let records = await processor.build(decided, parts: parallelism)
-            return Built(records: records, tally: ReplayTally(records, topics: topics))
+        while state.building.count >= Self.buildDepth {
+            try write(await state.building.removeFirst().value, to: output, tally: &state.tally)
         }
+        if !due.records.isEmpty { state.building.append(Task { due }) }
+        let (processor, parallelism, topics) = (processor, configuration.parallelism, configuration.topics)
+        state.building.append(
+            Task {
+                let records = await processor.build(decided, parts: parallelism)
+                return Built(records: records, tally: ReplayTally(records, topics: topics))
+            }
+        )
     }
 
     /// Produces the deferred notifications and digests due by `limit` (all of them for `nil`), each

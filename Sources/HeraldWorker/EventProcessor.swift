@@ -229,7 +229,7 @@ public final class EventProcessor: Sendable {
 
     /// ``build(_:)`` split into up to `parts` runs of consecutive events built concurrently, joined
     /// in order: rendering is the worker's most expensive step, and this way it uses the cores the
-    /// store leaves idle.
+    /// store leaves idle. The parts run on ``BuildThreads``.
     public func build(_ batch: DecidedBatch, parts: Int) async -> [KafkaProducerRecord] {
         // Below this many events a part costs more to schedule than it saves.
         let parts = min(parts, batch.routed.count / 64)
@@ -245,7 +245,11 @@ public final class EventProcessor: Sendable {
         }
         let built = await withTaskGroup(of: (Int, [KafkaProducerRecord]).self) { group in
             for (part, range) in ranges.enumerated() {
-                group.addTask { (part, self.build(batch, routed: range.routed, firstDecision: range.firstDecision)) }
+                group.addTask {
+                    await BuildThreads.shared.run {
+                        (part, self.build(batch, routed: range.routed, firstDecision: range.firstDecision))
+                    }
+                }
             }
             var built = [[KafkaProducerRecord]](repeating: [], count: ranges.count)
             for await (part, records) in group { built[part] = records }

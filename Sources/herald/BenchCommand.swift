@@ -246,10 +246,9 @@ struct DecisionBenchCommand: AsyncParsableCommand {
                 + "decide \(String(format: "%.1f", report.decideSeconds / total * 1e6)) µs"
         )
         print("  seeding the directory took \(String(format: "%.1f", report.seedSeconds)) s")
-        var usage = rusage()
-        getrusage(Int32(RUSAGE_SELF.rawValue), &usage)
         print(
-            "  directory cache: \(directoryCache) users; peak RSS \(usage.ru_maxrss / 1024) MB"
+            "  directory cache: \(directoryCache) users; "
+                + "peak RSS \(String(format: "%.0f", ProcessUsage.peakResidentMegabytes())) MB"
         )
         print(
             "  decisions by reason: "
@@ -517,6 +516,11 @@ struct ReplayBenchCommand: AsyncParsableCommand {
         )
         print(
             "  replay: \(String(format: "%.0f", report.eventsPerSecond)) events/s, \(String(format: "%.0f", report.outboundPerSecond)) notifications/s (\(replay.outbound) in \(String(format: "%.1f", report.seconds)) s)"
+        )
+        print(
+            "  process CPU: \(String(format: "%.1f", report.cpuSeconds)) s, "
+                + "\(String(format: "%.1f", report.cpuSeconds / Double(max(replay.records, 1)) * 1e6)) µs per event, "
+                + "\(String(format: "%.2f", report.cpuSeconds / report.seconds)) cores busy"
         )
         print(
             "  resident memory: \(String(format: "%.0f", report.residentBeforeMegabytes)) MB before (directory seeded), peak \(String(format: "%.0f", report.peakResidentMegabytes)) MB"

@@ -31,6 +31,27 @@ struct ParallelBuildTests {
         #expect(order.turns.withLock { $0 } == Array(0..<20))
     }
 
+    @Test("parts run on the build threads, below the process's priority; more parts than threads all finish")
+    func buildThreads() async {
+        // Two threads kept for the rest of the test process, like the shared ones.
+        let threads = BuildThreads(count: 2)
+        let which = __priority_which_t(PRIO_PROCESS.rawValue)
+        let process = getpriority(which, 0)
+        let ran = await withTaskGroup(of: (part: Int, nice: Int32, thread: String).self) { group in
+            for part in 0..<8 {
+                group.addTask {
+                    await threads.run { (part, getpriority(which, 0), Thread.current.name ?? "") }
+                }
+            }
+            var ran: [(part: Int, nice: Int32, thread: String)] = []
+            for await one in group { ran.append(one) }
+            return ran
+        }
+        #expect(ran.map(\.part).sorted() == Array(0..<8))
+        #expect(ran.allSatisfy { $0.nice == min(process + BuildThreads.niceness, 19) })
+        #expect(Set(ran.map(\.thread)).isSubset(of: ["herald.build.0", "herald.build.1"]))
+    }
+
     @Test("a batch built in parts gives the same records, in the same order, as built in one go")
     func partsEqualWhole() async throws {
         let store = try SQLiteStore(path: ":memory:")
