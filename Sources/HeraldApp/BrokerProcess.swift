@@ -27,6 +27,9 @@ extension EmbeddedKafkaCluster: BenchmarkCluster {
 final class BrokerProcess: BenchmarkCluster, @unchecked Sendable {
     // @unchecked: `process` is only read after `init`; Foundation's Process is thread-safe for that.
     private let process: Process
+    /// The write end of the broker's standard input, never written: when this process ends, however
+    /// it ends, the kernel closes it and the broker stops (`--stop-at-end-of-input`).
+    private let input: Pipe
     let bootstrapServers: String
     private let topics: [String: Int]
 
@@ -35,10 +38,12 @@ final class BrokerProcess: BenchmarkCluster, @unchecked Sendable {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments =
-            ["broker", "--log-level", "warning"] + topics.flatMap { ["--topic", "\($0.name):\($0.partitions)"] }
+            ["broker", "--stop-at-end-of-input", "--log-level", "warning"]
+            + topics.flatMap { ["--topic", "\($0.name):\($0.partitions)"] }
         let output = Pipe()
         process.standardOutput = output
-        process.standardInput = FileHandle.nullDevice
+        let input = Pipe()
+        process.standardInput = input
         // Ctrl-C or SIGTERM to the benchmark stops the broker too, from the moment it exists.
         ChildProcesses.stopOnSignals()
         try process.run()
@@ -60,6 +65,7 @@ final class BrokerProcess: BenchmarkCluster, @unchecked Sendable {
             )
         }
         self.process = process
+        self.input = input
         self.bootstrapServers = line
         self.topics = Dictionary(topics.map { ($0.name, $0.partitions) }, uniquingKeysWith: { first, _ in first })
     }

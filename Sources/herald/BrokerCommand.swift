@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import HeraldApp
+import HeraldKafka
 import Logging
 import ServiceLifecycle
 
@@ -24,6 +25,14 @@ struct BrokerCommand: AsyncParsableCommand {
         help: "A topic to create, NAME:PARTITIONS (repeatable). Without any, Herald's default topics are created."
     )
     var topics: [String] = []
+
+    @Flag(
+        help: """
+            Stop when standard input reaches its end. A parent process that keeps the other end of a \
+            pipe open stops the broker even when it is killed outright.
+            """
+    )
+    var stopAtEndOfInput = false
 
     @OptionGroup var global: GlobalOptions
 
@@ -51,6 +60,14 @@ struct BrokerCommand: AsyncParsableCommand {
         let group = ServiceGroup(
             configuration: .init(services: [broker], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
         )
+        if stopAtEndOfInput {
+            DedicatedThread.start(name: "herald.stdin") {
+                // Nothing is expected on the pipe: this returns when the parent closes it or dies.
+                _ = FileHandle.standardInput.readDataToEndOfFile()
+                logger.info("standard input closed; stopping")
+                Task { await group.triggerGracefulShutdown() }
+            }
+        }
         try await group.run()
     }
 }

@@ -106,6 +106,31 @@ struct BrokerCommandTests {
         #expect(broker.terminationStatus == 0)
     }
 
+    @Test("with --stop-at-end-of-input it stops when the other end of its standard input closes")
+    func stopsAtEndOfInput() throws {
+        let broker = Process()
+        broker.executableURL = try heraldExecutable()
+        broker.arguments = ["broker", "--stop-at-end-of-input", "--topic", "orders.events:1"]
+        let input = Pipe()
+        let output = Pipe()
+        broker.standardInput = input
+        broker.standardOutput = output
+        broker.standardError = FileHandle.nullDevice
+        try broker.run()
+        defer { if broker.isRunning { broker.terminate() } }
+        // Serving: the bootstrap line is out.
+        #expect(!output.fileHandleForReading.availableData.isEmpty)
+        #expect(broker.isRunning)
+        // What the kernel does for a parent that is killed outright: its end of the pipe closes.
+        try input.fileHandleForWriting.close()
+        let deadline = Date().addingTimeInterval(20)
+        while broker.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
+        #expect(!broker.isRunning, "the broker outlived the end of its input")
+        broker.waitUntilExit()
+        #expect(broker.terminationReason == .exit)
+        #expect(broker.terminationStatus == 0)
+    }
+
     @Test("a bad --topic fails before starting, naming the option")
     func badTopic() throws {
         let result = try run(try heraldExecutable().path, ["broker", "--topic", "orders:zero"])
