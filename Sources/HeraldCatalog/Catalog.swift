@@ -46,11 +46,13 @@ public final class Catalog: Sendable {
         if bundles[requested] != nil { return (requested, false) }
         let tag = requested.utf8.contains(UInt8(ascii: "_")) ? requested.replacingUnderscores() : requested
         if bundles[tag] != nil { return (tag, false) }
-        var parts = tag.split(separator: "-")
-        while parts.count > 1 {
-            parts.removeLast()
-            let shorter = parts.joined(separator: "-")
-            if bundles[shorter] != nil { return (shorter, true) }
+        // `nb-NO` → `nb`: runs for most renders, so prefixes of the tag rather than split and joined
+        // parts (a tag's prefix is short enough to be a small string: no allocation).
+        var shorter = tag[...]
+        while let dash = shorter.lastIndex(of: "-") {
+            shorter = shorter[..<dash]
+            let candidate = String(shorter)
+            if bundles[candidate] != nil { return (candidate, true) }
         }
         if let caseInsensitive = bundles.keys.first(where: { $0.lowercased() == tag.lowercased() }) {
             return (caseInsensitive, false)

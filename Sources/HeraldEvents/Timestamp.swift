@@ -23,30 +23,31 @@ public struct Timestamp: Sendable, Hashable, Comparable, CustomStringConvertible
     public var description: String {
         let (days, millisecondOfDay) = epochMilliseconds.floorDivided(by: 86_400_000)
         let (year, month, day) = Self.civil(fromDays: days)
-        // Written digit by digit: this runs for every rendered notification.
-        var bytes = [UInt8](repeating: 0, count: 24)
-        func put(_ value: Int64, _ width: Int, at offset: Int) {
-            var remaining = value
-            for position in stride(from: offset + width - 1, through: offset, by: -1) {
-                bytes[position] = UInt8(ascii: "0") + UInt8(remaining % 10)
-                remaining /= 10
+        // Written digit by digit into the string's own storage: this runs for every outbound message.
+        return String(unsafeUninitializedCapacity: 24) { bytes in
+            func put(_ value: Int64, _ width: Int, at offset: Int) {
+                var remaining = value
+                for position in stride(from: offset + width - 1, through: offset, by: -1) {
+                    bytes[position] = UInt8(ascii: "0") + UInt8(remaining % 10)
+                    remaining /= 10
+                }
             }
+            put(year, 4, at: 0)
+            bytes[4] = UInt8(ascii: "-")
+            put(month, 2, at: 5)
+            bytes[7] = UInt8(ascii: "-")
+            put(day, 2, at: 8)
+            bytes[10] = UInt8(ascii: "T")
+            put(millisecondOfDay / 3_600_000, 2, at: 11)
+            bytes[13] = UInt8(ascii: ":")
+            put(millisecondOfDay / 60_000 % 60, 2, at: 14)
+            bytes[16] = UInt8(ascii: ":")
+            put(millisecondOfDay / 1000 % 60, 2, at: 17)
+            bytes[19] = UInt8(ascii: ".")
+            put(millisecondOfDay % 1000, 3, at: 20)
+            bytes[23] = UInt8(ascii: "Z")
+            return 24
         }
-        put(year, 4, at: 0)
-        bytes[4] = UInt8(ascii: "-")
-        put(month, 2, at: 5)
-        bytes[7] = UInt8(ascii: "-")
-        put(day, 2, at: 8)
-        bytes[10] = UInt8(ascii: "T")
-        put(millisecondOfDay / 3_600_000, 2, at: 11)
-        bytes[13] = UInt8(ascii: ":")
-        put(millisecondOfDay / 60_000 % 60, 2, at: 14)
-        bytes[16] = UInt8(ascii: ":")
-        put(millisecondOfDay / 1000 % 60, 2, at: 17)
-        bytes[19] = UInt8(ascii: ".")
-        put(millisecondOfDay % 1000, 3, at: 20)
-        bytes[23] = UInt8(ascii: "Z")
-        return String(decoding: bytes, as: UTF8.self)
     }
 
     private static func parse(_ bytes: UnsafeBufferPointer<UInt8>) -> Timestamp? {

@@ -152,6 +152,8 @@ struct RenderTests {
         #expect(renderer.fallbackLocaleCount == before + 1)
         #expect(catalog.resolveLocale("nb-NO") == ("nb", true))
         #expect(catalog.resolveLocale("pl_PL") == ("pl", true))
+        #expect(catalog.resolveLocale("nb-Latn-NO") == ("nb", true), "shortened one subtag at a time")
+        #expect(catalog.resolveLocale("-") == ("nb", true))
         #expect(catalog.resolveLocale("de") == ("de", false))
         #expect(catalog.resolveLocale("fr-FR") == ("nb", true))
         #expect(catalog.resolveLocale(nil) == ("nb", true))
