@@ -16,6 +16,8 @@ public struct HeraldConfiguration: Sendable {
     public var providers = Providers()
     public var store = "sqlite:herald.sqlite"
     public var directoryCache = 200_000
+    /// `store.sqlite_mmap_mb`: how much of the SQLite file is read through a memory map.
+    public var sqliteMemoryMapMegabytes = SQLiteStore.defaultMemoryMapMegabytes
     /// How long one PostgreSQL call may take before the batch is retried and readiness turns false.
     public var storeTimeout: Duration = .seconds(10)
     /// How long the decision and delivery ledgers remember, and how often they are purged.
@@ -184,6 +186,7 @@ public struct HeraldConfiguration: Sendable {
         Key(path: "providers.expo.request_timeout", kind: .duration),
         Key(path: "store.url", kind: .string, secret: true),
         Key(path: "store.directory_cache", kind: .integer),
+        Key(path: "store.sqlite_mmap_mb", kind: .integer),
         Key(path: "store.timeout", kind: .duration),
         Key(path: "store.retention", kind: .duration),
         Key(path: "store.purge_interval", kind: .duration),
@@ -400,6 +403,7 @@ public struct HeraldConfiguration: Sendable {
             throw ConfigurationError("\(source(key("store.url"))): \(error.message)")
         }
         directoryCache = try integer("store.directory_cache") ?? directoryCache
+        sqliteMemoryMapMegabytes = try integer("store.sqlite_mmap_mb") ?? sqliteMemoryMapMegabytes
         storeTimeout = try duration("store.timeout") ?? storeTimeout
         // Zero would fail every PostgreSQL call at once: the worker would never be ready.
         if storeTimeout <= .zero {

@@ -42,14 +42,21 @@ public enum StoreLocation: Sendable, CustomStringConvertible {
     ///
     /// - Parameter directoryCache: users whose recipient record SQLite keeps in memory (PostgreSQL
     ///   is shared by workers that each see only part of `herald.directory`, so it is always read).
+    /// - Parameter sqliteMemoryMapMegabytes: how much of a SQLite file is read through a memory map.
     public func withStore<R: Sendable>(
         logger: Logger,
         directoryCache: Int = SQLiteStore.defaultDirectoryCacheCapacity,
+        sqliteMemoryMapMegabytes: Int = SQLiteStore.defaultMemoryMapMegabytes,
         _ body: (any StateStore) async throws -> R
     ) async throws -> R {
         switch self {
         case .sqlite(let path):
-            return try await body(try SQLiteStore(path: path, directoryCache: directoryCache))
+            let store = try SQLiteStore(
+                path: path,
+                directoryCache: directoryCache,
+                memoryMapMegabytes: sqliteMemoryMapMegabytes
+            )
+            return try await body(store)
         case .postgres(let configuration):
             let store = PostgresStore(configuration: configuration, logger: logger)
             return try await withThrowingTaskGroup(of: Void.self) { group in

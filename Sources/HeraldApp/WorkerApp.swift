@@ -76,7 +76,11 @@ public enum WorkerApp {
         roles: Set<HeraldRole>,
         logger: Logger
     ) async throws {
-        try await location.withStore(logger: logger, directoryCache: configuration.directoryCache) { store in
+        try await location.withStore(
+            logger: logger,
+            directoryCache: configuration.directoryCache,
+            sqliteMemoryMapMegabytes: configuration.sqliteMemoryMapMegabytes
+        ) { store in
             let worker = try catalog.map { catalog in
                 try makeWorker(
                     configuration: configuration,

@@ -354,6 +354,12 @@ struct PipelineBenchCommand: AsyncParsableCommand {
     @Option(help: "Users whose recipient record SQLite keeps in memory (store.directory_cache).")
     var directoryCache = HeraldConfiguration().directoryCache
 
+    @Option(
+        name: .customLong("sqlite-mmap-mb"),
+        help: "How much of the SQLite file is read through a memory map (store.sqlite_mmap_mb; 0: none)."
+    )
+    var sqliteMemoryMapMegabytes = HeraldConfiguration().sqliteMemoryMapMegabytes
+
     @Flag(
         help:
             "Run the embedded broker in this process instead of a child process (`herald broker`); the peak RSS then includes the broker's."
@@ -368,8 +374,8 @@ struct PipelineBenchCommand: AsyncParsableCommand {
                 "--events must be at least 1, --users at least 2, --partitions and --batch-size at least 1, --window at least --batch-size"
             )
         }
-        guard rawMessages >= 0, directoryCache >= 0 else {
-            throw ValidationError("--raw-messages and --directory-cache must not be negative")
+        guard rawMessages >= 0, directoryCache >= 0, sqliteMemoryMapMegabytes >= 0 else {
+            throw ValidationError("--raw-messages, --directory-cache and --sqlite-mmap-mb must not be negative")
         }
     }
 
@@ -387,7 +393,12 @@ struct PipelineBenchCommand: AsyncParsableCommand {
         if !brokerInProcess {
             benchmark.brokerExecutable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().path
         }
-        let report = try await withBenchStore(store, directoryCache: directoryCache, logger: logger) { store, name in
+        let report = try await withBenchStore(
+            store,
+            directoryCache: directoryCache,
+            sqliteMemoryMapMegabytes: sqliteMemoryMapMegabytes,
+            logger: logger
+        ) { store, name in
             try await benchmark.run(store: store, storeName: name, logger: logger) { line in
                 FileHandle.standardError.write(Data("… \(line)\n".utf8))
             }
@@ -442,6 +453,7 @@ struct PipelineBenchCommand: AsyncParsableCommand {
 func withBenchStore<R: Sendable>(
     _ store: String?,
     directoryCache: Int,
+    sqliteMemoryMapMegabytes: Int = SQLiteStore.defaultMemoryMapMegabytes,
     logger: Logger,
     _ body: (any StateStore, String) async throws -> R
 ) async throws -> R {
@@ -457,7 +469,11 @@ func withBenchStore<R: Sendable>(
     } catch {
         throw ValidationError("--store: \(error.message)")
     }
-    return try await location.withStore(logger: logger, directoryCache: directoryCache) { store in
+    return try await location.withStore(
+        logger: logger,
+        directoryCache: directoryCache,
+        sqliteMemoryMapMegabytes: sqliteMemoryMapMegabytes
+    ) { store in
         try await body(store, "\(location)")
     }
 }

@@ -156,6 +156,24 @@ struct RecipientRecordTests {
         #expect(found["cy"] == nil)
     }
 
+    @Test("the file is read through a memory map of the configured size; 0 reads it without one", arguments: [0, 64])
+    func memoryMap(megabytes: Int) async throws {
+        let scratch = ScratchDirectory()
+        let store = try SQLiteStore(
+            path: scratch.path + "/state.sqlite",
+            directoryCache: 0,
+            memoryMapMegabytes: megabytes
+        )
+        let mapped = try await store.run { connection throws(StoreError) in
+            var size: Int64 = -1
+            try connection.query("PRAGMA mmap_size") { size = $0.integer(0) }
+            return size
+        }
+        #expect(mapped == Int64(megabytes) << 20)
+        try await store.apply([registered("ana", "phone", token: "t1", at: "2026-11-01T10:00:00Z")])
+        #expect(try await store.recipients(["ana"])["ana"]?.devices.map(\.token) == ["t1"])
+    }
+
     @Test("a record that cannot be read (damaged, or a later layout) is rebuilt from devices and users")
     func unreadableRecord() async throws {
         let scratch = ScratchDirectory()

@@ -34,6 +34,7 @@ struct ConfigurationTests {
             store:
               url: sqlite:/var/lib/herald/state.sqlite
               retention: 3d
+              sqlite_mmap_mb: 0
             """
         )
         let configuration = try HeraldConfiguration.load(
@@ -50,6 +51,8 @@ struct ConfigurationTests {
         #expect(configuration.worker.dueWorkInterval == .milliseconds(500))
         #expect(configuration.store == "sqlite:/var/lib/herald/state.sqlite")
         #expect(configuration.purge == PurgeSchedule(retention: .seconds(3 * 86_400), interval: .zero))
+        #expect(configuration.sqliteMemoryMapMegabytes == 0)
+        #expect(HeraldConfiguration().sqliteMemoryMapMegabytes == 4096)
         #expect(configuration.worker.topics.outbound == "herald.outbound", "unset keys keep their defaults")
     }
 
@@ -69,6 +72,10 @@ struct ConfigurationTests {
             ("store:\n  timeout: 0s\n", [:], "store.timeout: must be longer than 0s"),
             ("store:\n  retention: 0d\n", [:], "store.retention: must be longer than 0s"),
             ("", ["HERALD_STORE_RETENTION": "a week"], "HERALD_STORE_RETENTION: expected a duration"),
+            (
+                "", ["HERALD_STORE_SQLITE_MMAP_MB": "-1"],
+                "HERALD_STORE_SQLITE_MMAP_MB: expected a non-negative integer, got '-1'"
+            ),
             ("providers:\n  apns:\n    connections: 0\n", [:], "providers.apns.connections: must be at least 1"),
         ] as [(String, [String: String], String)]
     )

@@ -16,7 +16,10 @@ final class SQLiteConnection: @unchecked Sendable {
     private static let configured: Void = { _ = herald_sqlite_disable_memory_statistics() }()
 
     /// Opens (creating if needed) the database at `path`; `:memory:` for an in-memory database.
-    init(path: String) throws(StoreError) {
+    ///
+    /// - Parameter memoryMapMegabytes: how much of the file SQLite reads through a memory map
+    ///   (`PRAGMA mmap_size`); 0 reads every page with `pread` into the page cache.
+    init(path: String, memoryMapMegabytes: Int = SQLiteStore.defaultMemoryMapMegabytes) throws(StoreError) {
         Self.configured
         var handle: OpaquePointer?
         let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
@@ -33,9 +36,10 @@ final class SQLiteConnection: @unchecked Sendable {
         try execute("PRAGMA busy_timeout = 5000")
         // Read pages through a memory map rather than copying each one in with pread: a directory
         // of a million devices is a few hundred megabytes, and mapped pages are the kernel's to
-        // drop. The page cache then mostly holds written pages; 32 MiB ran the pipeline benchmark
-        // as fast as 128 MiB did, with 65 MB less resident memory.
-        try execute("PRAGMA mmap_size = 4294967296")
+        // drop (they count in the process's resident memory all the same). The page cache then
+        // mostly holds written pages; 32 MiB ran the pipeline benchmark as fast as 128 MiB did,
+        // with 65 MB less resident memory.
+        try execute("PRAGMA mmap_size = \(Int64(max(memoryMapMegabytes, 0)) << 20)")
         try execute("PRAGMA cache_size = -32768")
         // Checkpoint the write-ahead log every 64 MiB rather than every 4 MiB: a page written many
         // times between checkpoints is copied back once. Throttle windows and the ledger are

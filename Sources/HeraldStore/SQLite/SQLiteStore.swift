@@ -20,6 +20,8 @@ public final class SQLiteStore: StateStore, @unchecked Sendable {
 
     /// Users whose recipient record is kept in memory by default.
     public static let defaultDirectoryCacheCapacity = 200_000
+    /// How much of the database file is read through a memory map by default (`store.sqlite_mmap_mb`).
+    public static let defaultMemoryMapMegabytes = 4096
 
     /// The schema versions, applied in order; `PRAGMA user_version` records how far a database is.
     static let migrations: [String] = [
@@ -129,12 +131,18 @@ public final class SQLiteStore: StateStore, @unchecked Sendable {
     ///
     /// - Parameter directoryCache: how many users' recipient records to keep in memory between
     ///   lookups; 0 reads every lookup from the database.
+    /// - Parameter memoryMapMegabytes: how much of the file is read through a memory map; 0 reads
+    ///   pages with `pread`. Mapped pages count in the process's resident memory.
     /// - Throws: ``StoreError`` `.open` or `.migration`.
     public convenience init(
         path: String,
-        directoryCache: Int = SQLiteStore.defaultDirectoryCacheCapacity
+        directoryCache: Int = SQLiteStore.defaultDirectoryCacheCapacity,
+        memoryMapMegabytes: Int = SQLiteStore.defaultMemoryMapMegabytes
     ) throws(StoreError) {
-        try self.init(connection: SQLiteConnection(path: path), directoryCache: directoryCache)
+        try self.init(
+            connection: SQLiteConnection(path: path, memoryMapMegabytes: memoryMapMegabytes),
+            directoryCache: directoryCache
+        )
     }
 
     init(
