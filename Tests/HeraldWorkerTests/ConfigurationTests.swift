@@ -52,7 +52,7 @@ struct ConfigurationTests {
         #expect(configuration.store == "sqlite:/var/lib/herald/state.sqlite")
         #expect(configuration.purge == PurgeSchedule(retention: .seconds(3 * 86_400), interval: .zero))
         #expect(configuration.sqliteMemoryMapMegabytes == 0)
-        #expect(HeraldConfiguration().sqliteMemoryMapMegabytes == 4096)
+        #expect(HeraldConfiguration().sqliteMemoryMapMegabytes == 2047)
         #expect(configuration.worker.topics.outbound == "herald.outbound", "unset keys keep their defaults")
     }
 

@@ -20,8 +20,9 @@ public final class SQLiteStore: StateStore, @unchecked Sendable {
 
     /// Users whose recipient record is kept in memory by default.
     public static let defaultDirectoryCacheCapacity = 200_000
-    /// How much of the database file is read through a memory map by default (`store.sqlite_mmap_mb`).
-    public static let defaultMemoryMapMegabytes = 4096
+    /// How much of the database file is read through a memory map by default (`store.sqlite_mmap_mb`):
+    /// the most SQLite allows unless it is built with a larger `SQLITE_MAX_MMAP_SIZE` (Debian's is not).
+    public static let defaultMemoryMapMegabytes = 2047
 
     /// The schema versions, applied in order; `PRAGMA user_version` records how far a database is.
     static let migrations: [String] = [
