@@ -39,7 +39,10 @@ final class SQLiteConnection: @unchecked Sendable {
         // drop (they count in the process's resident memory all the same). The page cache then
         // mostly holds written pages; 32 MiB ran the pipeline benchmark as fast as 128 MiB did,
         // with 65 MB less resident memory.
-        try execute("PRAGMA mmap_size = \(Int64(max(memoryMapMegabytes, 0)) << 20)")
+        // Clamped before the shift, which would otherwise wrap a huge setting into a negative size;
+        // SQLite then caps it at its own limit.
+        let megabytes = Int64(min(max(memoryMapMegabytes, 0), Int(Int64.max >> 20)))
+        try execute("PRAGMA mmap_size = \(megabytes << 20)")
         try execute("PRAGMA cache_size = -32768")
         // Checkpoint the write-ahead log every 64 MiB rather than every 4 MiB: a page written many
         // times between checkpoints is copied back once. Throttle windows and the ledger are
