@@ -6,7 +6,11 @@ final class SQLiteConnection: @unchecked Sendable {
     // @unchecked: confined to its owner's serial queue (SQLiteStore.queue); it is only handed
     // across threads to be used there.
     private let handle: OpaquePointer
-    private var statements: [String: OpaquePointer] = [:]
+    /// Prepared statements of literal SQL, by the literal's address: finding one by its text
+    /// hashed and compared a few hundred bytes on every statement a decision runs.
+    private var literalStatements: [UInt: OpaquePointer] = [:]
+    /// Prepared statements of SQL built at run time (`IN` lists), by their text.
+    private var builtStatements: [String: OpaquePointer] = [:]
     /// Where ``bind(_:to:)`` puts the texts of the statement being run.
     private var scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 4096, alignment: 1)
     /// Whether a query is running: its texts are in `scratch` until it is reset.
@@ -51,7 +55,8 @@ final class SQLiteConnection: @unchecked Sendable {
     }
 
     deinit {
-        for statement in statements.values { sqlite3_finalize(statement) }
+        for statement in literalStatements.values { sqlite3_finalize(statement) }
+        for statement in builtStatements.values { sqlite3_finalize(statement) }
         sqlite3_close_v2(handle)
         scratch.deallocate()
     }
@@ -76,9 +81,28 @@ final class SQLiteConnection: @unchecked Sendable {
         case null
     }
 
+    /// A statement's text: a literal, or (explicitly) text built at run time.
+    struct SQL: ExpressibleByStringLiteral, Sendable {
+        fileprivate enum Source {
+            case literal(StaticString)
+            case built(String)
+        }
+
+        fileprivate let source: Source
+
+        init(stringLiteral literal: StaticString) {
+            source = .literal(literal)
+        }
+
+        /// SQL that varies at run time, such as an `IN` list's placeholders.
+        init(built text: String) {
+            source = .built(text)
+        }
+    }
+
     /// Runs a (cached, prepared) statement with `values` bound and calls `row` for each result row.
     func query(
-        _ sql: String,
+        _ sql: SQL,
         _ values: [Value] = [],
         row: (Row) throws(StoreError) -> Void = { _ in }
     ) throws(StoreError) {
@@ -148,7 +172,7 @@ final class SQLiteConnection: @unchecked Sendable {
 
     /// Runs a statement that returns no rows and answers how many rows it inserted, updated or
     /// deleted. Cheaper than `RETURNING`, which SQLite buffers in a temporary table.
-    func change(_ sql: String, _ values: [Value] = []) throws(StoreError) -> Int {
+    func change(_ sql: SQL, _ values: [Value] = []) throws(StoreError) -> Int {
         try query(sql, values)
         return Int(sqlite3_changes(handle))
     }
@@ -166,13 +190,39 @@ final class SQLiteConnection: @unchecked Sendable {
         }
     }
 
-    private func prepared(_ sql: String) throws(StoreError) -> OpaquePointer {
-        if let statement = statements[sql] { return statement }
+    private func prepared(_ sql: SQL) throws(StoreError) -> OpaquePointer {
+        switch sql.source {
+        case .literal(let literal):
+            let key = UInt(bitPattern: literal.utf8Start)
+            if let statement = literalStatements[key] { return statement }
+            // A string literal is always stored as a pointer to its text, which lives as long as the
+            // binary does.
+            let statement = try prepare(UnsafeBufferPointer(start: literal.utf8Start, count: literal.utf8CodeUnitCount))
+            literalStatements[key] = statement
+            return statement
+        case .built(var text):
+            if let statement = builtStatements[text] { return statement }
+            let statement = try text.withUTF8 { text in Result { () throws(StoreError) in try prepare(text) } }.get()
+            builtStatements[text] = statement
+            return statement
+        }
+    }
+
+    private func prepare(_ text: UnsafeBufferPointer<UInt8>) throws(StoreError) -> OpaquePointer {
         var statement: OpaquePointer?
-        guard sqlite3_prepare_v3(handle, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &statement, nil) == SQLITE_OK,
-            let statement
-        else { throw StoreError(code: .storeQuery, message: "prepare: \(lastError)") }
-        statements[sql] = statement
+        let result = text.withMemoryRebound(to: CChar.self) {
+            sqlite3_prepare_v3(
+                handle,
+                $0.baseAddress,
+                Int32($0.count),
+                UInt32(SQLITE_PREPARE_PERSISTENT),
+                &statement,
+                nil
+            )
+        }
+        guard result == SQLITE_OK, let statement else {
+            throw StoreError(code: .storeQuery, message: "prepare: \(lastError)")
+        }
         return statement
     }
 

@@ -257,7 +257,7 @@ extension SQLiteStore {
 
     /// Runs `delete` (which deletes at most `?2` rows older than `?1`) in its own transaction until
     /// it deletes fewer than ``purgeChunk``: other work gets the connection between chunks.
-    func deleteInChunks(_ delete: String, before: Timestamp) async throws(StoreError) -> Int {
+    func deleteInChunks(_ delete: SQLiteConnection.SQL, before: Timestamp) async throws(StoreError) -> Int {
         var total = 0
         while true {
             let deleted = try await run { connection throws(StoreError) in

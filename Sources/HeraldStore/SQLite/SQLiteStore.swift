@@ -361,7 +361,10 @@ public final class SQLiteStore: StateStore, @unchecked Sendable {
         for start in stride(from: 0, to: unique.count, by: Self.chunkSize) {
             let chunk = unique[start..<min(start + Self.chunkSize, unique.count)]
             try connection.query(
-                "SELECT user_id, record FROM recipient_records WHERE user_id IN (\(placeholders(chunk.count)))",
+                SQLiteConnection.SQL(
+                    built:
+                        "SELECT user_id, record FROM recipient_records WHERE user_id IN (\(placeholders(chunk.count)))"
+                ),
                 chunk.map { .text($0) }
             ) { row in
                 let userID = row.text(0) ?? ""
@@ -438,10 +441,12 @@ public final class SQLiteStore: StateStore, @unchecked Sendable {
             let placeholders = Self.placeholders(chunk.count)
             let values = chunk.map { SQLiteConnection.Value.text($0) }
             try connection.query(
-                """
-                SELECT user_id, device_id, platform, provider, token, app_id, sandbox, locale, registered_at
-                FROM devices WHERE user_id IN (\(placeholders)) AND invalidated_at IS NULL
-                """,
+                SQLiteConnection.SQL(
+                    built: """
+                        SELECT user_id, device_id, platform, provider, token, app_id, sandbox, locale, registered_at
+                        FROM devices WHERE user_id IN (\(placeholders)) AND invalidated_at IS NULL
+                        """
+                ),
                 values
             ) { row throws(StoreError) in
                 let userID = row.text(0) ?? ""
@@ -461,7 +466,10 @@ public final class SQLiteStore: StateStore, @unchecked Sendable {
                 result[userID, default: Recipient(userID: userID)].devices.append(device)
             }
             try connection.query(
-                "SELECT user_id, locale, time_zone, preferences FROM users WHERE user_id IN (\(placeholders))",
+                SQLiteConnection.SQL(
+                    built:
+                        "SELECT user_id, locale, time_zone, preferences FROM users WHERE user_id IN (\(placeholders))"
+                ),
                 values
             ) { row in
                 let userID = row.text(0) ?? ""

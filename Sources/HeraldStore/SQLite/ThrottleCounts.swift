@@ -35,6 +35,11 @@ struct ThrottleCounts {
         var count: Int
         var end: Int64
         var counted: Bool
+
+        mutating func countOne() {
+            count += 1
+            counted = true
+        }
     }
 
     /// One rule's windows that start at one instant.
@@ -86,8 +91,7 @@ struct ThrottleCounts {
         let outcome = try plan.resolved { limit throws(StoreError) in try count(limit, connection) }
         guard outcome.reason == .sent else { return outcome }
         for limit in plan.limits {
-            windows[limit.key]?.count += 1
-            windows[limit.key]?.counted = true
+            windows[limit.key]?.countOne()
             pending.append(limit.key, windowEnd: limit.windowEnd)
         }
         return outcome
@@ -108,8 +112,15 @@ struct ThrottleCounts {
     /// from the map, and empties the journal. The map is then all in `throttle_windows`, so it is
     /// kept for the windows that come back, unless it has grown past `4 × foldThreshold` windows.
     mutating func fold(_ connection: SQLiteConnection) throws(StoreError) {
+        // Marked as written before they are: if a write fails, the transaction rolls back and the
+        // map is rebuilt from the journal anyway (``rolledBack()``).
+        var counted: [(key: ThrottleKey, window: Window)] = []
+        for index in windows.indices where windows.values[index].counted {
+            counted.append((windows.keys[index], windows.values[index]))
+            windows.values[index].counted = false
+        }
         // In key order: neighbouring windows share pages.
-        let counted = windows.filter(\.value.counted).sorted {
+        counted.sort {
             ($0.key.windowStart, $0.key.rule, $0.key.recipient) < ($1.key.windowStart, $1.key.rule, $1.key.recipient)
         }
         for (key, window) in counted {
@@ -124,7 +135,6 @@ struct ThrottleCounts {
                     .integer(window.end), .integer(Int64(window.count)),
                 ]
             )
-            windows[key]?.counted = false
         }
         try connection.query("DELETE FROM throttle_journal")
         journaled = 0
