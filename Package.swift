@@ -208,6 +208,7 @@ let package = Package(
             dependencies: [
                 "HeraldSender", "HeraldSimulator", "HeraldAuth", "HeraldApp", "HeraldTestSupport", "HeraldPolicy",
                 "HeraldProviders", "HeraldWorker", "HeraldEvents",
+                .product(name: "NIOEmbedded", package: "swift-nio"),
             ]
         ),
         .testTarget(

@@ -146,6 +146,8 @@ final class HTTP2FrameClientHandler: ChannelDuplexHandler {
     private var goingAway = false
     private var closing = false
     private var deadlineSweep: RepeatedTask?
+    /// A flush is scheduled on the event loop and has not run yet.
+    private var flushScheduled = false
     private let onGoAway: @Sendable () -> Void
 
     init(onGoAway: @escaping @Sendable () -> Void = {}) {
@@ -177,6 +179,21 @@ final class HTTP2FrameClientHandler: ChannelDuplexHandler {
                 ),
                 promise: promise
             )
+        }
+    }
+
+    /// Requests arrive one by one from the tasks making them, each asking for a flush. Flushing
+    /// each at once made a TLS record and a `write` call per request; the flush instead runs once
+    /// the event loop has taken every request already queued for it, so a burst of requests
+    /// leaves in a few records and system calls.
+    func flush(context: ChannelHandlerContext) {
+        guard !flushScheduled else { return }
+        flushScheduled = true
+        let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+        context.eventLoop.execute {
+            let (handler, context) = bound.value
+            handler.flushScheduled = false
+            context.flush()
         }
     }
 

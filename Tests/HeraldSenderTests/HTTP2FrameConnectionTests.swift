@@ -2,6 +2,7 @@ import Foundation
 import HeraldEvents
 import HeraldTestSupport
 import NIOCore
+import NIOEmbedded
 import NIOHPACK
 import NIOHTTP2
 import NIOPosix
@@ -276,5 +277,53 @@ final class GoAwayServer: ChannelInboundHandler {
 extension Result where Failure == any Error {
     init(catching body: () async throws -> Success) async {
         do { self = .success(try await body()) } catch { self = .failure(error) }
+    }
+}
+
+extension HTTP2FrameConnectionTests {
+    @Test("a burst of requests leaves the handler with one flush, once the event loop has taken them all")
+    func burstIsFlushedOnce() throws {
+        let flushes = FlushCounter()
+        let channel = EmbeddedChannel()
+        try channel.pipeline.syncOperations.addHandler(flushes)
+        try channel.pipeline.syncOperations.addHandler(HTTP2FrameClientHandler())
+        var headers = HPACKHeaders()
+        headers.add(name: ":method", value: "POST")
+        headers.add(name: ":path", value: "/3/device/abc")
+        for _ in 0..<5 {
+            let request = HTTP2FrameClientHandler.Request(
+                headers: headers,
+                body: ByteBuffer(string: "{}"),
+                deadline: .now() + .seconds(10),
+                promise: channel.eventLoop.makePromise()
+            )
+            channel.pipeline.writeAndFlush(NIOAny(request), promise: nil)
+        }
+        // Each request is written at once (headers and body), the flush waits for the loop.
+        #expect(flushes.writes == 10)
+        #expect(flushes.flushes == 0)
+        channel.embeddedEventLoop.run()
+        #expect(flushes.flushes == 1)
+        for _ in 0..<10 { _ = try channel.readOutbound(as: HTTP2Frame.self) }
+        _ = try? channel.finish(acceptAlreadyClosed: true)
+    }
+}
+
+/// Counts the writes and flushes that pass it towards the network.
+final class FlushCounter: ChannelOutboundHandler {
+    typealias OutboundIn = HTTP2Frame
+    typealias OutboundOut = HTTP2Frame
+
+    private(set) var writes = 0
+    private(set) var flushes = 0
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        writes += 1
+        context.write(data, promise: promise)
+    }
+
+    func flush(context: ChannelHandlerContext) {
+        flushes += 1
+        context.flush()
     }
 }
