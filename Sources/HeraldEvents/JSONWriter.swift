@@ -43,17 +43,39 @@ enum JSONWriter {
         }
     }
 
+    /// Whether any byte is a control character, a quote or a backslash. Eight bytes at a time: a
+    /// byte at a time this scan was a twentieth of building an outbound message.
+    static func needsEscaping(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let highBits: UInt64 = 0x8080_8080_8080_8080
+        /// Whether a byte of `word` is below `bound` (at most 0x80); exact, word by word.
+        func hasByte(below bound: UInt64, in word: UInt64) -> Bool {
+            (word &- ones &* bound) & ~word & highBits != 0
+        }
+        var offset = 0
+        while offset + 8 <= bytes.count {
+            let word = bytes.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
+            if hasByte(below: 0x20, in: word) || hasByte(below: 1, in: word ^ (ones &* 0x22))
+                || hasByte(below: 1, in: word ^ (ones &* 0x5C))
+            {
+                return true
+            }
+            offset += 8
+        }
+        while offset < bytes.count {
+            let byte = bytes[offset]
+            if byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") { return true }
+            offset += 1
+        }
+        return false
+    }
+
     static func writeString(_ text: String, to output: inout [UInt8]) {
         var text = text
         text.withUTF8 { bytes in
             output.append(UInt8(ascii: "\""))
             // Most strings need no escaping: check the contiguous bytes once and copy them in one go.
-            var clean = true
-            for byte in bytes where byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") {
-                clean = false
-                break
-            }
-            if clean {
+            if !needsEscaping(UnsafeRawBufferPointer(bytes)) {
                 output.append(contentsOf: bytes)
                 output.append(UInt8(ascii: "\""))
                 return

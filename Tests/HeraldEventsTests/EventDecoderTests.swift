@@ -147,4 +147,33 @@ struct JSONWriterTests {
         #expect(value.serialized == #"{"z":"a/b \"q\" \\ é 😀\n\u0001","a":[1.50,true,null]}"#)
         #expect(try JSONParser().parse(value.serializedBytes) == value)
     }
+
+    @Test("each byte that must be escaped is found wherever it is in a string, and only those")
+    func escapingAtEveryPosition() throws {
+        let special: [UInt8] = [0x00, 0x01, 0x0A, 0x1F, UInt8(ascii: "\""), UInt8(ascii: "\\")]
+        // Neighbours of the special bytes, and bytes of multi-byte characters, which must not count.
+        let plain: [UInt8] = [0x20, 0x21, 0x23, 0x5B, 0x5D, 0x7F, 0x80, 0xA2, 0xDC, 0xFF]
+        for length in 1...19 {
+            for position in 0..<length {
+                for byte in special {
+                    var bytes = [UInt8](repeating: UInt8(ascii: "a"), count: length)
+                    bytes[position] = byte
+                    #expect(
+                        bytes.withUnsafeBytes { JSONWriter.needsEscaping($0) },
+                        "\(byte) at \(position) of \(length)"
+                    )
+                }
+                for byte in plain {
+                    var bytes = [UInt8](repeating: UInt8(ascii: "a"), count: length)
+                    bytes[position] = byte
+                    #expect(
+                        !bytes.withUnsafeBytes { JSONWriter.needsEscaping($0) },
+                        "\(byte) at \(position) of \(length)"
+                    )
+                }
+            }
+        }
+        let long = String(repeating: "é", count: 9) + "\u{1}" + String(repeating: "x", count: 9)
+        #expect(JSONValue.string(long).serialized == "\"" + String(repeating: "é", count: 9) + "\\u0001xxxxxxxxx\"")
+    }
 }
