@@ -91,7 +91,8 @@ final class SQLiteConnection: @unchecked Sendable {
         fileprivate let source: Source
 
         init(stringLiteral literal: StaticString) {
-            source = .literal(literal)
+            // A one-character literal may come as a scalar, with no text to point at.
+            source = literal.hasPointerRepresentation ? .literal(literal) : .built(literal.description)
         }
 
         /// SQL that varies at run time, such as an `IN` list's placeholders.
