@@ -115,9 +115,15 @@ struct ThrottleCounts {
         // Marked as written before they are: if a write fails, the transaction rolls back and the
         // map is rebuilt from the journal anyway (``rolledBack()``).
         var counted: [(key: ThrottleKey, window: Window)] = []
-        for index in windows.indices where windows.values[index].counted {
-            counted.append((windows.keys[index], windows.values[index]))
-            windows.values[index].counted = false
+        // Walked by index, not over `windows.indices`: that holds the storage, so the first change
+        // below would copy the whole map.
+        var index = windows.startIndex
+        while index != windows.endIndex {
+            if windows.values[index].counted {
+                counted.append((windows.keys[index], windows.values[index]))
+                windows.values[index].counted = false
+            }
+            windows.formIndex(after: &index)
         }
         // In key order: neighbouring windows share pages.
         counted.sort {
