@@ -44,7 +44,7 @@ enum JSONWriter {
     }
 
     /// Whether any byte is a control character, a quote or a backslash. Eight bytes at a time: a
-    /// byte at a time this scan was a twentieth of building an outbound message.
+    /// byte at a time this scan took about 4% of a replay's CPU in its profile.
     static func needsEscaping(_ bytes: UnsafeRawBufferPointer) -> Bool {
         let ones: UInt64 = 0x0101_0101_0101_0101
         let highBits: UInt64 = 0x8080_8080_8080_8080

@@ -304,7 +304,21 @@ extension HTTP2FrameConnectionTests {
         #expect(flushes.flushes == 0)
         channel.embeddedEventLoop.run()
         #expect(flushes.flushes == 1)
-        for _ in 0..<10 { _ = try channel.readOutbound(as: HTTP2Frame.self) }
+        // Each request on its own stream, in order: its headers, then its body ending the stream.
+        var frames: [String] = []
+        while let frame = try channel.readOutbound(as: HTTP2Frame.self) {
+            switch frame.payload {
+            case .headers(let headers): frames.append("\(frame.streamID) headers end=\(headers.endStream)")
+            case .data(let data): frames.append("\(frame.streamID) data end=\(data.endStream)")
+            default: frames.append("\(frame.streamID) other")
+            }
+        }
+        #expect(
+            frames
+                == [1, 3, 5, 7, 9].flatMap {
+                    ["HTTP2StreamID(\($0)) headers end=false", "HTTP2StreamID(\($0)) data end=true"]
+                }
+        )
         _ = try? channel.finish(acceptAlreadyClosed: true)
     }
 }
