@@ -20,15 +20,15 @@ test: deps
 	$(SWIFT) build --build-tests
 	# The worker's, the sender's and `herald dev`'s end-to-end tests load both cores; they run after the
 	# timing-sensitive consumer-group tests rather than beside them.
-	$(SWIFT) test --skip HeraldWorkerTests --skip HeraldSenderTests --skip DevCommandTests
-	$(SWIFT) test --filter HeraldWorkerTests --skip ScaleOutTests
-	$(SWIFT) test --filter HeraldSenderTests
+	SWIFT=$(SWIFT) scripts/test-phase --skip HeraldWorkerTests --skip HeraldSenderTests --skip DevCommandTests
+	SWIFT=$(SWIFT) scripts/test-phase --filter HeraldWorkerTests --skip ScaleOutTests
+	SWIFT=$(SWIFT) scripts/test-phase --filter HeraldSenderTests
 	# `herald dev` runs the whole pipeline in a process of its own: beside the sender's 10,000-call
 	# chaos test it slowed that test's retries past its wait.
-	$(SWIFT) test --filter DevCommandTests
+	SWIFT=$(SWIFT) scripts/test-phase --filter DevCommandTests
 	# The scale-out test runs seven processes on the machine's cores: alone, after the rest, so that it
 	# does not starve the timing-bound worker tests (a kill-and-restart test waits at most 60 s).
-	$(SWIFT) test --filter ScaleOutTests
+	SWIFT=$(SWIFT) scripts/test-phase --filter ScaleOutTests
 
 build: deps
 	$(SWIFT) build

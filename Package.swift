@@ -31,9 +31,12 @@ let package = Package(
             pkgConfig: "rdkafka",
             providers: [.apt(["librdkafka-dev"])]
         ),
+        // Names OS threads (prctl), so `top -H` and profilers show Herald's threads.
+        .systemLibrary(name: "CHeraldThread"),
         .target(
             name: "HeraldKafka",
             dependencies: [
+                "CHeraldThread",
                 "CRdKafka",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "DequeModule", package: "swift-collections"),
