@@ -49,12 +49,18 @@ public struct KafkaTestEnvironment: Sendable {
         group: String,
         topics: [String],
         configure: (inout KafkaConsumerConfiguration) -> Void = { _ in },
+        logger: Logger? = nil,
         onAssign: KafkaConsumer.RebalanceHandler? = nil,
         onRevoke: KafkaConsumer.RebalanceHandler? = nil
     ) throws -> KafkaConsumer {
         var configuration = consumerConfiguration(group: group, topics: topics)
         configure(&configuration)
-        return try KafkaConsumer(configuration: configuration, logger: logger, onAssign: onAssign, onRevoke: onRevoke)
+        return try KafkaConsumer(
+            configuration: configuration,
+            logger: logger ?? self.logger,
+            onAssign: onAssign,
+            onRevoke: onRevoke
+        )
     }
 
     public func makeProducer(configure: (inout KafkaProducerConfiguration) -> Void = { _ in }) throws -> KafkaProducer {

@@ -177,12 +177,16 @@ struct KafkaConsumerGroupTests {
             try await produce(producer, topic: "revoke", count: 40, partitions: 2)
         }
         let revoked = SharedValue<[TopicPartition]>([])
+        // The group's own story (librdkafka's `cgrp` debug lines), told if the hand-over stalls.
+        let groupLog = LogCapture()
         let holder = try env.makeConsumer(
             group: "revoke",
             topics: ["revoke"],
             configure: {
                 $0.revokeTimeout = .seconds(20)
+                $0.client.properties["debug"] = "cgrp"
             },
+            logger: groupLog.logger(label: "holder"),
             onRevoke: { partitions in revoked.update { $0 += partitions } }
         )
         let receivedByHolder = ReceivedMessages()
@@ -196,7 +200,12 @@ struct KafkaConsumerGroupTests {
                 }
             }
             #expect(await eventually { receivedByHolder.count == 40 })
-            let joiner = try env.makeConsumer(group: "revoke", topics: ["revoke"])
+            let joiner = try env.makeConsumer(
+                group: "revoke",
+                topics: ["revoke"],
+                configure: { $0.client.properties["debug"] = "cgrp" },
+                logger: groupLog.logger(label: "joiner")
+            )
             try await withRunningServices([joiner]) {
                 let joining = consume(joiner, into: receivedByJoiner)
                 // The rebalance starts and the holder's revoke waits for its in-flight messages.
@@ -204,7 +213,19 @@ struct KafkaConsumerGroupTests {
                 try await Task.sleep(for: .seconds(1))
                 #expect(receivedByJoiner.count == 0)
                 holder.markDone(receivedByHolder.all)
-                #expect(await eventually { joiner.assignment.count == 1 && holder.assignment.count == 1 })
+                // Each round of the embedded coordinator's rebalance can wait out a session timeout (6 s).
+                let handedOver = await eventually(within: .seconds(60)) {
+                    joiner.assignment.count == 1 && holder.assignment.count == 1
+                }
+                if !handedOver {
+                    // Without the assignment dumps, which fill the story without telling it.
+                    let told = groupLog.recent.filter { !$0.contains("facility=DUMP") }
+                    let lines = told.suffix(40).map { String($0.prefix(300)) }
+                    let story = "holder \(holder.assignment), joiner \(joiner.assignment); the group's last lines:\n"
+                    Issue.record(
+                        "the partition was not handed over within 60 s: \(story + lines.joined(separator: "\n"))"
+                    )
+                }
                 // The hand-over's revoke is over (the holder's own close revokes again later).
                 refusedOnHandOver.update { $0 = holder.revokeCommitsRefusedMidRebalance }
                 try await Task.sleep(for: .seconds(1))
