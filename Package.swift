@@ -233,7 +233,9 @@ let package = Package(
         ),
         .testTarget(
             name: "HeraldCatalogTests",
-            dependencies: ["HeraldCatalog"]
+            dependencies: ["HeraldCatalog"],
+            // Read by path (#filePath), not as a bundle resource.
+            exclude: ["Goldens"]
         ),
         .testTarget(
             name: "HeraldStoreTests",

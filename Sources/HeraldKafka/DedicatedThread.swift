@@ -20,9 +20,12 @@ package enum DedicatedThread {
 
     /// The calling OS thread's name, as `top -H` shows it.
     package static var currentName: String {
-        var buffer = [CChar](repeating: 0, count: 17)
-        guard herald_current_thread_name(&buffer) == 0 else { return "" }
-        return String(cString: buffer)
+        var buffer = [UInt8](repeating: 0, count: 17)
+        let status = buffer.withUnsafeMutableBytes {
+            herald_current_thread_name($0.baseAddress!.assumingMemoryBound(to: CChar.self))
+        }
+        guard status == 0 else { return "" }
+        return String(decoding: buffer.prefix { $0 != 0 }, as: UTF8.self)
     }
 
     /// Runs a blocking `body` on a new thread and returns its result to the awaiting task.
