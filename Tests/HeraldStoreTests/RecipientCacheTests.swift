@@ -51,9 +51,26 @@ struct RecipientCacheTests {
     func bounded() {
         var cache = RecipientCache(capacity: 4)
         for user in ["a", "b", "c", "d", "e"] { cache.insert(.absent, for: user) }
-        #expect(cache.count <= 4)
+        #expect(cache.count == 4)
         #expect(cache.lookup("e") != nil, "the latest user stays")
-        #expect(cache.lookup("a") == nil, "the oldest generation was dropped")
+        #expect(cache.lookup("a") == nil, "the user not used since it was cached went first")
+
+        // "c" is used again: the sweeps of the next two inserts evict "b", then pass "c" by
+        // (clearing its bit) and evict "d".
+        #expect(cache.lookup("c") != nil)
+        cache.insert(.absent, for: "f")
+        cache.insert(.absent, for: "g")
+        #expect(cache.count == 4)
+        #expect(cache.lookup("c") != nil, "a user used since the last sweep gets a second chance")
+        #expect(cache.lookup("b") == nil)
+        #expect(cache.lookup("d") == nil)
+
+        // An invalidated user's slot is reused before anything else is evicted.
+        cache.invalidate("e")
+        #expect(cache.lookup("e") == nil)
+        cache.insert(.absent, for: "h")
+        #expect(cache.count == 4)
+        for user in ["c", "f", "g", "h"] { #expect(cache.lookup(user) != nil, "\(user) stays") }
         var disabled = RecipientCache(capacity: 0)
         disabled.insert(.absent, for: "a")
         #expect(disabled.lookup("a") == nil)

@@ -7,19 +7,32 @@
 /// by any other connection — another process sharing the file — changes `PRAGMA data_version`,
 /// which drops everything.
 ///
-/// Two generations bound it to `capacity` users and keep the recently used ones: lookups fill
-/// `recent`; when it holds half the capacity it becomes `older`, and the previous `older` is
-/// dropped. A hit in `older` moves the user back into `recent`. Users the directory does not know
-/// are remembered as absent too, so unknown recipients do not reach SQLite each time either.
+/// Bounded to `capacity` users by the clock (second-chance) policy: entries sit in a ring of slots,
+/// a hit sets its slot's `used` bit, and an insert into a full ring sweeps from the hand, clearing
+/// set bits, to the first slot not used since the last sweep. A hit is one hash lookup and a bit,
+/// and nothing is moved: the two generations this replaced moved every hit in the older one into
+/// the newer (a removal and an insertion) and freed half the cache at once when they turned over,
+/// which cost about a quarter of a batch lookup. Users the directory does not know are remembered
+/// as absent too, so unknown recipients do not reach SQLite each time either.
 struct RecipientCache {
     enum Entry {
         case present(Recipient)
         case absent
     }
 
+    private struct Slot {
+        var userID: String
+        var entry: Entry
+        var used: Bool
+    }
+
     let capacity: Int
-    private var recent: [String: Entry] = [:]
-    private var older: [String: Entry] = [:]
+    private var slots: [Slot] = []
+    /// Each cached user's slot.
+    private var index: [String: Int] = [:]
+    /// Slots emptied by ``invalidate(_:)``, filled before anything is evicted.
+    private var free: [Int] = []
+    private var hand = 0
     /// The database's `data_version` the entries were read at.
     var dataVersion: Int64?
 
@@ -30,31 +43,54 @@ struct RecipientCache {
     var isEnabled: Bool { capacity > 0 }
 
     mutating func lookup(_ userID: String) -> Entry? {
-        if let entry = recent[userID] { return entry }
-        guard let entry = older.removeValue(forKey: userID) else { return nil }
-        insert(entry, for: userID)
-        return entry
+        guard let slot = index[userID] else { return nil }
+        slots[slot].used = true
+        return slots[slot].entry
     }
 
     mutating func insert(_ entry: Entry, for userID: String) {
         guard isEnabled else { return }
-        if recent.count >= max(capacity / 2, 1) {
-            older = recent
-            recent = [:]
-            recent.reserveCapacity(max(capacity / 2, 1))
+        if let slot = index[userID] {
+            slots[slot].entry = entry
+            slots[slot].used = true
+            return
         }
-        recent[userID] = entry
+        let slot: Int
+        if let reused = free.popLast() {
+            slot = reused
+            slots[slot] = Slot(userID: userID, entry: entry, used: false)
+        } else if slots.count < capacity {
+            slot = slots.count
+            slots.append(Slot(userID: userID, entry: entry, used: false))
+        } else {
+            // Every slot holds a user here (free ones are filled first), so the sweep ends within
+            // one turn: it clears the bits it passes.
+            while slots[hand].used {
+                slots[hand].used = false
+                hand = (hand + 1) % slots.count
+            }
+            slot = hand
+            hand = (hand + 1) % slots.count
+            index.removeValue(forKey: slots[slot].userID)
+            slots[slot] = Slot(userID: userID, entry: entry, used: false)
+        }
+        index[userID] = slot
     }
 
     mutating func invalidate(_ userID: String) {
-        recent.removeValue(forKey: userID)
-        older.removeValue(forKey: userID)
+        guard let slot = index.removeValue(forKey: userID) else { return }
+        // The slot keeps its user's id until reused, but no longer answers for it.
+        slots[slot].entry = .absent
+        slots[slot].used = false
+        free.append(slot)
     }
 
     mutating func removeAll() {
-        recent = [:]
-        older = [:]
+        slots.removeAll(keepingCapacity: true)
+        index.removeAll(keepingCapacity: true)
+        free.removeAll()
+        hand = 0
     }
 
-    var count: Int { recent.count + older.count }
+    var count: Int { index.count }
 }
