@@ -156,6 +156,36 @@ struct RecipientRecordTests {
         #expect(found["cy"] == nil)
     }
 
+    @Test("records are keyed by a stable hash of the user id, and users whose keys collide are told apart by id")
+    func keyCollision() async throws {
+        // FNV-1a's published test vectors: the key is stored, so it must never change.
+        #expect(RecipientRecord.key("") == Int64(bitPattern: 0xcbf2_9ce4_8422_2325))
+        #expect(RecipientRecord.key("a") == Int64(bitPattern: 0xaf63_dc4c_8601_ec8c))
+        #expect(RecipientRecord.key("foobar") == Int64(bitPattern: 0x8594_4171_f739_67e8))
+
+        let scratch = ScratchDirectory()
+        let path = scratch.path + "/state.sqlite"
+        let store = try SQLiteStore(path: path, directoryCache: 0)
+        try await store.apply([
+            registered("ana", "phone", token: "t1", at: "2026-11-01T10:00:00Z"),
+            registered("ben", "phone", token: "t2", at: "2026-11-01T10:00:00Z"),
+        ])
+        // No two real ids are known to collide, so ben's record is moved under ana's key.
+        let other = try SQLiteConnection(path: path)
+        try other.query(
+            "UPDATE recipient_records SET user_key = ? WHERE user_id = 'ben'",
+            [.integer(RecipientRecord.key("ana"))]
+        )
+        #expect(try await store.recipients(["ana"])["ana"]?.devices.map(\.token) == ["t1"])
+        try await store.apply([registered("ana", "tablet", token: "t3", at: "2026-11-02T10:00:00Z")])
+        var rows: [String: Int] = [:]
+        try other.query("SELECT user_id, count(*) FROM recipient_records GROUP BY user_id") { row in
+            rows[row.text(0) ?? ""] = Int(row.integer(1))
+        }
+        #expect(rows == ["ana": 1, "ben": 1], "ana's rewrite leaves the other user's row alone")
+        #expect(try await store.recipients(["ana"])["ana"]?.devices.map(\.token).sorted() == ["t1", "t3"])
+    }
+
     @Test(
         "the file is read through a memory map of the configured size; 0 reads it without one",
         arguments: [0, 64, Int.max]

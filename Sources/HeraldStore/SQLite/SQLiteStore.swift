@@ -121,10 +121,18 @@ public final class SQLiteStore: StateStore, @unchecked Sendable {
         DROP TABLE throttle_journal;
         CREATE TABLE throttle_journal (id INTEGER PRIMARY KEY, entries BLOB NOT NULL);
         """,
-        // 8: each user's recipient record in one row (see RecipientRecord), filled from devices and
-        // users by the migration (recipientRecordsVersion) and kept by every directory change.
+        // 8: each user's recipient record in one row (see RecipientRecord), kept by every directory
+        // change.
         """
         CREATE TABLE recipient_records (user_id TEXT PRIMARY KEY, record BLOB NOT NULL) WITHOUT ROWID;
+        """,
+        // 9: the records keyed by a hash of the user id first (RecipientRecord.key), then the id.
+        // Filled from devices and users by the migration (recipientRecordsVersion).
+        """
+        DROP TABLE recipient_records;
+        CREATE TABLE recipient_records (
+            user_key INTEGER NOT NULL, user_id TEXT NOT NULL, record BLOB NOT NULL, PRIMARY KEY (user_key, user_id))
+            WITHOUT ROWID;
         """,
     ]
 
@@ -157,8 +165,9 @@ public final class SQLiteStore: StateStore, @unchecked Sendable {
         try Self.migrate(connection)
     }
 
-    /// The migration that creates `recipient_records`: it is filled in Swift, from the directory.
-    static let recipientRecordsVersion = 8
+    /// The migration that gives `recipient_records` its current shape: it is filled in Swift, from
+    /// the directory. (Migration 8's table is left empty: its shape is gone by the end of 9.)
+    static let recipientRecordsVersion = 9
 
     /// Applies the migrations after the database's version, up to `target`.
     static func migrate(_ connection: SQLiteConnection, to target: Int = migrations.count) throws(StoreError) {
@@ -200,7 +209,7 @@ public final class SQLiteStore: StateStore, @unchecked Sendable {
                     try Self.apply(event, connection) { userID in touched.insert(userID) }
                 }
                 for userID in touched { self.cache.invalidate(userID) }
-                try Self.refreshRecipientRecords(touched.sorted(), connection)
+                try Self.refreshRecipientRecords(Array(touched), connection)
             }
         }
     }
@@ -360,12 +369,14 @@ public final class SQLiteStore: StateStore, @unchecked Sendable {
         var unreadable: [String] = []
         for start in stride(from: 0, to: unique.count, by: Self.chunkSize) {
             let chunk = unique[start..<min(start + Self.chunkSize, unique.count)]
+            // A user whose key collides with a requested one's comes back too: an extra entry no
+            // caller asks for.
             try connection.query(
                 SQLiteConnection.SQL(
                     built:
-                        "SELECT user_id, record FROM recipient_records WHERE user_id IN (\(placeholders(chunk.count)))"
+                        "SELECT user_id, record FROM recipient_records WHERE user_key IN (\(placeholders(chunk.count)))"
                 ),
-                chunk.map { .text($0) }
+                chunk.map { .integer(RecipientRecord.key($0)) }
             ) { row in
                 let userID = row.text(0) ?? ""
                 do {
@@ -380,7 +391,7 @@ public final class SQLiteStore: StateStore, @unchecked Sendable {
         // batch that needs the user.
         if !unreadable.isEmpty {
             let rebuilt = try connection.transaction { () throws(StoreError) in
-                try refreshRecipientRecords(unreadable.sorted(), connection)
+                try refreshRecipientRecords(unreadable, connection)
             }
             result.merge(rebuilt) { _, rebuilt in rebuilt }
         }
@@ -402,30 +413,42 @@ public final class SQLiteStore: StateStore, @unchecked Sendable {
         _ connection: SQLiteConnection
     ) throws(StoreError) -> [String: Recipient] {
         let assembled = try assembleRecipients(userIDs, connection)
-        for userID in userIDs {
+        let keyed = userIDs.map { (key: RecipientRecord.key($0), userID: $0) }.sorted {
+            ($0.key, $0.userID) < ($1.key, $1.userID)
+        }
+        for (key, userID) in keyed {
             if let recipient = assembled[userID] {
                 try connection.query(
                     """
-                    INSERT INTO recipient_records (user_id, record) VALUES (?, ?)
-                    ON CONFLICT (user_id) DO UPDATE SET record = excluded.record
+                    INSERT INTO recipient_records (user_key, user_id, record) VALUES (?, ?, ?)
+                    ON CONFLICT (user_key, user_id) DO UPDATE SET record = excluded.record
                     """,
-                    [.text(userID), .blob(RecipientRecord.encode(recipient))]
+                    [.integer(key), .text(userID), .blob(RecipientRecord.encode(recipient))]
                 )
             } else {
-                try connection.query("DELETE FROM recipient_records WHERE user_id = ?", [.text(userID)])
+                try connection.query(
+                    "DELETE FROM recipient_records WHERE user_key = ? AND user_id = ?",
+                    [.integer(key), .text(userID)]
+                )
             }
         }
         return assembled
     }
 
-    /// Fills `recipient_records` for every user in the directory (migration 8).
+    /// Fills `recipient_records` for every user in the directory (migration 9).
     static func rebuildRecipientRecords(_ connection: SQLiteConnection) throws(StoreError) {
-        var userIDs: [String] = []
-        try connection.query("SELECT user_id FROM devices UNION SELECT user_id FROM users ORDER BY 1") { row in
-            userIDs.append(row.text(0) ?? "")
+        var keyed: [(key: Int64, userID: String)] = []
+        try connection.query("SELECT user_id FROM devices UNION SELECT user_id FROM users") { row in
+            let userID = row.text(0) ?? ""
+            keyed.append((RecipientRecord.key(userID), userID))
         }
-        for start in stride(from: 0, to: userIDs.count, by: Self.chunkSize) {
-            try refreshRecipientRecords(Array(userIDs[start..<min(start + Self.chunkSize, userIDs.count)]), connection)
+        // In key order across chunks too, so the table is written front to back.
+        keyed.sort { ($0.key, $0.userID) < ($1.key, $1.userID) }
+        for start in stride(from: 0, to: keyed.count, by: Self.chunkSize) {
+            try refreshRecipientRecords(
+                keyed[start..<min(start + Self.chunkSize, keyed.count)].map(\.userID),
+                connection
+            )
         }
     }
 
