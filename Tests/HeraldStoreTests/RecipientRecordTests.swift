@@ -156,6 +156,16 @@ struct RecipientRecordTests {
         #expect(found["cy"] == nil)
     }
 
+    /// A store at `path` (no directory cache) where each user has a phone, with tokens t1, t2, … in
+    /// order.
+    static func storeWithPhones(at path: String, _ users: [String]) async throws -> SQLiteStore {
+        let store = try SQLiteStore(path: path, directoryCache: 0)
+        try await store.apply(
+            users.enumerated().map { registered($1, "phone", token: "t\($0 + 1)", at: "2026-11-01T10:00:00Z") }
+        )
+        return store
+    }
+
     @Test("records are keyed by a stable hash of the user id, and users whose keys collide are told apart by id")
     func keyCollision() async throws {
         // FNV-1a's published test vectors: the key is stored, so it must never change.
@@ -165,11 +175,7 @@ struct RecipientRecordTests {
 
         let scratch = ScratchDirectory()
         let path = scratch.path + "/state.sqlite"
-        let store = try SQLiteStore(path: path, directoryCache: 0)
-        try await store.apply([
-            registered("ana", "phone", token: "t1", at: "2026-11-01T10:00:00Z"),
-            registered("ben", "phone", token: "t2", at: "2026-11-01T10:00:00Z"),
-        ])
+        let store = try await Self.storeWithPhones(at: path, ["ana", "ben"])
         // No two real ids are known to collide, so ben's record is moved under ana's key.
         let other = try SQLiteConnection(path: path)
         try other.query(
@@ -216,12 +222,7 @@ struct RecipientRecordTests {
     func unreadableRecord() async throws {
         let scratch = ScratchDirectory()
         let path = scratch.path + "/state.sqlite"
-        let store = try SQLiteStore(path: path, directoryCache: 0)
-        try await store.apply([
-            registered("ana", "phone", token: "t1", at: "2026-11-01T10:00:00Z"),
-            registered("ben", "phone", token: "t2", at: "2026-11-01T10:00:00Z"),
-            registered("cy", "phone", token: "t3", at: "2026-11-01T10:00:00Z"),
-        ])
+        let store = try await Self.storeWithPhones(at: path, ["ana", "ben", "cy"])
         let other = try SQLiteConnection(path: path)
         try other.execute("UPDATE recipient_records SET record = x'01' WHERE user_id = 'ana'")
         try other.execute("UPDATE recipient_records SET record = x'02' WHERE user_id = 'ben'")
