@@ -369,8 +369,8 @@ public final class SQLiteStore: StateStore, @unchecked Sendable {
         var unreadable: [String] = []
         for start in stride(from: 0, to: unique.count, by: Self.chunkSize) {
             let chunk = unique[start..<min(start + Self.chunkSize, unique.count)]
-            // A user whose key collides with a requested one's comes back too: an extra entry no
-            // caller asks for.
+            // A user whose key collides with a requested one's comes back too, and is passed over.
+            let wanted = Set(chunk)
             try connection.query(
                 SQLiteConnection.SQL(
                     built:
@@ -379,6 +379,7 @@ public final class SQLiteStore: StateStore, @unchecked Sendable {
                 chunk.map { .integer(RecipientRecord.key($0)) }
             ) { row in
                 let userID = row.text(0) ?? ""
+                guard wanted.contains(userID) else { return }
                 do {
                     result[userID] = try RecipientRecord.decode(userID: userID, row.blob(1))
                 } catch {
