@@ -11,8 +11,9 @@
 /// a hit sets its slot's `used` bit, and an insert into a full ring sweeps from the hand, clearing
 /// set bits, to the first slot not used since the last sweep. A hit is one hash lookup and a bit,
 /// and nothing is moved: the two generations this replaced moved every hit in the older one into
-/// the newer (a removal and an insertion) and freed half the cache at once when they turned over,
-/// which cost about a quarter of a batch lookup. Users the directory does not know are remembered
+/// the newer (a removal and an insertion) and freed half the cache at once when they turned over:
+/// with half of 200,000 users cached, the clock took a lookup from about 6.4 to 5.1 µs per
+/// decision (`herald bench decisions`, alternated). Users the directory does not know are remembered
 /// as absent too, so unknown recipients do not reach SQLite each time either.
 struct RecipientCache {
     enum Entry {
