@@ -32,11 +32,17 @@ struct ScaleOutTests {
         let digests = try #require(report.firstMatch(of: /digests (\d+), missing (\d+), duplicated (\d+)/))
         #expect(Int(digests.1)! > 0, "the load trips the shortened messages limit: \(report)")
         #expect(digests.2 == "0" && digests.3 == "0", "\(report)")
-        // A provider call that timed out on an overloaded machine is retried and may arrive twice:
-        // at-least-once, as the README says. Any other duplicate is a defect.
+        // A provider call with no answer — timed out, or its connection dropped after the request
+        // may have arrived — is retried and may arrive twice on an overloaded machine: at-least-once,
+        // as the README says. (A CI run saw 82 duplicates after 121 dropped Expo connections.) Any
+        // other duplicate is a defect.
         let duplicated = Int(try #require(report.firstMatch(of: /duplicated deliveries (\d+)/)).1)!
         let timeouts = Int(report.firstMatch(of: /transport\.timeout"\} (\d+)/)?.1 ?? "0")!
-        #expect(duplicated <= timeouts, "\(duplicated) duplicates, \(timeouts) timeouts: \(report)")
+        let dropped = Int(report.firstMatch(of: /transport\.connection"\} (\d+)/)?.1 ?? "0")!
+        #expect(
+            duplicated <= timeouts + dropped,
+            "\(duplicated) duplicates, \(timeouts) timeouts, \(dropped) dropped connections: \(report)"
+        )
     }
 
     static let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
