@@ -211,6 +211,7 @@ let package = Package(
             dependencies: [
                 "HeraldSender", "HeraldSimulator", "HeraldAuth", "HeraldApp", "HeraldTestSupport", "HeraldPolicy",
                 "HeraldProviders", "HeraldWorker", "HeraldEvents",
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
             ]
         ),

@@ -3,6 +3,7 @@ import HeraldCatalog
 import HeraldEvents
 import HeraldKafka
 import HeraldPolicy
+import HeraldSender
 import HeraldSimulator
 import HeraldStore
 import HeraldWorker
@@ -84,13 +85,28 @@ public struct ScaleBenchmark: Sendable {
         public var killed: String?
         /// The senders' call outcomes, retries and dead letters, summed over the senders.
         public var senderCounters: [String: Double]
+        /// Calls that got no answer, by "provider: cause", from the senders' logs.
+        public var unansweredCauses: [String: Int]
         public var completed: Bool
         public var logDirectory: String
 
         public var lostEvents: Int { events - decidedEvents }
         public var eventsPerSecond: Double { Double(decidedEvents) / max(seconds, 0.001) }
+
+        /// Calls that timed out or whose connection failed: the request may have arrived, and the
+        /// retry may then deliver it a second time (at-least-once). Any other duplicate is a defect.
+        public var unansweredCalls: Int {
+            senderCounters.reduce(0) { sum, counter in
+                let unanswered =
+                    counter.key.hasPrefix("herald_provider_answers_total")
+                    && (counter.key.contains("\"transport.timeout\"")
+                        || counter.key.contains("\"transport.connection\""))
+                return sum + (unanswered ? Int(counter.value) : 0)
+            }
+        }
+
         public var passed: Bool {
-            completed && lostEvents == 0 && lostDeliveries == 0 && duplicatedDeliveries == 0
+            completed && lostEvents == 0 && lostDeliveries == 0 && duplicatedDeliveries <= unansweredCalls
                 && throttleViolations == 0 && digestsMissing == 0 && digestsDuplicated == 0
         }
     }
@@ -277,6 +293,7 @@ public struct ScaleBenchmark: Sendable {
             decisionsByReason: observed.decisionsByReason,
             killed: killed,
             senderCounters: senderCounters,
+            unansweredCauses: processes.unansweredCauses(),
             completed: completed,
             logDirectory: work.path
         )
@@ -624,6 +641,24 @@ final class ScaleProcesses: @unchecked Sendable {
             }
         }
         return sums
+    }
+
+    /// The senders' ``Sender/unansweredCallsMessage`` warnings summed by "provider: cause".
+    func unansweredCauses() -> [String: Int] {
+        var causes: [String: Int] = [:]
+        for (index, started) in running.enumerated() where started.role == "sender" {
+            let log = logs.appendingPathComponent("sender-\(index).log")
+            guard let text = try? String(contentsOf: log, encoding: .utf8) else { continue }
+            for line in text.split(separator: "\n") where line.contains(Sender.unansweredCallsMessage) {
+                guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+                    object["msg"] as? String == Sender.unansweredCallsMessage,
+                    let provider = object["provider"] as? String, let cause = object["cause"] as? String,
+                    let calls = (object["calls"] as? String).flatMap({ Int($0) })
+                else { continue }
+                causes["\(provider): \(cause)", default: 0] += calls
+            }
+        }
+        return causes
     }
 
     /// A TCP port nothing listens on at the moment.

@@ -3,6 +3,8 @@ import DequeModule
 import HeraldEvents
 import NIOCore
 import NIOHTTP1
+import NIOHTTP2
+import NIOPosix
 import NIOSSL
 import Synchronization
 
@@ -76,7 +78,24 @@ enum ProviderTransport {
             return .failure(Classification.transport("tls", "TLS failed: \(error)"))
         } catch {
             // Refused, reset or dropped connections: the request may or may not have arrived.
-            return .failure(Classification.transport("connection", "the connection failed: \(type(of: error))"))
+            return .failure(Classification.transport("connection", "the connection failed: \(describe(error))"))
+        }
+    }
+
+    /// What went wrong with a connection, for logs and dead-letter headers: the full description
+    /// of the transport libraries' own errors, which name the cause (`Remote connection closed`, an
+    /// errno, the provider's address) and never the request, and only the type of anything else,
+    /// whose description might carry a URL — and an APNs URL holds the device token.
+    static func describe(_ error: any Error) -> String {
+        switch error {
+        // Its short description leaves out associated values, such as an invalid header's value.
+        case let error as HTTPClientError: "HTTPClientError: \(error.shortDescription)"
+        case let error as IOError: "\(error)"
+        case let error as ChannelError: "ChannelError.\(error)"
+        case let error as NIOConnectionError: "\(error)"
+        case let error as HTTP2FrameConnection.ConnectionError: "HTTP/2 connection \(error)"
+        case let error as NIOHTTP2Errors.StreamClosed: "HTTP/2 stream closed (\(error.errorCode))"
+        default: "\(type(of: error))"
         }
     }
 }
@@ -120,7 +139,7 @@ extension ProviderTransport {
         } catch let error as NIOSSLError {
             return .failure(Classification.transport("tls", "TLS failed: \(error)"))
         } catch {
-            return .failure(Classification.transport("connection", "the connection failed: \(type(of: error))"))
+            return .failure(Classification.transport("connection", "the connection failed: \(describe(error))"))
         }
     }
 }

@@ -13,6 +13,16 @@ import Synchronization
 /// record, a `device.token.invalidated` directory event, or a dead letter. Offsets are marked done
 /// only once all of that is durable.
 public final class Sender: Service, Sendable {
+    /// The warning logged, once per batch, provider and cause, for calls that got no answer (the
+    /// metadata: `provider`, `cause`, `calls`).
+    public static let unansweredCallsMessage = "provider calls got no answer; retrying them"
+
+    /// Calls that got no answer, counted by provider and cause for ``unansweredCallsMessage``.
+    private struct TransportFailure: Hashable {
+        var provider: String
+        var cause: String
+    }
+
     public struct Topics: Sendable {
         public var outbound = "herald.outbound"
         public var deadLetter = "herald.outbound.dlq"
@@ -282,6 +292,8 @@ public final class Sender: Service, Sendable {
         counters.circuitDeferred = deferred
         let answeredAt = clock.now()
         recordCircuits(sent.map { ($0.outbound.provider, $0.call.outcome) }, at: answeredAt)
+        // Calls that got no answer, by provider and cause: logged once per batch, not per call.
+        var transportFailures: [TransportFailure: Int] = [:]
         for entry in sent {
             let (message, outbound, outcome, seconds) = (
                 entry.message, entry.outbound, entry.call.outcome, entry.call.seconds
@@ -310,6 +322,9 @@ public final class Sender: Service, Sendable {
                     )
                 }
             case .retry(let reason, let after):
+                if reason.code.hasPrefix("transport.") {
+                    transportFailures[TransportFailure(provider: provider, cause: reason.message), default: 0] += 1
+                }
                 let step = configuration.retry.step(of: message.topic)
                 if let next = configuration.retry.next(
                     after: step,
@@ -358,6 +373,14 @@ public final class Sender: Service, Sendable {
                 counters.deadLettersByCode[reason.code, default: 0] += 1
                 records.append(deadLetter(message, attempt: outbound.attempt, reason, now: answeredAt))
             }
+        }
+        // A call with no answer may still have arrived: these are the retries that can deliver
+        // twice, so an operator needs their cause.
+        for (failure, calls) in transportFailures {
+            logger.warning(
+                "\(Self.unansweredCallsMessage)",
+                metadata: ["provider": "\(failure.provider)", "cause": "\(failure.cause)", "calls": "\(calls)"]
+            )
         }
 
         try await withStoreRetry { () throws(StoreError) in

@@ -107,8 +107,11 @@ struct ScaleBenchCommand: AsyncParsableCommand {
             "  provider calls: \(report.outboundCalls) on herald.outbound, \(report.accepted) accepted by the simulator, all settled after \(String(format: "%.1f", report.deliverySeconds)) s"
         )
         Swift.print(
-            "  lost events \(report.lostEvents), lost deliveries \(report.lostDeliveries), duplicated deliveries \(report.duplicatedDeliveries)"
+            "  lost events \(report.lostEvents), lost deliveries \(report.lostDeliveries), duplicated deliveries \(report.duplicatedDeliveries) (allowed: at most one per call that got no answer, \(report.unansweredCalls))"
         )
+        for (cause, calls) in report.unansweredCauses.sorted(by: { $0.key < $1.key }) {
+            Swift.print("  no answer: \(calls) × \(cause)")
+        }
         Swift.print(
             "  throttle windows \(report.throttleWindows), over their limit \(report.throttleViolations); digests \(report.digestsExpected), missing \(report.digestsMissing), duplicated \(report.digestsDuplicated)"
         )

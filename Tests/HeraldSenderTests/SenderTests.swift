@@ -7,6 +7,7 @@ import HeraldSimulator
 import HeraldStore
 import HeraldTestSupport
 import HeraldWorker
+import Logging
 import Testing
 
 /// The sender on the embedded broker against the provider simulator.
@@ -25,9 +26,10 @@ struct SenderTests {
         ledger: any DeliveryLedger,
         clock: any HeraldClock = WallClock(),
         delays: [Duration] = [.milliseconds(100), .milliseconds(200), .milliseconds(300), .milliseconds(400)],
+        logger: Logger? = nil,
         _ body: (Sender) async throws -> Void
     ) async throws {
-        let sender = try makeSender(environment, fixture, ledger: ledger, clock: clock, delays: delays)
+        let sender = try makeSender(environment, fixture, ledger: ledger, clock: clock, delays: delays, logger: logger)
         try await withRunningServices([sender]) { try await body(sender) }
     }
 
@@ -37,7 +39,8 @@ struct SenderTests {
         _ fixture: SimulatorFixture,
         ledger: any DeliveryLedger,
         clock: any HeraldClock = WallClock(),
-        delays: [Duration] = [.milliseconds(100), .milliseconds(200), .milliseconds(300), .milliseconds(400)]
+        delays: [Duration] = [.milliseconds(100), .milliseconds(200), .milliseconds(300), .milliseconds(400)],
+        logger: Logger? = nil
     ) throws -> Sender {
         var configuration = Sender.Configuration(
             consumer: environment.consumerConfiguration(group: "herald-sender", topics: []),
@@ -53,7 +56,7 @@ struct SenderTests {
             providers: ProviderClients(apns: fixture.apns, fcm: fixture.fcm, expo: fixture.expo),
             ledger: ledger,
             clock: clock,
-            logger: environment.logger
+            logger: logger ?? environment.logger
         )
     }
 
@@ -90,8 +93,16 @@ struct SenderTests {
                 message.recipient = "user-\(message.notificationID)"
                 return message
             }
+            let warnings = LogCapture()
+            var logger = warnings.logger(label: "herald.sender")
+            logger.logLevel = .warning
             try await environment.withCollector(["herald.outbound.dlq"]) { deadLetters in
-                try await Self.withSender(environment, fixture, ledger: try SQLiteStore(path: ":memory:")) { sender in
+                try await Self.withSender(
+                    environment,
+                    fixture,
+                    ledger: try SQLiteStore(path: ":memory:"),
+                    logger: logger
+                ) { sender in
                     // Produced while the sender runs and spread over the partitions: the embedded
                     // broker keeps only about 5 MiB per partition.
                     try await environment.produce(messages.map(Self.record))
@@ -134,6 +145,12 @@ struct SenderTests {
                     #expect(counters.answersByReason["apns.TooManyRequests", default: 0] > 0)
                     #expect(counters.answersByReason["transport.connection", default: 0] > 0)
                     #expect(fixture.simulator.statistics.dropped > 0)
+                    // The calls that got no answer are logged with their cause (the simulator resets
+                    // the stream), once per batch, provider and cause.
+                    let unanswered = warnings.recent.filter { $0.contains(Sender.unansweredCallsMessage) }
+                    let logged = unanswered.compactMap { line in line.firstMatch(of: /calls=(\d+)/).map { Int($0.1)! } }
+                    #expect(logged.reduce(0, +) == counters.answersByReason["transport.connection", default: 0])
+                    #expect(unanswered.allSatisfy { $0.contains("cause=the connection failed: HTTP/2 stream closed") })
                 }
             }
         }
