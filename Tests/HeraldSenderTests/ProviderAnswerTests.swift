@@ -132,9 +132,8 @@ struct ProviderAnswerTests {
                 #expect(outcome.class == .retry, "\(rate)")
                 #expect(outcome.reason?.code == expected)
                 if rate == "drop" {
-                    // The cause is named, for the operator deciding whether retries may deliver
-                    // twice; the device token (in the request's URL) is not.
-                    // The simulator drops an HTTP/2 request by resetting its stream (CANCEL).
+                    // The cause is named (the simulator drops an HTTP/2 request by resetting its
+                    // stream with CANCEL); the device token, in the request's URL, is not.
                     let message = outcome.reason?.message ?? ""
                     #expect(message.contains("Cancel"), "\(message)")
                     #expect(!message.contains(SimulatorFixture.apnsToken), "\(message)")
