@@ -1,5 +1,6 @@
 import CRdKafka
 import Logging
+import Synchronization
 
 /// What the consumer's poll thread is told from inside librdkafka's callbacks.
 protocol RDKafkaConsumerDelegate: AnyObject, Sendable {
@@ -57,13 +58,33 @@ final class RDKafkaConsumerClient: @unchecked Sendable {
 
     private let contextPointer: UnsafeMutableRawPointer
 
+    /// Set once the group has handed this consumer an assignment (even an empty one).
+    private let hadAssignment = Atomic<Bool>(false)
+
+    /// Whether `rd_kafka_destroy` may run on this handle. librdkafka before 2.3.0 aborts the process
+    /// when it destroys a consumer whose group chose `cooperative-sticky` but that has not yet had
+    /// its first assignment — closed mid-join, say by a SIGTERM during start-up — because the
+    /// sticky assignor's state is still NULL (confluentinc/librdkafka#4312, fixed in 2.3.0; Debian
+    /// bookworm ships 2.0.2). Such a handle is left alone instead: after `close` it is out of the
+    /// group and holds only its threads and idle connections, where destroying it takes the process.
+    private var mayDestroy: Bool {
+        rd_kafka_version() >= 0x0203_0000 || hadAssignment.load(ordering: .acquiring)
+            || String(cString: rd_kafka_rebalance_protocol(handle)) != "COOPERATIVE"
+    }
+
     deinit {
         // No callback may reach this object while it is being torn down.
         RDKafkaCallbackContext.from(contextPointer)?.consumer = nil
         let destroyed = lifecycle.withLock { $0 == .destroyed }
         if !destroyed {
             rd_kafka_queue_destroy(queue)
-            rd_kafka_destroy(handle)
+            if mayDestroy {
+                rd_kafka_destroy(handle)
+            } else {
+                // The callbacks' context stays too: librdkafka may still call through it.
+                messageBuffer.deallocate()
+                return
+            }
         }
         RDKafkaCallbackContext.release(contextPointer)
         messageBuffer.deallocate()
@@ -220,6 +241,7 @@ final class RDKafkaConsumerClient: @unchecked Sendable {
         }
         guard !alreadyDestroyed else { return }
         rd_kafka_queue_destroy(queue)
+        guard mayDestroy else { return }
         rd_kafka_destroy_flags(handle, Int32(RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE))
     }
 
@@ -233,6 +255,7 @@ final class RDKafkaConsumerClient: @unchecked Sendable {
         let cooperative = String(cString: rd_kafka_rebalance_protocol(handle)) == "COOPERATIVE"
         switch error {
         case RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS:
+            hadAssignment.store(true, ordering: .releasing)
             let pauseNow = delegate?.partitionsAssigning(partitions) ?? false
             if cooperative {
                 if let failure = rd_kafka_incremental_assign(handle, list) {
