@@ -38,6 +38,9 @@ final class RDKafkaConsumerClient: @unchecked Sendable {
     init(properties: [(String, String)], maxBatch: Int, logger: Logger) throws(KafkaError) {
         self.logger = logger
         self.maxBatch = maxBatch
+        offersCooperativeSticky = properties.contains {
+            $0.0 == "partition.assignment.strategy" && $0.1.contains("cooperative-sticky")
+        }
         let conf = try RDKafkaConfig.make(properties, role: "consumer")
         let context = RDKafkaCallbackContext(logger: logger)
         contextPointer = context.install(on: conf)
@@ -60,6 +63,9 @@ final class RDKafkaConsumerClient: @unchecked Sendable {
 
     /// Set once the group has handed this consumer an assignment (even an empty one).
     private let hadAssignment = Atomic<Bool>(false)
+    /// Whether the group may choose `cooperative-sticky` for this consumer. Read from the
+    /// configuration: once closed, librdkafka no longer answers `rd_kafka_rebalance_protocol`.
+    private let offersCooperativeSticky: Bool
 
     /// Whether `rd_kafka_destroy` may run on this handle. librdkafka before 2.3.0 aborts the process
     /// when it destroys a consumer whose group chose `cooperative-sticky` but that has not yet had
@@ -67,9 +73,10 @@ final class RDKafkaConsumerClient: @unchecked Sendable {
     /// sticky assignor's state is still NULL (confluentinc/librdkafka#4312, fixed in 2.3.0; Debian
     /// bookworm ships 2.0.2). Such a handle is left alone instead: after `close` it is out of the
     /// group and holds only its threads and idle connections, where destroying it takes the process.
+    /// (Whether it got as far as joining cannot be asked after close, so a consumer that never had
+    /// an assignment is left alone whether it joined or not.)
     private var mayDestroy: Bool {
-        rd_kafka_version() >= 0x0203_0000 || hadAssignment.load(ordering: .acquiring)
-            || String(cString: rd_kafka_rebalance_protocol(handle)) != "COOPERATIVE"
+        rd_kafka_version() >= 0x0203_0000 || !offersCooperativeSticky || hadAssignment.load(ordering: .acquiring)
     }
 
     deinit {
