@@ -40,9 +40,11 @@ release: deps
 bench-kafka: release
 	.build/release/herald bench kafka
 
-## bench-decisions: decisions per second against 1,000,000 devices, with SQLite and with PostgreSQL.
+## bench-decisions: decisions per second against 1,000,000 devices, with SQLite (sequential, then
+## random event ids) and with PostgreSQL.
 bench-decisions: release
 	.build/release/herald bench decisions
+	.build/release/herald bench decisions --random-event-ids
 	scripts/with-postgres .build/release/herald bench decisions --store '$$HERALD_STORE'
 
 ## bench-pipeline: 1,000,000 mixed events through the worker (SQLite), with the raw passthrough.

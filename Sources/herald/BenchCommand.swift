@@ -207,6 +207,15 @@ struct DecisionBenchCommand: AsyncParsableCommand {
     @Option(help: "Users whose recipient record SQLite keeps in memory between lookups (0: none).")
     var directoryCache = SQLiteStore.defaultDirectoryCacheCapacity
 
+    @Flag(
+        name: .customLong("random-event-ids"),
+        help: """
+            Random event ids (UUIDv4, as most CloudEvents SDKs make them) instead of sequential ones \
+            (which sort as UUIDv7 or ULIDs do): each insert goes to a random place in the decision ledger.
+            """
+    )
+    var randomEventIDs = false
+
     @OptionGroup var global: GlobalOptions
 
     func validate() throws {
@@ -224,13 +233,15 @@ struct DecisionBenchCommand: AsyncParsableCommand {
         benchmark.decisions = decisions
         benchmark.batchSize = batchSize
         benchmark.rounds = rounds
+        benchmark.randomEventIDs = randomEventIDs
         let report = try await withBenchStore(store, directoryCache: directoryCache, logger: logger) { store, name in
             try await benchmark.run(store: store, storeName: name) { line in
                 FileHandle.standardError.write(Data("… \(line)\n".utf8))
             }
         }
         print(
-            "herald bench decisions: \(report.store), \(report.devices) devices, \(report.decisions) decisions per round, batches of \(report.batchSize)"
+            "herald bench decisions: \(report.store), \(report.devices) devices, \(report.decisions) decisions per round, "
+                + "batches of \(report.batchSize), \(randomEventIDs ? "random" : "sequential") event ids"
         )
         for (index, seconds) in report.roundSeconds.enumerated() {
             print(

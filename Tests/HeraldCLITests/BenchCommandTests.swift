@@ -27,3 +27,33 @@ struct BenchCommandTests {
         #expect(leftover.output.isEmpty, "a broker process is still running: \(leftover.output)")
     }
 }
+
+@Suite("herald bench decisions", .timeLimit(.minutes(2)))
+struct DecisionBenchCommandTests {
+    @Test(
+        "with random event ids every pair is decided once: the ids are distinct, so none is taken for a redelivery",
+        arguments: [false, true]
+    )
+    func decisions(randomEventIDs: Bool) throws {
+        let result = try run(
+            try heraldExecutable().path,
+            ["bench", "decisions", "--devices", "2000", "--decisions", "3000", "--batch-size", "250", "--rounds", "1"]
+                + (randomEventIDs ? ["--random-event-ids"] : [])
+        )
+        #expect(result.status == 0, "\(result.error)")
+        #expect(
+            result.output.contains(randomEventIDs ? "random event ids" : "sequential event ids"),
+            "\(result.output)"
+        )
+        let reasons = result.output.split(separator: "\n").first { $0.contains("decisions by reason:") }
+        let counts = (reasons?.split(separator: ":").last ?? "").split(separator: ",").map {
+            (
+                $0.split(separator: " ").first.map(String.init) ?? "",
+                $0.split(separator: " ").last.flatMap { Int($0) } ?? 0
+            )
+        }
+        #expect(counts.reduce(0) { $0 + $1.1 } == 3000, "\(result.output)")
+        #expect(!counts.contains { $0.0 == "duplicate" }, "\(result.output)")
+        #expect(counts.contains { $0.0 == "sent" && $0.1 > 2000 }, "\(result.output)")
+    }
+}

@@ -61,6 +61,9 @@ struct RecipientCache {
             slot = reused
             slots[slot] = Slot(userID: userID, entry: entry, used: false)
         } else if slots.count < capacity {
+            // Room for the slots at once: the ring is filled front to back, so untouched room
+            // costs address space only, where growing by doubling copied every cached recipient.
+            if slots.isEmpty { slots.reserveCapacity(min(capacity, 1 << 20)) }
             slot = slots.count
             slots.append(Slot(userID: userID, entry: entry, used: false))
         } else {
