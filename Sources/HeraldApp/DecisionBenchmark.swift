@@ -50,6 +50,7 @@ public struct DecisionBenchmark: Sendable {
     struct Pair {
         var user: String
         var event: String
+        var eventTime: Timestamp
         var category: String
         var kind: String
         var payload: String
@@ -165,6 +166,10 @@ public struct DecisionBenchmark: Sendable {
                         Pair(
                             user: "user-\(Int(random % UInt64(users)))",
                             event: event,
+                            // Events occurred just before the round's clock, 50 to a millisecond.
+                            eventTime: Timestamp(
+                                epochMilliseconds: now.epochMilliseconds - 60_000 + Int64(generated + pairs.count) / 50
+                            ),
                             category: category,
                             kind: kind,
                             payload: #"{"id":"\#(event)"}"#
@@ -195,7 +200,12 @@ public struct DecisionBenchmark: Sendable {
                     )
                     requests.append(
                         DecisionRequest(
-                            key: DecisionKey(eventID: pair.event, kind: pair.kind, recipient: pair.user),
+                            key: DecisionKey(
+                                eventID: pair.event,
+                                kind: pair.kind,
+                                recipient: pair.user,
+                                eventTime: pair.eventTime
+                            ),
                             plan: policy.plan(input, now: now),
                             decidedAt: now,
                             payload: pair.payload

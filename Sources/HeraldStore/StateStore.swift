@@ -42,15 +42,37 @@ public protocol StateStore: Directory, DeliveryLedger {
 }
 
 /// The identity of one decision: the same (event, kind, recipient) is decided once.
+///
+/// An event is its id and, if it has one, its own time (CloudEvents `time`): a redelivered record
+/// carries both unchanged. The ledger is ordered by the time first, so a batch's inserts land
+/// near its end whatever the ids look like; ordered by random ids (UUIDv4), each insert dirtied
+/// a page of its own, which the commit and the checkpoint then wrote (see docs/store.md).
 public struct DecisionKey: Sendable, Hashable {
     public var eventID: String
     public var kind: String
     public var recipient: String
+    /// The event's own time; `nil` for an event without one, which is then told apart by its id
+    /// alone.
+    public var eventTime: Timestamp?
 
-    public init(eventID: String, kind: String, recipient: String) {
+    public init(eventID: String, kind: String, recipient: String, eventTime: Timestamp?) {
         self.eventID = eventID
         self.kind = kind
         self.recipient = recipient
+        self.eventTime = eventTime
+    }
+
+    /// The event time as both ledgers store it: 0 for none.
+    var storedEventTime: Int64 { eventTime?.epochMilliseconds ?? 0 }
+
+    /// The key a ledger row holds, `storedTime` as ``storedEventTime`` wrote it.
+    init(eventID: String, kind: String, recipient: String, storedTime: Int64) {
+        self.init(
+            eventID: eventID,
+            kind: kind,
+            recipient: recipient,
+            eventTime: storedTime == 0 ? nil : Timestamp(epochMilliseconds: storedTime)
+        )
     }
 }
 

@@ -211,7 +211,12 @@ public final class EventProcessor: Sendable {
                 }
                 requests.append(
                     DecisionRequest(
-                        key: DecisionKey(eventID: item.event.id, kind: item.kind.name, recipient: userID),
+                        key: DecisionKey(
+                            eventID: item.event.id,
+                            kind: item.kind.name,
+                            recipient: userID,
+                            eventTime: item.event.time
+                        ),
                         plan: plan,
                         decidedAt: now,
                         payload: payload ?? ""

@@ -1,8 +1,9 @@
 import HeraldEvents
 import HeraldPolicy
-import HeraldStore
 import HeraldTestSupport
 import Testing
+
+@testable import HeraldStore
 
 /// A request for `event` to `recipient`, planned by `policy` at `now`.
 func request(
@@ -15,6 +16,7 @@ func request(
     devices: Int = 1,
     expiresAt: Timestamp? = nil,
     now: Timestamp,
+    eventTime: Timestamp? = nil,
     resuming: Bool = false
 ) -> DecisionRequest {
     let input = Policy.Input(
@@ -26,7 +28,7 @@ func request(
         expiresAt: expiresAt
     )
     return DecisionRequest(
-        key: DecisionKey(eventID: event, kind: kind, recipient: recipient),
+        key: DecisionKey(eventID: event, kind: kind, recipient: recipient, eventTime: eventTime),
         plan: policy.plan(input, now: now),
         decidedAt: now,
         payload: #"{"id":"\#(event)"}"#,
@@ -184,6 +186,134 @@ struct DecisionContractTests {
                 try await store.claimDue(now: at("2026-11-21T12:03:00Z"), limit: 10, lease: .seconds(30)).count == 1
             )
         }
+    }
+
+    @Test(
+        "an event is its id and its own time: redelivered it is a duplicate, the same id at another time is decided anew, one without a time is told by its id",
+        arguments: StoreKind.allCases
+    )
+    func eventTimeIdentity(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store in
+            let first = at("2026-11-21T11:59:00Z")
+            let second = at("2026-11-21T11:59:01Z")
+            func decide(_ event: String, _ time: Timestamp?) async throws -> Decision {
+                try await store.decide([request(event, category: "transactional", now: noon, eventTime: time)])[0]
+            }
+            #expect(try await decide("t1", first).label == .sent)
+            let redelivered = try await decide("t1", first)
+            #expect(redelivered.label == .duplicate && redelivered.key.eventTime == first)
+            let republished = try await decide("t1", second)
+            #expect(republished.label == .sent && !republished.redelivered)
+            #expect(try await decide("n1", nil).label == .sent)
+            #expect(try await decide("n1", nil).label == .duplicate)
+            #expect(try await decide("n1", first).label == .sent, "a time makes it another event")
+
+            // A deferral keeps its event's time: it comes due with it and resumes its own entry.
+            let night = Preferences(quietHours: QuietHours(start: "22:00", end: "08:00", timeZone: "Europe/Oslo"))
+            let late = at("2026-11-21T22:30:00Z")
+            let deferral = request(
+                "q1",
+                category: "transactional",
+                preferences: night,
+                now: late,
+                eventTime: late
+            )
+            #expect(try await store.decide([deferral]).map(\.label) == [.deferredQuietHours])
+            let morning = at("2026-11-22T07:00:00Z")
+            let due = try await store.claimDue(now: morning, limit: 10, lease: .seconds(60))
+            guard case .deferred(let key, _)? = due.first?.work else {
+                Issue.record("expected the deferral, got \(due)")
+                return
+            }
+            #expect(key == deferral.key)
+            var resumed = request("q1", category: "transactional", preferences: night, now: morning, resuming: true)
+            resumed.key = key
+            #expect(try await store.decide([resumed]).map(\.label) == [.sent])
+            #expect(try await decide("q1", late).label == .duplicate, "the resumed entry answers a redelivery")
+        }
+    }
+
+    @Test("SQLite: entries decided before the ledger was keyed by event time still answer redeliveries until purged")
+    func legacyLedgerSQLite() async throws {
+        let connection = try SQLiteConnection(path: ":memory:")
+        try SQLiteStore.migrate(connection, to: 9)
+        try connection.execute(
+            """
+            INSERT INTO decisions VALUES ('old-1', 'message.received', 'ana', 'sent', NULL, \(noon.epochMilliseconds));
+            INSERT INTO due_work (type, due_at, recipient, event_id, kind, payload)
+                VALUES ('deferred', \(noon.epochMilliseconds), 'ana', 'old-2', 'message.received', '{"id":"old-2"}');
+            INSERT INTO decisions VALUES ('old-2', 'message.received', 'ana', 'deferred.quiet_hours', \(noon.epochMilliseconds), 0);
+            """
+        )
+        let store = try SQLiteStore(connection: connection)
+        try await legacyLedger(store) { count in
+            try connection.query("SELECT count(*) FROM decisions_legacy_horizon") { count = Int($0.integer(0)) }
+        }
+    }
+
+    @Test(
+        "PostgreSQL: entries decided before the ledger was keyed by event time still answer redeliveries until purged"
+    )
+    func legacyLedgerPostgres() async throws {
+        try await withPostgresStore { store in
+            // What migration 5 leaves of a version 4 ledger: entries at time 0, and their horizon.
+            try await store.client.query(
+                """
+                INSERT INTO decisions (event_time, event_id, kind, recipient, reason, due_at, decided_at) VALUES
+                    (0, 'old-1', 'message.received', 'ana', 'sent', NULL, \(noon.epochMilliseconds)),
+                    (0, 'old-2', 'message.received', 'ana', 'deferred.quiet_hours', \(noon.epochMilliseconds), 0)
+                """
+            )
+            try await store.client.query(
+                """
+                INSERT INTO due_work (type, due_at, recipient, event_time, event_id, kind, payload)
+                VALUES ('deferred', \(noon.epochMilliseconds), 'ana', 0, 'old-2', 'message.received', '{"id":"old-2"}')
+                """
+            )
+            try await store.client.query(
+                "INSERT INTO decisions_legacy_horizon VALUES (\(noon.epochMilliseconds))"
+            )
+            try await legacyLedger(store) { count in
+                for try await (rows, ) in try await store.client.query(
+                    "SELECT count(*) FROM decisions_legacy_horizon"
+                ).decode((Int64,).self) {
+                    count = Int(rows)
+                }
+            }
+        }
+    }
+
+    /// An entry `old-1` decided at noon before the upgrade, and `old-2` deferred until noon.
+    private func legacyLedger(
+        _ store: any StateStore,
+        horizonRows: (inout Int) async throws -> Void
+    ) async throws {
+        let eventTime = at("2026-11-21T11:59:00Z")
+        let redelivered = try await store.decide([request("old-1", now: noon, eventTime: eventTime)])
+        #expect(redelivered.map(\.label) == [.duplicate], "the entry at time 0 answers")
+        // The deferral from before the upgrade comes due with no time, and resumes its entry.
+        let due = try await store.claimDue(now: noon, limit: 10, lease: .seconds(60))
+        guard case .deferred(let key, _)? = due.first?.work else {
+            Issue.record("expected the deferral, got \(due)")
+            return
+        }
+        #expect(key.eventID == "old-2" && key.eventTime == nil)
+        var resumed = request("old-2", now: noon, resuming: true)
+        resumed.key = key
+        #expect(try await store.decide([resumed]).map(\.label) == [.sent])
+        #expect(
+            try await store.decide([request("old-2", now: noon, eventTime: eventTime)]).map(\.label) == [.duplicate]
+        )
+
+        var count = 0
+        try await horizonRows(&count)
+        #expect(count == 1)
+        // A purge that leaves nothing from before the upgrade ends the look-up at time 0.
+        _ = try await store.purge(before: Timestamp(epochMilliseconds: noon.epochMilliseconds + 1))
+        try await horizonRows(&count)
+        #expect(count == 0)
+        let after = Timestamp(epochMilliseconds: noon.epochMilliseconds + 60_000)
+        #expect(try await store.decide([request("old-1", now: after, eventTime: eventTime)]).map(\.label) == [.sent])
     }
 
     @Test(
@@ -363,7 +493,7 @@ struct PostgresStoreTests {
                 for _ in 0..<4 { group.addTask { try await store.migrate() } }
                 try await group.waitForAll()
             }
-            #expect(try await store.schemaVersion() == 4)
+            #expect(try await store.schemaVersion() == 5)
         }
     }
 

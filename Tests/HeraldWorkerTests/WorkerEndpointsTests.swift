@@ -35,7 +35,12 @@ struct WorkerEndpointsTests {
         // Decided longer ago than the ledger's retention (7 days): purged when the worker starts.
         let stale = (0..<3).map { index in
             DecisionRequest(
-                key: DecisionKey(eventID: "stale-\(index)", kind: "order.confirmed", recipient: "u-stale"),
+                key: DecisionKey(
+                    eventID: "stale-\(index)",
+                    kind: "order.confirmed",
+                    recipient: "u-stale",
+                    eventTime: nil
+                ),
                 plan: Policy.defaults.plan(
                     Policy.Input(
                         kind: "order.confirmed",

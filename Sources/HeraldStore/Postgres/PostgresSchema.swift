@@ -168,6 +168,100 @@ enum PostgresSchema {
         """
         CREATE INDEX throttle_windows_by_end ON throttle_windows USING brin (window_end);
         """,
+        // 5: the ledger and deferred work keyed by the event's own time first (see DecisionKey); 0
+        // for an event without one. Rows decided before this have 0 too: until they are purged
+        // (decisions_legacy_horizon), a new decision of an event with a time first looks for its key
+        // at time 0, so a redelivery across the upgrade is still recognised.
+        """
+        CREATE TABLE decisions_legacy_horizon (decided_at bigint NOT NULL);
+        INSERT INTO decisions_legacy_horizon SELECT max(decided_at) FROM decisions HAVING count(*) > 0;
+        ALTER TABLE decisions ADD COLUMN event_time bigint NOT NULL DEFAULT 0;
+        ALTER TABLE decisions DROP CONSTRAINT decisions_pkey;
+        ALTER TABLE decisions ADD PRIMARY KEY (event_time, event_id, kind, recipient);
+        ALTER TABLE due_work ADD COLUMN event_time bigint NOT NULL DEFAULT 0;
+        DROP INDEX due_deferred;
+        CREATE UNIQUE INDEX due_deferred ON due_work (event_time, event_id, kind, recipient) WHERE type = 'deferred';
+        CREATE OR REPLACE FUNCTION herald_decide(batch jsonb)
+        RETURNS TABLE (o_index integer, o_reason text, o_due bigint, o_redelivered boolean)
+        LANGUAGE plpgsql SET enable_seqscan = off AS $$
+        DECLARE
+            r record;
+            l record;
+            prior record;
+            held integer;
+            v_reason text;
+            v_due bigint;
+            v_effect text;
+            v_rule text;
+            v_window bigint;
+            legacy boolean := EXISTS (SELECT 1 FROM decisions_legacy_horizon);
+        BEGIN
+            FOR r IN SELECT * FROM jsonb_to_recordset(batch) AS x(
+                i integer, t bigint, e text, k text, r text, at bigint, p text, res boolean, reason text, due bigint,
+                fx text, limits jsonb)
+            LOOP
+                -- Decided before the ledger was keyed by event time, this event's entry is at time 0.
+                IF legacy AND r.t <> 0 AND NOT r.res THEN
+                    SELECT d.reason, d.due_at INTO prior FROM decisions d
+                    WHERE d.event_time = 0 AND d.event_id = r.e AND d.kind = r.k AND d.recipient = r.r;
+                    IF FOUND THEN
+                        o_index := r.i; o_reason := prior.reason; o_due := prior.due_at; o_redelivered := true;
+                        RETURN NEXT;
+                        CONTINUE;
+                    END IF;
+                END IF;
+                INSERT INTO decisions (event_time, event_id, kind, recipient, reason, due_at, decided_at)
+                VALUES (r.t, r.e, r.k, r.r, 'pending', NULL, r.at) ON CONFLICT DO NOTHING;
+                IF NOT FOUND THEN
+                    SELECT d.reason, d.due_at INTO prior FROM decisions d
+                    WHERE d.event_time = r.t AND d.event_id = r.e AND d.kind = r.k AND d.recipient = r.r FOR UPDATE;
+                    IF NOT (r.res AND prior.reason LIKE 'deferred.%') THEN
+                        o_index := r.i; o_reason := prior.reason; o_due := prior.due_at; o_redelivered := true;
+                        RETURN NEXT;
+                        CONTINUE;
+                    END IF;
+                END IF;
+                v_reason := r.reason; v_due := r.due; v_effect := r.fx; v_rule := NULL; v_window := NULL;
+                IF r.reason = 'sent' AND jsonb_array_length(r.limits) > 0 THEN
+                    FOR l IN SELECT * FROM jsonb_to_recordset(r.limits) AS y(
+                        rule text, ws bigint, we bigint, n integer, reason text, due bigint, fx text)
+                    LOOP
+                        INSERT INTO throttle_windows (recipient, rule, window_start, window_end, count)
+                        VALUES (r.r, l.rule, l.ws, l.we, 0) ON CONFLICT DO NOTHING;
+                        SELECT w.count INTO held FROM throttle_windows w
+                        WHERE w.recipient = r.r AND w.rule = l.rule AND w.window_start = l.ws FOR UPDATE;
+                        IF held >= l.n THEN
+                            v_reason := l.reason; v_due := l.due; v_effect := l.fx; v_rule := l.rule; v_window := l.ws;
+                            EXIT;
+                        END IF;
+                    END LOOP;
+                    IF v_reason = 'sent' THEN
+                        -- Row by row, by key: a join here gets a generic plan that scans the table.
+                        FOR l IN SELECT * FROM jsonb_to_recordset(r.limits) AS y(rule text, ws bigint) LOOP
+                            UPDATE throttle_windows w SET count = w.count + 1
+                            WHERE w.recipient = r.r AND w.rule = l.rule AND w.window_start = l.ws;
+                        END LOOP;
+                    END IF;
+                END IF;
+                IF v_effect = 'digest' THEN
+                    INSERT INTO digest_items (recipient, rule, window_start, event_id, kind, payload, added_at)
+                    VALUES (r.r, v_rule, v_window, r.e, r.k, r.p, r.at);
+                    INSERT INTO due_work (type, due_at, recipient, rule, window_start)
+                    VALUES ('digest', v_due, r.r, v_rule, v_window)
+                    ON CONFLICT (recipient, rule, window_start) WHERE type = 'digest' DO NOTHING;
+                ELSIF v_effect = 'schedule' THEN
+                    INSERT INTO due_work AS w (type, due_at, recipient, event_time, event_id, kind, payload)
+                    VALUES ('deferred', v_due, r.r, r.t, r.e, r.k, r.p)
+                    ON CONFLICT (event_time, event_id, kind, recipient) WHERE type = 'deferred'
+                    DO UPDATE SET due_at = excluded.due_at, payload = excluded.payload, claimed_until = NULL;
+                END IF;
+                UPDATE decisions d SET reason = v_reason, due_at = v_due, decided_at = r.at
+                WHERE d.event_time = r.t AND d.event_id = r.e AND d.kind = r.k AND d.recipient = r.r;
+                o_index := r.i; o_reason := v_reason; o_due := v_due; o_redelivered := false;
+                RETURN NEXT;
+            END LOOP;
+        END $$;
+        """,
     ]
 
     /// One migration's statements, one at a time: the extended query protocol takes one statement

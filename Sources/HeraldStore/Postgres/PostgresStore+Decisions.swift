@@ -47,6 +47,7 @@ extension PostgresStore {
             json.element()
             json.beginObject()
             json.member("i", integer: Int64(index))
+            json.member("t", integer: request.key.storedEventTime)
             json.member("e", request.key.eventID)
             json.member("k", request.key.kind)
             json.member("r", request.key.recipient)
@@ -89,9 +90,10 @@ extension PostgresStore {
                           WHERE due_at <= \(nowMilliseconds) AND (claimed_until IS NULL OR claimed_until <= \(nowMilliseconds))
                           ORDER BY due_at, id LIMIT \(limit) FOR UPDATE SKIP LOCKED) c
                     WHERE w.id = c.id
-                    RETURNING w.id, w.type, w.due_at, w.recipient, w.event_id, w.kind, w.rule, w.window_start, w.payload)
+                    RETURNING w.id, w.type, w.due_at, w.recipient, w.event_id, w.kind, w.rule, w.window_start, w.payload,
+                        w.event_time)
                 SELECT c.id, c.type, c.due_at, c.recipient, c.event_id, c.kind, c.rule, c.window_start, c.payload,
-                    i.id, i.event_id, i.kind, i.payload, i.added_at
+                    i.id, i.event_id, i.kind, i.payload, i.added_at, c.event_time
                 FROM claimed c LEFT JOIN digest_items i ON c.type = 'digest' AND i.recipient = c.recipient
                     AND i.rule = c.rule AND i.window_start = c.window_start
                 ORDER BY c.due_at, c.id, i.id
@@ -130,7 +132,12 @@ extension PostgresStore {
                         items.append(
                             DigestItem(
                                 id: itemID,
-                                key: DecisionKey(eventID: itemEvent ?? "", kind: itemKind ?? "", recipient: recipient),
+                                key: DecisionKey(
+                                    eventID: itemEvent ?? "",
+                                    kind: itemKind ?? "",
+                                    recipient: recipient,
+                                    eventTime: nil
+                                ),
                                 payload: itemPayload ?? "",
                                 addedAt: Timestamp(epochMilliseconds: addedAt ?? 0)
                             )
@@ -138,12 +145,23 @@ extension PostgresStore {
                         claimed[claimed.count - 1].work = .digest(window, items: items)
                     }
                 } else {
+                    let (_, _, _, _, _, _, _, _, _, _, _, _, _, _, eventTime) = try row.decode(
+                        (
+                            Int64, String, Int64, String, String?, String?, String?, Int64?, String?, Int64?, String?,
+                            String?, String?, Int64?, Int64
+                        ).self
+                    )
                     claimed.append(
                         DueWork(
                             id: id,
                             dueAt: Timestamp(epochMilliseconds: dueAt),
                             work: .deferred(
-                                DecisionKey(eventID: eventID ?? "", kind: kind ?? "", recipient: recipient),
+                                DecisionKey(
+                                    eventID: eventID ?? "",
+                                    kind: kind ?? "",
+                                    recipient: recipient,
+                                    storedTime: eventTime
+                                ),
                                 payload: payload ?? ""
                             ),
                             claimedUntil: Timestamp(epochMilliseconds: until)
@@ -211,6 +229,14 @@ extension PostgresStore {
             "purge throttle windows",
             from: "throttle_windows",
             olderThan: "window_end",
+            before
+        )
+        // Once the entries from before the ledger was keyed by event time are gone, so is the
+        // look-up at time 0 that finds them.
+        _ = try await deleteInChunks(
+            "purge the ledger's legacy horizon",
+            from: "decisions_legacy_horizon",
+            olderThan: "decided_at",
             before
         )
         return purged

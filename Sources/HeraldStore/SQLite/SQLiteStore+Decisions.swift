@@ -5,9 +5,12 @@ extension SQLiteStore {
     public func decide(_ requests: [DecisionRequest]) async throws(StoreError) -> [Decision] {
         try await run { connection throws(StoreError) in
             try self.countingTransaction(connection) { () throws(StoreError) in
+                let legacy = try Self.hasLegacyDecisions(connection)
                 var decisions: [Decision] = []
                 decisions.reserveCapacity(requests.count)
-                for request in requests { decisions.append(try Self.decide(request, &self.throttle, connection)) }
+                for request in requests {
+                    decisions.append(try Self.decide(request, legacy: legacy, &self.throttle, connection))
+                }
                 return decisions
             }
         }
@@ -32,13 +35,51 @@ extension SQLiteStore {
         }
     }
 
+    /// Whether the ledger may still hold rows decided before it was keyed by event time (migration
+    /// 10): they sit at time 0 until purged.
+    static func hasLegacyDecisions(_ connection: SQLiteConnection) throws(StoreError) -> Bool {
+        var legacy = false
+        try connection.query("SELECT 1 FROM decisions_legacy_horizon LIMIT 1") { _ in legacy = true }
+        return legacy
+    }
+
+    /// The ledger's entry for `keyValues` (event time, id, kind, recipient), if it has one.
+    static func recorded(
+        _ key: DecisionKey,
+        _ keyValues: [SQLiteConnection.Value],
+        _ connection: SQLiteConnection
+    ) throws(StoreError) -> Decision? {
+        var prior: Decision?
+        try connection.query(
+            "SELECT reason, due_at FROM decisions WHERE event_time = ? AND event_id = ? AND kind = ? AND recipient = ?",
+            keyValues
+        ) { row throws(StoreError) in
+            prior = Decision(
+                key: key,
+                reason: try reason(row.text(0)),
+                dueAt: row.isNull(1) ? nil : Timestamp(epochMilliseconds: row.integer(1)),
+                redelivered: true
+            )
+        }
+        return prior
+    }
+
     static func decide(
         _ request: DecisionRequest,
+        legacy: Bool,
         _ throttle: inout ThrottleCounts,
         _ connection: SQLiteConnection
     ) throws(StoreError) -> Decision {
         let key = request.key
-        let keyValues: [SQLiteConnection.Value] = [.text(key.eventID), .text(key.kind), .text(key.recipient)]
+        let keyValues: [SQLiteConnection.Value] = [
+            .integer(key.storedEventTime), .text(key.eventID), .text(key.kind), .text(key.recipient),
+        ]
+        // Decided before the ledger was keyed by event time, this event's entry is at time 0.
+        if legacy && key.eventTime != nil && !request.resumesDeferral,
+            let prior = try recorded(key, [.integer(0)] + keyValues.dropFirst(), connection)
+        {
+            return prior
+        }
         let at = request.decidedAt.epochMilliseconds
         // The likely outcome is written first, in the statement that also finds out whether the
         // ledger already holds the key: one search for a new pair instead of a look-up and an insert.
@@ -46,28 +87,18 @@ extension SQLiteStore {
         let inserted =
             try connection.change(
                 """
-                INSERT INTO decisions (event_id, kind, recipient, reason, due_at, decided_at) VALUES (?, ?, ?, ?, ?, ?)
-                ON CONFLICT (event_id, kind, recipient) DO NOTHING
+                INSERT INTO decisions (event_time, event_id, kind, recipient, reason, due_at, decided_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (event_time, event_id, kind, recipient) DO NOTHING
                 """,
                 keyValues + [
                     .text(likely.reason.rawValue), likely.dueAt.map { .integer($0.epochMilliseconds) } ?? .null,
                     .integer(at),
                 ]
             ) == 1
-        if !inserted {
-            var prior: Decision?
-            try connection.query(
-                "SELECT reason, due_at FROM decisions WHERE event_id = ? AND kind = ? AND recipient = ?",
-                keyValues
-            ) { row throws(StoreError) in
-                prior = Decision(
-                    key: key,
-                    reason: try reason(row.text(0)),
-                    dueAt: row.isNull(1) ? nil : Timestamp(epochMilliseconds: row.integer(1)),
-                    redelivered: true
-                )
-            }
-            if let prior, !(request.resumesDeferral && prior.reason.isDeferral) { return prior }
+        if !inserted, let prior = try recorded(key, keyValues, connection),
+            !(request.resumesDeferral && prior.reason.isDeferral)
+        {
+            return prior
         }
 
         let outcome = try throttle.resolve(request.plan, connection)
@@ -94,13 +125,14 @@ extension SQLiteStore {
         case .schedule(let dueAt):
             try connection.query(
                 """
-                INSERT INTO due_work (type, due_at, recipient, event_id, kind, payload) VALUES ('deferred', ?, ?, ?, ?, ?)
-                ON CONFLICT (event_id, kind, recipient) WHERE type = 'deferred'
+                INSERT INTO due_work (type, due_at, recipient, event_time, event_id, kind, payload)
+                VALUES ('deferred', ?, ?, ?, ?, ?, ?)
+                ON CONFLICT (event_time, event_id, kind, recipient) WHERE type = 'deferred'
                 DO UPDATE SET due_at = excluded.due_at, payload = excluded.payload, claimed_until = NULL
                 """,
                 [
-                    .integer(dueAt.epochMilliseconds), .text(key.recipient), .text(key.eventID), .text(key.kind),
-                    .text(request.payload),
+                    .integer(dueAt.epochMilliseconds), .text(key.recipient), .integer(key.storedEventTime),
+                    .text(key.eventID), .text(key.kind), .text(request.payload),
                 ]
             )
         }
@@ -108,7 +140,7 @@ extension SQLiteStore {
             try connection.query(
                 """
                 UPDATE decisions SET reason = ?, due_at = ?, decided_at = ?
-                WHERE event_id = ? AND kind = ? AND recipient = ?
+                WHERE event_time = ? AND event_id = ? AND kind = ? AND recipient = ?
                 """,
                 [
                     .text(outcome.reason.rawValue), outcome.dueAt.map { .integer($0.epochMilliseconds) } ?? .null,
@@ -137,7 +169,7 @@ extension SQLiteStore {
                     UPDATE due_work SET claimed_until = ?1
                     WHERE id IN (SELECT id FROM due_work WHERE due_at <= ?2 AND (claimed_until IS NULL OR claimed_until <= ?2)
                                  ORDER BY due_at, id LIMIT ?3)
-                    RETURNING id, type, due_at, recipient, event_id, kind, rule, window_start, payload
+                    RETURNING id, type, due_at, recipient, event_id, kind, rule, window_start, payload, event_time
                     """,
                     [.integer(until.epochMilliseconds), .integer(now.epochMilliseconds), .integer(Int64(limit))]
                 ) { row throws(StoreError) in
@@ -152,7 +184,12 @@ extension SQLiteStore {
                         digests.append((claimed.count, window))
                         work = .digest(window, items: [])
                     } else {
-                        let key = DecisionKey(eventID: row.text(4) ?? "", kind: row.text(5) ?? "", recipient: recipient)
+                        let key = DecisionKey(
+                            eventID: row.text(4) ?? "",
+                            kind: row.text(5) ?? "",
+                            recipient: recipient,
+                            storedTime: row.integer(9)
+                        )
                         work = .deferred(key, payload: row.text(8) ?? "")
                     }
                     claimed.append(
@@ -179,7 +216,8 @@ extension SQLiteStore {
                                 key: DecisionKey(
                                     eventID: row.text(1) ?? "",
                                     kind: row.text(2) ?? "",
-                                    recipient: window.recipient
+                                    recipient: window.recipient,
+                                    eventTime: nil
                                 ),
                                 payload: row.text(3) ?? "",
                                 addedAt: Timestamp(epochMilliseconds: row.integer(4))
@@ -241,11 +279,19 @@ extension SQLiteStore {
     public func purge(before: Timestamp) async throws(StoreError) -> Int {
         let purged = try await deleteInChunks(
             """
-            DELETE FROM decisions WHERE (event_id, kind, recipient) IN
-                (SELECT event_id, kind, recipient FROM decisions WHERE decided_at < ?1 LIMIT ?2)
+            DELETE FROM decisions WHERE (event_time, event_id, kind, recipient) IN
+                (SELECT event_time, event_id, kind, recipient FROM decisions WHERE decided_at < ?1 LIMIT ?2)
             """,
             before: before
         )
+        // Once the entries from before the ledger was keyed by event time are gone, so is the
+        // look-up at time 0 that finds them.
+        try await run { connection throws(StoreError) in
+            try connection.query(
+                "DELETE FROM decisions_legacy_horizon WHERE decided_at < ?",
+                [.integer(before.epochMilliseconds)]
+            )
+        }
         try await run { connection throws(StoreError) in
             try self.countingTransaction(connection) { () throws(StoreError) in
                 // The ended windows' counts may still be in the journal and in memory.

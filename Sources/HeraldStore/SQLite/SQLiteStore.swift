@@ -134,6 +134,27 @@ public final class SQLiteStore: StateStore, @unchecked Sendable {
             user_key INTEGER NOT NULL, user_id TEXT NOT NULL, record BLOB NOT NULL, PRIMARY KEY (user_key, user_id))
             WITHOUT ROWID;
         """,
+        // 10: the ledger and deferred work keyed by the event's own time first (see DecisionKey);
+        // 0 for an event without one. Rows decided before this have 0 too, whatever their event's
+        // time was: until they are purged (decisions_legacy_horizon), a new decision of an event
+        // with a time first looks for its key at time 0, so a redelivery across the upgrade is
+        // still recognised.
+        """
+        CREATE TABLE decisions_by_event_time (
+            event_time INTEGER NOT NULL, event_id TEXT NOT NULL, kind TEXT NOT NULL, recipient TEXT NOT NULL,
+            reason TEXT NOT NULL, due_at INTEGER, decided_at INTEGER NOT NULL,
+            PRIMARY KEY (event_time, event_id, kind, recipient)) WITHOUT ROWID;
+        INSERT INTO decisions_by_event_time
+            SELECT 0, event_id, kind, recipient, reason, due_at, decided_at FROM decisions ORDER BY event_id, kind, recipient;
+        CREATE TABLE decisions_legacy_horizon (decided_at INTEGER NOT NULL);
+        INSERT INTO decisions_legacy_horizon SELECT max(decided_at) FROM decisions HAVING count(*) > 0;
+        DROP TABLE decisions;
+        ALTER TABLE decisions_by_event_time RENAME TO decisions;
+        CREATE INDEX decisions_by_time ON decisions (decided_at);
+        ALTER TABLE due_work ADD COLUMN event_time INTEGER NOT NULL DEFAULT 0;
+        DROP INDEX due_deferred;
+        CREATE UNIQUE INDEX due_deferred ON due_work (event_time, event_id, kind, recipient) WHERE type = 'deferred';
+        """,
     ]
 
     /// Opens (or creates) the database at `path` and migrates it to the current schema.
