@@ -85,9 +85,9 @@ public struct HeraldConfiguration: Sendable {
             public var sandboxURL = "https://api.sandbox.push.apple.com"
             public var concurrency = 256
             public var requestTimeout: Duration = .seconds(10)
-            /// `providers.apns.transport: frames` (experimental): frame-level HTTP/2 connections
-            /// instead of async-http-client.
-            public var usesFrameConnections = false
+            /// `providers.apns.transport`: `frames` (the default), frame-level HTTP/2 connections
+            /// carrying calls in batches; `async-http-client`, one request of async-http-client per call.
+            public var usesFrameConnections = true
             /// `providers.apns.connections`: HTTP/2 connections per APNs host with the `frames`
             /// transport.
             public var frameConnections = 2
@@ -538,7 +538,8 @@ public struct HeraldConfiguration: Sendable {
         providers.apns.sandboxURL = try string("providers.apns.sandbox_url") ?? providers.apns.sandboxURL
         providers.apns.concurrency = try integer("providers.apns.concurrency") ?? providers.apns.concurrency
         providers.apns.requestTimeout = try duration("providers.apns.request_timeout") ?? providers.apns.requestTimeout
-        providers.apns.usesFrameConnections = try string("providers.apns.transport") == "frames"
+        providers.apns.usesFrameConnections =
+            try string("providers.apns.transport").map { $0 == "frames" } ?? providers.apns.usesFrameConnections
         providers.apns.frameConnections = try integer("providers.apns.connections") ?? providers.apns.frameConnections
         if let json = try Self.secret(
             inline: "providers.fcm.service_account",

@@ -25,8 +25,8 @@ public struct SenderBenchmark: Sendable {
     /// h2load's connections and streams per connection.
     public var h2loadClients = 2
     public var h2loadStreams = 256
-    /// The APNs client's experimental frame-level transport.
-    public var usesFrameConnections = false
+    /// The APNs client's frame-level transport (the default), or async-http-client.
+    public var usesFrameConnections = true
 
     public init() {}
 

@@ -5,7 +5,7 @@ import Synchronization
 
 /// `connectionsPerOrigin` frame-level connections per origin, used in turn, each connected on first
 /// use and again after it closes or the server sends GOAWAY (the old one closes itself once its
-/// last stream is answered): the APNs client's experimental `frames` transport.
+/// last stream is answered): the APNs client's `frames` transport.
 ///
 /// More than one connection spreads the calls over the event loops on both ends: one HTTP/2
 /// connection is one event loop's work in the client and in the server, however many streams it

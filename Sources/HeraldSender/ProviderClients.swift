@@ -36,28 +36,39 @@ public struct ProviderClients: Sendable {
             let outcomes = await expo.send(messages)
             let seconds = (ContinuousClock.now - started).seconds
             return outcomes.map { Call(outcome: $0, seconds: seconds) }
-        case .apns, .fcm:
-            if provider == .apns && apns == nil || provider == .fcm && fcm == nil { return missing() }
-            let (apns, fcm) = (apns, fcm)
-            struct Indexed: Sendable {
-                var index: Int
-                var call: Call
-            }
-            return await withTaskGroup(of: Indexed.self) { group in
-                for (index, message) in messages.enumerated() {
-                    group.addTask {
-                        let started = ContinuousClock.now
-                        let outcome = provider == .apns ? await apns!.send(message) : await fcm!.send(message)
-                        return Indexed(
-                            index: index,
-                            call: Call(outcome: outcome, seconds: (ContinuousClock.now - started).seconds)
-                        )
-                    }
+        case .apns:
+            guard let apns else { return missing() }
+            return await apns.send(messages)
+        case .fcm:
+            guard let fcm else { return missing() }
+            return await Self.eachConcurrently(messages) { await fcm.send($0) }
+        }
+    }
+
+    /// Calls `send` for each message concurrently (the client limits its own concurrency): an
+    /// outcome and the call's seconds for each, in order.
+    static func eachConcurrently(
+        _ messages: [OutboundMessage],
+        _ send: @escaping @Sendable (OutboundMessage) async -> DeliveryOutcome
+    ) async -> [Call] {
+        struct Indexed: Sendable {
+            var index: Int
+            var call: Call
+        }
+        return await withTaskGroup(of: Indexed.self) { group in
+            for (index, message) in messages.enumerated() {
+                group.addTask {
+                    let started = ContinuousClock.now
+                    let outcome = await send(message)
+                    return Indexed(
+                        index: index,
+                        call: Call(outcome: outcome, seconds: (ContinuousClock.now - started).seconds)
+                    )
                 }
-                var calls = [Call](repeating: Call(outcome: .delivered(), seconds: 0), count: messages.count)
-                for await answered in group { calls[answered.index] = answered.call }
-                return calls
             }
+            var calls = [Call](repeating: Call(outcome: .delivered(), seconds: 0), count: messages.count)
+            for await answered in group { calls[answered.index] = answered.call }
+            return calls
         }
     }
 

@@ -93,6 +93,9 @@ enum ProviderTransport {
         case let error as IOError: "\(error)"
         case let error as ChannelError: "ChannelError.\(error)"
         case let error as NIOConnectionError: "\(error)"
+        // A stream the server reset: worded as async-http-client words it, so the cause reads the
+        // same whichever transport carried the call.
+        case HTTP2FrameConnection.ConnectionError.reset(let code): "HTTP/2 stream closed (\(code))"
         case let error as HTTP2FrameConnection.ConnectionError: "HTTP/2 connection \(error)"
         case let error as NIOHTTP2Errors.StreamClosed: "HTTP/2 stream closed (\(error.errorCode))"
         default: "\(type(of: error))"
@@ -101,45 +104,72 @@ enum ProviderTransport {
 }
 
 extension ProviderTransport {
-    /// POSTs over a frame-level connection from `pool` to `origin` (nil: the configured URL is not
-    /// an https URL).
+    /// One POST for ``post(_:origin:requests:timeout:)``.
+    struct FrameRequest: Sendable {
+        var path: String
+        var headers: [(String, String)]
+        var body: [UInt8]
+    }
+
+    /// POSTs `requests` together over one frame-level connection from `pool` to `origin` (nil: the
+    /// configured URL is not an https URL): an answer or a failure for each, in order, and the
+    /// seconds from its write to its answer. Headers named in `unindexed` stay out of HPACK's
+    /// dynamic table.
     static func post(
         _ pool: HTTP2FramePool,
         origin: HTTP2FramePool.Origin?,
-        path: String,
-        headers: [(String, String)],
+        requests: [FrameRequest],
         unindexed: [String] = [],
-        body: [UInt8],
         timeout: Duration
-    ) async -> Result<ProviderAnswer, DeliveryOutcome> {
+    ) async -> [(answer: Result<ProviderAnswer, DeliveryOutcome>, seconds: Double)] {
         guard let origin else {
-            return .failure(.configuration(.init("transport.bad_url", "not an https URL")))
+            let outcome = DeliveryOutcome.configuration(.init("transport.bad_url", "not an https URL"))
+            return Array(repeating: (.failure(outcome), 0), count: requests.count)
         }
+        let connection: HTTP2FrameConnection
         do {
-            let connection = try await pool.connection(to: origin)
-            let answer = try await connection.request(
-                path: path,
-                headers: headers,
-                unindexed: unindexed,
-                body: ByteBuffer(bytes: body),
-                deadline: .now() + .nanoseconds(timeout.nanoseconds)
-            )
-            var headers = HTTPHeaders()
-            for (name, value, _) in answer.headers where !name.hasPrefix(":") { headers.add(name: name, value: value) }
-            var buffer = answer.body
-            return .success(
-                ProviderAnswer(
-                    status: answer.status,
-                    headers: headers,
-                    body: buffer.readBytes(length: buffer.readableBytes) ?? []
-                )
-            )
-        } catch HTTP2FrameConnection.ConnectionError.timedOut {
-            return .failure(Classification.transport("timeout", "no answer within \(timeout)"))
-        } catch let error as NIOSSLError {
-            return .failure(Classification.transport("tls", "TLS failed: \(error)"))
+            connection = try await pool.connection(to: origin)
         } catch {
-            return .failure(Classification.transport("connection", "the connection failed: \(describe(error))"))
+            return Array(repeating: (.failure(frameFailure(error, timeout: timeout)), 0), count: requests.count)
+        }
+        let outcomes = await connection.send(
+            requests.map {
+                connection.makeRequest(
+                    path: $0.path,
+                    headers: $0.headers,
+                    unindexed: unindexed,
+                    body: ByteBuffer(bytes: $0.body)
+                )
+            },
+            deadline: .now() + .nanoseconds(timeout.nanoseconds)
+        )
+        return outcomes.map { outcome in
+            switch outcome.result {
+            case .success(let answer):
+                var headers = HTTPHeaders()
+                for (name, value, _) in answer.headers where !name.hasPrefix(":") {
+                    headers.add(name: name, value: value)
+                }
+                var buffer = answer.body
+                let body = buffer.readBytes(length: buffer.readableBytes) ?? []
+                return (.success(ProviderAnswer(status: answer.status, headers: headers, body: body)), outcome.seconds)
+            case .failure(let error):
+                return (.failure(frameFailure(error, timeout: timeout)), outcome.seconds)
+            }
+        }
+    }
+
+    /// The outcome of a frame-level request that got no answer.
+    private static func frameFailure(_ error: any Error, timeout: Duration) -> DeliveryOutcome {
+        switch error {
+        case HTTP2FrameConnection.ConnectionError.timedOut:
+            Classification.transport("timeout", "no answer within \(timeout)")
+        case ChannelError.connectTimeout:
+            Classification.transport("connect_timeout", "could not connect within the deadline")
+        case let error as NIOSSLError:
+            Classification.transport("tls", "TLS failed: \(error)")
+        default:
+            Classification.transport("connection", "the connection failed: \(describe(error))")
         }
     }
 }
@@ -154,10 +184,24 @@ extension Duration {
 /// At most `limit` calls in flight; the rest wait their turn in order. Used per provider
 /// connection pool, so a slow provider holds back its own calls, not the others'.
 final class ConcurrencyLimiter: Sendable {
-    private let state: Mutex<(available: Int, waiters: Deque<CheckedContinuation<Void, Never>>)>
+    private struct State {
+        var available: Int
+        var waiters: Deque<(count: Int, continuation: CheckedContinuation<Void, Never>)> = []
+
+        /// Takes `count` permits if they are free and nobody waits ahead.
+        mutating func take(_ count: Int) -> Bool {
+            guard waiters.isEmpty, available >= count else { return false }
+            available -= count
+            return true
+        }
+    }
+
+    let limit: Int
+    private let state: Mutex<State>
 
     init(limit: Int) {
-        state = Mutex((max(limit, 1), []))
+        self.limit = max(limit, 1)
+        state = Mutex(State(available: max(limit, 1)))
     }
 
     func withPermit<R: Sendable>(_ body: () async -> R) async -> R {
@@ -166,26 +210,35 @@ final class ConcurrencyLimiter: Sendable {
         return await body()
     }
 
-    func acquire() async {
+    /// Waits for `count` permits (at most ``limit``), after everyone already waiting.
+    func acquire(_ count: Int = 1) async {
+        let count = min(max(count, 1), limit)
+        // Free permits are taken without suspending.
+        if state.withLock({ $0.take(count) }) { return }
         await withCheckedContinuation { continuation in
             let granted = state.withLock { state in
-                if state.available > 0 {
-                    state.available -= 1
-                    return true
-                }
-                state.waiters.append(continuation)
+                if state.take(count) { return true }
+                state.waiters.append((count, continuation))
                 return false
             }
             if granted { continuation.resume() }
         }
     }
 
-    func release() {
-        let next: CheckedContinuation<Void, Never>? = state.withLock { state in
-            if let next = state.waiters.popFirst() { return next }
-            state.available += 1
-            return nil
+    /// Callers waiting for permits.
+    var waiting: Int { state.withLock { $0.waiters.count } }
+
+    /// Returns `count` permits, as taken by ``acquire(_:)``.
+    func release(_ count: Int = 1) {
+        let count = min(max(count, 1), limit)
+        var ready: [CheckedContinuation<Void, Never>] = []
+        state.withLock { state in
+            state.available += count
+            while let first = state.waiters.first, first.count <= state.available {
+                state.available -= first.count
+                ready.append(state.waiters.removeFirst().continuation)
+            }
         }
-        next?.resume()
+        for continuation in ready { continuation.resume() }
     }
 }

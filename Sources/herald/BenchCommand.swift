@@ -289,8 +289,8 @@ struct SenderBenchCommand: AsyncParsableCommand {
     @Option(help: "h2load concurrent streams per connection.")
     var h2loadStreams = 256
 
-    @Flag(help: "APNs over frame-level HTTP/2 connections (providers.apns.transport: frames, experimental).")
-    var frames = false
+    @Option(help: "The APNs transport (providers.apns.transport): frames or async-http-client.")
+    var transport = "frames"
 
     @OptionGroup var global: GlobalOptions
 
@@ -300,7 +300,10 @@ struct SenderBenchCommand: AsyncParsableCommand {
         benchmark.calls = calls
         benchmark.h2loadClients = h2loadClients
         benchmark.h2loadStreams = h2loadStreams
-        benchmark.usesFrameConnections = frames
+        guard ["frames", "async-http-client"].contains(transport) else {
+            throw ValidationError("--transport must be frames or async-http-client")
+        }
+        benchmark.usesFrameConnections = transport == "frames"
         let report = try await benchmark.run(logger: logger) { line in
             FileHandle.standardError.write(Data((line + "\n").utf8))
         }

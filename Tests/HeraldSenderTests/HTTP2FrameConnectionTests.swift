@@ -13,7 +13,7 @@ import Testing
 @testable import HeraldSender
 @testable import HeraldSimulator
 
-@Suite("HTTP/2 frame-level connection (work in progress)")
+@Suite("HTTP/2 frame-level connection")
 struct HTTP2FrameConnectionTests {
     @Test("requests on one connection get their own answers, concurrently; a dropped request fails alone")
     func concurrentRequests() async throws {
@@ -291,13 +291,12 @@ extension HTTP2FrameConnectionTests {
         headers.add(name: ":method", value: "POST")
         headers.add(name: ":path", value: "/3/device/abc")
         for _ in 0..<5 {
-            let request = HTTP2FrameClientHandler.Request(
-                headers: headers,
-                body: ByteBuffer(string: "{}"),
+            let batch = HTTP2FrameClientHandler.Batch(
+                requests: [.init(headers: headers, body: ByteBuffer(string: "{}"))],
                 deadline: .now() + .seconds(10),
                 promise: channel.eventLoop.makePromise()
             )
-            channel.pipeline.writeAndFlush(NIOAny(request), promise: nil)
+            channel.pipeline.writeAndFlush(NIOAny(batch), promise: nil)
         }
         // Each request is written at once (headers and body), the flush waits for the loop.
         #expect(flushes.writes == 10)

@@ -36,7 +36,7 @@ struct SimulatorFixture {
         simulatorClock: TestClock = TestClock("2026-11-22T12:00:00Z"),
         senderClock: TestClock = TestClock("2026-11-22T12:00:00Z"),
         trustedAPNsKey: Bool = true,
-        frames: Bool = false,
+        frames: Bool = true,
         _ body: (SimulatorFixture) async throws -> Void
     ) async throws {
         let apnsKey = APNsSigningKey.generate(keyID: "KEY1234567", teamID: "TEAM123456").key
