@@ -188,7 +188,7 @@ public final class APNsClient: Sendable {
         guard configuration.usesFrameConnections else {
             return await ProviderClients.eachConcurrently(messages) { await self.send($0) }
         }
-        var calls = [ProviderClients.Call](repeating: .init(outcome: .delivered(), seconds: 0), count: messages.count)
+        var calls = [ProviderClients.Call](repeating: .unanswered, count: messages.count)
         // The messages of each key, by index.
         var byKey = [[Int]](repeating: [], count: connections.count)
         for (index, message) in messages.enumerated() {
@@ -225,13 +225,11 @@ public final class APNsClient: Sendable {
         do { token = try connection.providerToken.token() } catch {
             return Array(repeating: .init(outcome: Self.signingFailed, seconds: 0), count: messages.count)
         }
-        var calls = [ProviderClients.Call](repeating: .init(outcome: .delivered(), seconds: 0), count: messages.count)
+        var calls = [ProviderClients.Call](repeating: .unanswered, count: messages.count)
         var unsent = Array(messages.indices)
         for attempt in 1...2 {
             var expired: [Int] = []
-            for environment in [Device.Environment.production, .sandbox] {
-                let indices = unsent.filter { messages[$0].environment == environment }
-                guard !indices.isEmpty else { continue }
+            for (environment, indices) in Dictionary(grouping: unsent, by: { messages[$0].environment }) {
                 let answers = await ProviderTransport.post(
                     connection.frames!,
                     origin: environment == .sandbox ? sandboxOrigin : productionOrigin,

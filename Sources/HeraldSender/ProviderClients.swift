@@ -18,6 +18,13 @@ public struct ProviderClients: Sendable {
     struct Call: Sendable {
         var outcome: DeliveryOutcome
         var seconds: Double
+
+        /// What a call's slot holds until its answer is in: were one ever left over, its message
+        /// would be retried, never taken as delivered.
+        static let unanswered = Call(
+            outcome: Classification.transport("connection", "the call was not made"),
+            seconds: 0
+        )
     }
 
     /// Sends `messages`, all of one provider, concurrently (each client limits its own
@@ -66,7 +73,7 @@ public struct ProviderClients: Sendable {
                     )
                 }
             }
-            var calls = [Call](repeating: Call(outcome: .delivered(), seconds: 0), count: messages.count)
+            var calls = [Call](repeating: .unanswered, count: messages.count)
             for await answered in group { calls[answered.index] = answered.call }
             return calls
         }
