@@ -340,3 +340,59 @@ final class FlushCounter: ChannelOutboundHandler {
         context.flush()
     }
 }
+
+extension HTTP2FrameConnectionTests {
+    @Test(
+        "a connection closed under a batch fails every unanswered request of it; a batch on a closed connection fails at once"
+    )
+    func closedUnderABatch() async throws {
+        // Answers take 1.5 s: the batch is still out when the connection closes.
+        try await SimulatorFixture.with(faults: try FaultProfile(parsing: "latency=1500ms..1500ms")) { fixture in
+            let port = Int(fixture.baseURL.split(separator: ":").last!)!
+            let connection = try await HTTP2FrameConnection.connect(
+                host: "127.0.0.1",
+                port: port,
+                tls: Self.tls(fixture)
+            )
+            let token = try fixture.apnsKey.token(issuedAt: fixture.senderClock.now())
+            let requests = try (0..<5).map { index in
+                let message = try SimulatorFixture.message(
+                    .apns,
+                    token: ProviderAnswerTests.apnsToken(index + 1),
+                    id: "c-\(index)"
+                )
+                return connection.makeRequest(
+                    path: message.request.path,
+                    headers: [("authorization", "bearer \(token)")]
+                        + message.request.headers.map { ($0.name, $0.value) },
+                    body: ByteBuffer(bytes: message.request.body)
+                )
+            }
+            let started = ContinuousClock.now
+            let sending = Task { await connection.send(requests, deadline: .now() + .seconds(30)) }
+            try await Task.sleep(for: .milliseconds(300))
+            await connection.close()
+            let outcomes = await sending.value
+            #expect(outcomes.count == 5)
+            // Whichever comes first fails them: the channel going inactive, or the batch's write
+            // failing as the connection closes under it.
+            for outcome in outcomes {
+                guard case .failure(let error) = outcome.result else {
+                    Issue.record("answered after the connection closed")
+                    continue
+                }
+                let closed =
+                    (error as? HTTP2FrameConnection.ConnectionError) == .closed
+                    || (error as? ChannelError) == .ioOnClosedChannel
+                #expect(closed, "\(error)")
+                #expect(ProviderTransport.describe(error).contains("closed"), "\(ProviderTransport.describe(error))")
+            }
+            // Failed when the connection closed, not at the 30 s deadline nor after the 1.5 s answers.
+            #expect(ContinuousClock.now - started < .milliseconds(1400))
+
+            let late = await connection.send(Array(requests.prefix(2)), deadline: .now() + .seconds(30))
+            #expect(late.count == 2)
+            #expect(late.allSatisfy { (try? $0.result.get()) == nil })
+        }
+    }
+}
