@@ -26,6 +26,24 @@ public struct JSONParser {
         return value
     }
 
+    /// Parses one JSON value that fills `bytes`, except the value of the member at `rawPath` (member
+    /// names from the outermost object in), which is checked but not built: the tree holds `null`
+    /// in its place, and its bytes' range within `bytes` comes back instead. For a document that
+    /// carries another (a provider request's body) to be passed on exactly as written, without
+    /// building it and writing it again.
+    public func parse(
+        _ bytes: UnsafeRawBufferPointer,
+        keepingRawAt rawPath: [String]
+    ) throws(Failure) -> (value: JSONValue, raw: Range<Int>?) {
+        var cursor = Cursor(bytes: bytes, maxDepth: maxDepth)
+        cursor.rawPath = rawPath
+        cursor.skipWhitespace()
+        let value = try cursor.parseValue(depth: 0, onRawPath: !rawPath.isEmpty)
+        cursor.skipWhitespace()
+        guard cursor.index == bytes.count else { throw cursor.failure("unexpected data after the JSON value") }
+        return (value, cursor.raw)
+    }
+
     /// Parses one JSON value from `bytes`.
     public func parse(_ bytes: some Collection<UInt8>) throws(Failure) -> JSONValue {
         // Bytes already in one piece (an array, a consumed Kafka value) are read where they are.
@@ -44,6 +62,9 @@ private struct Cursor {
     let bytes: UnsafeRawBufferPointer
     let maxDepth: Int
     var index = 0
+    /// The member whose value is checked and skipped, not built, and where that value was found.
+    var rawPath: [String] = []
+    var raw: Range<Int>?
 
     init(bytes: UnsafeRawBufferPointer, maxDepth: Int) {
         self.bytes = bytes
@@ -65,10 +86,11 @@ private struct Cursor {
         }
     }
 
-    mutating func parseValue(depth: Int) throws(JSONParser.Failure) -> JSONValue {
+    /// `onRawPath`: this value is where ``rawPath``'s first `depth` members lead.
+    mutating func parseValue(depth: Int, onRawPath: Bool = false) throws(JSONParser.Failure) -> JSONValue {
         guard let byte = current else { throw failure("unexpected end of input") }
         switch byte {
-        case UInt8(ascii: "{"): return .object(try parseObject(depth: depth + 1))
+        case UInt8(ascii: "{"): return .object(try parseObject(depth: depth + 1, onRawPath: onRawPath))
         case UInt8(ascii: "["): return .array(try parseArray(depth: depth + 1))
         case UInt8(ascii: "\""): return .string(try parseString())
         case UInt8(ascii: "t"):
@@ -94,7 +116,7 @@ private struct Cursor {
         index += length
     }
 
-    mutating func parseObject(depth: Int) throws(JSONParser.Failure) -> JSONObject {
+    mutating func parseObject(depth: Int, onRawPath: Bool = false) throws(JSONParser.Failure) -> JSONObject {
         guard depth <= maxDepth else { throw failure("nested deeper than \(maxDepth)") }
         index += 1
         var members: [(key: String, value: JSONValue)] = []
@@ -112,7 +134,19 @@ private struct Cursor {
             guard current == UInt8(ascii: ":") else { throw failure("expected ':'") }
             index += 1
             skipWhitespace()
-            members.append((key, try parseValue(depth: depth)))
+            if onRawPath && rawPath[depth - 1] == key {
+                if depth == rawPath.count {
+                    let start = index
+                    try skipValue(depth: depth)
+                    // A repeated member: the first is the one lookups find.
+                    if raw == nil { raw = start..<index }
+                    members.append((key, .null))
+                } else {
+                    members.append((key, try parseValue(depth: depth, onRawPath: true)))
+                }
+            } else {
+                members.append((key, try parseValue(depth: depth)))
+            }
             skipWhitespace()
             switch current {
             case UInt8(ascii: ","): index += 1
@@ -121,6 +155,97 @@ private struct Cursor {
                 return JSONObject(members)
             default: throw failure("expected ',' or '}'")
             }
+        }
+    }
+
+    /// Checks one value as ``parseValue(depth:onRawPath:)`` does, without building it.
+    mutating func skipValue(depth: Int) throws(JSONParser.Failure) {
+        guard let byte = current else { throw failure("unexpected end of input") }
+        switch byte {
+        case UInt8(ascii: "{"), UInt8(ascii: "["):
+            let isObject = byte == UInt8(ascii: "{")
+            let close = isObject ? UInt8(ascii: "}") : UInt8(ascii: "]")
+            guard depth + 1 <= maxDepth else { throw failure("nested deeper than \(maxDepth)") }
+            index += 1
+            skipWhitespace()
+            if current == close {
+                index += 1
+                return
+            }
+            while true {
+                skipWhitespace()
+                if isObject {
+                    guard current == UInt8(ascii: "\"") else { throw failure("expected a member name") }
+                    try skipString()
+                    skipWhitespace()
+                    guard current == UInt8(ascii: ":") else { throw failure("expected ':'") }
+                    index += 1
+                    skipWhitespace()
+                }
+                try skipValue(depth: depth + 1)
+                skipWhitespace()
+                switch current {
+                case UInt8(ascii: ","): index += 1
+                case close:
+                    index += 1
+                    return
+                default: throw failure(isObject ? "expected ',' or '}'" : "expected ',' or ']'")
+                }
+            }
+        case UInt8(ascii: "\""): try skipString()
+        default:
+            _ = try parseValue(depth: depth)
+        }
+    }
+
+    /// Checks a string as ``parseString()`` does, without building it.
+    mutating func skipString() throws(JSONParser.Failure) {
+        index += 1
+        let start = index
+        while index < bytes.count {
+            let byte = bytes[index]
+            switch byte {
+            case UInt8(ascii: "\""):
+                index += 1
+                return
+            case UInt8(ascii: "\\"):
+                index += 1
+                guard let escaped = current else { throw failure("unterminated string") }
+                index += 1
+                switch escaped {
+                case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"), UInt8(ascii: "b"), UInt8(ascii: "f"),
+                    UInt8(ascii: "n"), UInt8(ascii: "r"), UInt8(ascii: "t"):
+                    break
+                case UInt8(ascii: "u"): _ = try readUnicodeEscape()
+                default: throw failure("invalid escape")
+                }
+            case ..<0x20: throw failure("unescaped control character in a string")
+            case ..<0x80: index += 1
+            default:
+                guard let length = utf8SequenceLength(at: index) else {
+                    throw JSONParser.Failure(reason: "invalid UTF-8 in a string", offset: start)
+                }
+                index += length
+            }
+        }
+        throw failure("unterminated string")
+    }
+
+    /// The length of the well-formed UTF-8 sequence of more than one byte at `start` (RFC 3629:
+    /// no overlong forms, no surrogates, nothing above U+10FFFF), or nil.
+    func utf8SequenceLength(at start: Int) -> Int? {
+        func continuation(_ offset: Int, _ range: ClosedRange<UInt8> = 0x80...0xBF) -> Bool {
+            start + offset < bytes.count && range.contains(bytes[start + offset])
+        }
+        switch bytes[start] {
+        case 0xC2...0xDF: return continuation(1) ? 2 : nil
+        case 0xE0: return continuation(1, 0xA0...0xBF) && continuation(2) ? 3 : nil
+        case 0xE1...0xEC, 0xEE...0xEF: return continuation(1) && continuation(2) ? 3 : nil
+        case 0xED: return continuation(1, 0x80...0x9F) && continuation(2) ? 3 : nil
+        case 0xF0: return continuation(1, 0x90...0xBF) && continuation(2) && continuation(3) ? 4 : nil
+        case 0xF1...0xF3: return continuation(1) && continuation(2) && continuation(3) ? 4 : nil
+        case 0xF4: return continuation(1, 0x80...0x8F) && continuation(2) && continuation(3) ? 4 : nil
+        default: return nil
         }
     }
 
@@ -249,6 +374,11 @@ private struct Cursor {
     }
 
     mutating func appendUnicodeEscape(to utf8: inout [UInt8]) throws(JSONParser.Failure) {
+        utf8.append(contentsOf: String(Character(try readUnicodeEscape())).utf8)
+    }
+
+    /// The scalar of a `\u` escape (after the `u`), a surrogate pair taken whole.
+    mutating func readUnicodeEscape() throws(JSONParser.Failure) -> Unicode.Scalar {
         var scalar = try readHex4()
         if (0xD800...0xDBFF).contains(scalar) {
             // A high surrogate must be followed by an escaped low surrogate.
@@ -261,6 +391,7 @@ private struct Cursor {
         } else if (0xDC00...0xDFFF).contains(scalar) {
             throw failure("unpaired surrogate")
         }
-        utf8.append(contentsOf: String(Character(Unicode.Scalar(scalar)!)).utf8)
+        // Surrogates are excluded above, and a pair makes at most U+10FFFF.
+        return Unicode.Scalar(scalar)!
     }
 }

@@ -229,6 +229,8 @@ public final class APNsClient: Sendable {
         var unsent = Array(messages.indices)
         for attempt in 1...2 {
             var expired: [Int] = []
+            // One string for the whole batch, not one per call.
+            let authorization = "bearer \(token)"
             for (environment, indices) in Dictionary(grouping: unsent, by: { messages[$0].environment }) {
                 let answers = await ProviderTransport.post(
                     connection.frames!,
@@ -236,7 +238,7 @@ public final class APNsClient: Sendable {
                     requests: indices.map {
                         ProviderTransport.FrameRequest(
                             path: messages[$0].request.path,
-                            headers: Self.headers(of: messages[$0], token: token),
+                            headers: Self.headers(of: messages[$0], authorization: authorization),
                             body: messages[$0].request.body
                         )
                     },
@@ -267,7 +269,15 @@ public final class APNsClient: Sendable {
 
     /// Headers a request to APNs carries: the provider token and the message's own.
     private static func headers(of message: OutboundMessage, token: String) -> [(String, String)] {
-        [("authorization", "bearer \(token)")] + message.request.headers.map { ($0.name, $0.value) }
+        headers(of: message, authorization: "bearer \(token)")
+    }
+
+    private static func headers(of message: OutboundMessage, authorization: String) -> [(String, String)] {
+        var headers = [(String, String)]()
+        headers.reserveCapacity(message.request.headers.count + 1)
+        headers.append(("authorization", authorization))
+        for header in message.request.headers { headers.append((header.name, header.value)) }
+        return headers
     }
 
     /// An answer's outcome, and the `reason` APNs gave.

@@ -142,7 +142,24 @@ public struct OutboundMessage: Sendable, Hashable {
     ///
     /// - Throws: ``OutboundMessageError`` naming the member that is missing or wrong.
     public init(decoding bytes: some Collection<UInt8>) throws(OutboundMessageError) {
-        guard case .object(let object)? = try? JSONParser().parse(bytes) else {
+        // Read where the bytes are when they are in one piece (a consumed Kafka value).
+        if let result = bytes.withContiguousStorageIfAvailable({ buffer in
+            Result { () throws(OutboundMessageError) in try Self(decoding: UnsafeRawBufferPointer(buffer)) }
+        }) {
+            self = try result.get()
+        } else {
+            self = try Array(bytes).withUnsafeBytes { buffer in
+                Result { () throws(OutboundMessageError) in try Self(decoding: buffer) }
+            }.get()
+        }
+    }
+
+    private init(decoding bytes: UnsafeRawBufferPointer) throws(OutboundMessageError) {
+        // The body is the provider's request body exactly as the worker wrote it: checked, not
+        // built and written again (the sender's costliest step per call otherwise).
+        guard let (value, rawBody) = try? JSONParser().parse(bytes, keepingRawAt: ["request", "body"]),
+            case .object(let object) = value
+        else {
             throw OutboundMessageError(message: "not a JSON object")
         }
         func string(_ value: JSONValue?, _ name: String) throws(OutboundMessageError) -> String {
@@ -165,7 +182,7 @@ public struct OutboundMessage: Sendable, Hashable {
         guard let environment = Device.Environment(rawValue: try string(object["environment"], "environment")) else {
             throw OutboundMessageError(message: "'environment' must be sandbox or production")
         }
-        guard case .object(let request)? = object["request"], let body = request["body"] else {
+        guard case .object(let request)? = object["request"], let rawBody else {
             throw OutboundMessageError(message: "'request' must be an object with a 'body'")
         }
         var headers: [Header] = []
@@ -190,7 +207,7 @@ public struct OutboundMessage: Sendable, Hashable {
                 method: try string(request["method"], "request.method"),
                 path: try string(request["path"], "request.path"),
                 headers: headers,
-                body: body.serializedBytes
+                body: Array(UnsafeRawBufferPointer(rebasing: bytes[rawBody]))
             ),
             createdAt: try timestamp(object["createdAt"], "createdAt"),
             expiresAt: object["expiresAt"] == nil ? nil : try timestamp(object["expiresAt"], "expiresAt"),

@@ -110,6 +110,91 @@ struct JSONParserTests {
         let failure = #expect(throws: JSONParser.Failure.self) { try parse(deep) }
         #expect(failure?.reason.contains("nested") == true)
     }
+
+    func parseKeepingRaw(_ text: String, _ path: [String]) throws -> (value: JSONValue, raw: String?) {
+        let bytes = Array(text.utf8)
+        let (value, range) = try bytes.withUnsafeBytes { try JSONParser().parse($0, keepingRawAt: path) }
+        return (value, range.map { String(decoding: bytes[$0], as: UTF8.self) })
+    }
+
+    @Test("a member kept raw comes back exactly as written, with null in the tree; the rest is parsed")
+    func keptRaw() throws {
+        let text = #"{"a":{"body": {"x" : [1, "é\n", {"y":null}] } ,"n":2},"body":"top","z":true}"#
+        let (value, raw) = try parseKeepingRaw(text, ["a", "body"])
+        #expect(raw == #"{"x" : [1, "é\n", {"y":null}] }"#)
+        #expect(value["a"]?["body"] == .null)
+        #expect(value["a"]?["n"] == .number("2"))
+        // The same name elsewhere in the document is not the path.
+        #expect(value["body"] == .string("top"))
+        #expect(value["z"] == .bool(true))
+        #expect(try parseKeepingRaw(#"{"a":{"other":1}}"#, ["a", "body"]).raw == nil)
+        #expect(try parseKeepingRaw(#"{"a":[{"body":1}]}"#, ["a", "body"]).raw == nil)
+        #expect(try parseKeepingRaw(#"{"a":{"body":"s"}}"#, ["a", "body"]).raw == #""s""#)
+    }
+
+    @Test(
+        "a member kept raw is still checked: malformed or too deep fails as the whole parse would",
+        arguments: [
+            #"{"a":{"body":{"x":1,}}}"#, #"{"a":{"body":[1 2]}}"#, #"{"a":{"body":"\x"}}"#, #"{"a":{"body":01}}"#,
+            #"{"a":{"body":{"k" 1}}}"#, #"{"a":{"body":{"x":1}"#, "{\"a\":{\"body\":\"control\u{01}\"}}",
+        ]
+    )
+    func keptRawMalformed(text: String) {
+        #expect(throws: JSONParser.Failure.self) { try parseKeepingRaw(text, ["a", "body"]) }
+    }
+
+    @Test("a string kept raw is accepted exactly when parsing it would be: escapes, control bytes, every UTF-8 form")
+    func keptRawStrings() throws {
+        // Hand-picked edges of RFC 3629, then 20,000 random strings over the bytes that matter.
+        var cases: [[UInt8]] = [
+            [0xC3, 0xA9], [0xC0, 0xAF], [0xC1, 0xBF], [0xE0, 0x80, 0xAF], [0xE0, 0xA0, 0x80], [0xED, 0xA0, 0x80],
+            [0xED, 0x9F, 0xBF], [0xF0, 0x8F, 0xBF, 0xBF], [0xF0, 0x90, 0x80, 0x80], [0xF4, 0x8F, 0xBF, 0xBF],
+            [0xF4, 0x90, 0x80, 0x80], [0xF5, 0x80, 0x80, 0x80], [0xE2, 0x82], [0x80], [0xFF],
+            Array(#"\ud83d\ude00"#.utf8), Array(#"\ud83d"#.utf8), Array(#"\ude00"#.utf8), Array(#"\u00e9\n\/"#.utf8),
+            Array(#"\x"#.utf8), Array(#"\u12"#.utf8), [0x01], [0x7F],
+        ]
+        var state: UInt64 = 0x9E37_79B9_7F4A_7C15
+        let alphabet: [UInt8] = [
+            0x41, 0x5C, 0x75, 0x30, 0x64, 0x38, 0x22, 0x1F, 0x7F, 0x80, 0xBF, 0xC2, 0xDF, 0xE0, 0xED, 0xF0, 0xF4, 0xFF,
+            0xA0, 0x9F,
+        ]
+        for _ in 0..<20_000 {
+            func next() -> Int {
+                state ^= state << 13
+                state ^= state >> 7
+                state ^= state << 17
+                return Int(state % 1_000_003)
+            }
+            let bytes = (0...(next() % 6)).map { _ in alphabet[next() % alphabet.count] }
+            cases.append(bytes)
+        }
+        var accepted = 0
+        for content in cases {
+            let document = Array(#"{"a":""#.utf8) + content + Array(#""}"#.utf8)
+            let parses = (try? JSONParser().parse(document)) != nil
+            let skips = (try? document.withUnsafeBytes { try JSONParser().parse($0, keepingRawAt: ["a"]) }) != nil
+            #expect(parses == skips, "\(content.map { String($0, radix: 16) })")
+            if parses { accepted += 1 }
+        }
+        // Both outcomes were exercised.
+        #expect(accepted > 100 && accepted < cases.count - 100)
+    }
+
+    @Test("nesting inside a member kept raw counts toward the depth limit")
+    func keptRawDepth() throws {
+        var parser = JSONParser()
+        parser.maxDepth = 4
+        func parse(_ text: String) throws {
+            _ = try Array(text.utf8).withUnsafeBytes { try parser.parse($0, keepingRawAt: ["a"]) }
+        }
+        // The outer object is depth 1; "a"'s value opens depth 2.
+        try parse(#"{"a":[[[1]]]}"#)
+        let failure = #expect(throws: JSONParser.Failure.self) { try parse(#"{"a":[[[[1]]]]}"#) }
+        #expect(failure?.reason.contains("nested") == true)
+        // The same limit as a full parse.
+        #expect(throws: Never.self) { _ = try parser.parse(Array(#"{"a":[[[1]]]}"#.utf8)) }
+        #expect(throws: JSONParser.Failure.self) { _ = try parser.parse(Array(#"{"a":[[[[1]]]]}"#.utf8)) }
+    }
 }
 
 @Suite("RFC 3339 timestamps")

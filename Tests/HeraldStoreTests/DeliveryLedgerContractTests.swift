@@ -27,6 +27,22 @@ struct DeliveryLedgerContractTests {
         }
     }
 
+    @Test("a sender's whole group is looked up at once, across chunks and with repeats", arguments: StoreKind.allCases)
+    func largeLookup(kind: StoreKind) async throws {
+        try await withStore(kind) { store in
+            // Every third of 1,300 notifications was delivered; the group asks for all of them, some
+            // twice (a redelivered event), more than one SQLite statement's worth.
+            let ids = (0..<1300).map { "n-\($0)" }
+            let delivered = ids.enumerated().filter { $0.offset % 3 == 0 }.map(\.element)
+            try await store.recordDeliveries(
+                delivered.map { DeliveryRecord(notificationID: $0, provider: "apns", deliveredAt: at) }
+            )
+            let asked = ids + ids.prefix(40) + ["never-sent"]
+            #expect(try await store.delivered(among: asked) == Set(delivered))
+            #expect(try await store.delivered(among: []).isEmpty)
+        }
+    }
+
     @Test("purging deliveries takes a backlog of several chunks", arguments: StoreKind.allCases)
     func deliveryBacklog(kind: StoreKind) async throws {
         try await withStore(kind) { store in

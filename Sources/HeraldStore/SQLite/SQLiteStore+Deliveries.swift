@@ -2,11 +2,21 @@ import HeraldEvents
 
 extension SQLiteStore: DeliveryLedger {
     public func delivered(among notificationIDs: [String]) async throws(StoreError) -> Set<String> {
-        try await run { connection throws(StoreError) in
+        guard !notificationIDs.isEmpty else { return [] }
+        return try await run { connection throws(StoreError) in
+            // One statement per chunk, not one per id: each statement outside a transaction is a
+            // read transaction of its own, with its own file locks.
             var delivered: Set<String> = []
-            for id in notificationIDs {
-                try connection.query("SELECT 1 FROM deliveries WHERE notification_id = ?", [.text(id)]) { _ in
-                    delivered.insert(id)
+            for start in stride(from: 0, to: notificationIDs.count, by: Self.chunkSize) {
+                let chunk = notificationIDs[start..<min(start + Self.chunkSize, notificationIDs.count)]
+                try connection.query(
+                    SQLiteConnection.SQL(
+                        built:
+                            "SELECT notification_id FROM deliveries WHERE notification_id IN (\(Self.placeholders(chunk.count)))"
+                    ),
+                    chunk.map { .text($0) }
+                ) { row in
+                    if let id = row.text(0) { delivered.insert(id) }
                 }
             }
             return delivered

@@ -1,0 +1,82 @@
+import Foundation
+import HeraldEvents
+import HeraldKafka
+import HeraldPolicy
+import HeraldProviders
+import HeraldWorker
+import Testing
+
+@Suite("Outbound message schema")
+struct OutboundMessageTests {
+    static let body = Array(
+        #"{"aps":{"alert":{"title":"Ordre bekreftet","body":"1 234,50 kr — \"ord-7\" 😀"}},"n":[1,2.50,null]}"#.utf8
+    )
+
+    static func message(body: [UInt8] = body) -> OutboundMessage {
+        OutboundMessage(
+            notificationID: "n-1",
+            eventID: "e-1",
+            kind: "order.confirmed",
+            category: "transactional",
+            recipient: "ana",
+            provider: .apns,
+            app: "no.getdrop.app",
+            environment: .sandbox,
+            token: String(repeating: "ab", count: 32),
+            request: .init(
+                path: "/3/device/" + String(repeating: "ab", count: 32),
+                headers: [.init("apns-push-type", "alert"), .init("apns-priority", "10")],
+                body: body
+            ),
+            createdAt: Timestamp(rfc3339: "2026-11-22T12:00:00Z")!,
+            expiresAt: Timestamp(rfc3339: "2026-11-23T12:00:00Z")!,
+            attempt: 3,
+            traceParent: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+            locale: "nb-NO"
+        )
+    }
+
+    @Test("a message reads back as written, its request body byte for byte, from an array or a Kafka value")
+    func roundTrip() throws {
+        let message = Self.message()
+        let encoded = message.encoded()
+        #expect(try OutboundMessage(decoding: encoded) == message)
+        // A consumed value is a slice of a larger buffer.
+        let value = KafkaBytes(Array("xx".utf8) + encoded + Array("yy".utf8)).dropFirst(2).dropLast(2)
+        let decoded = try OutboundMessage(decoding: value)
+        #expect(decoded.request.body == Self.body)
+        #expect(decoded == message)
+    }
+
+    @Test("a request body written with whitespace is passed on as written, not rewritten")
+    func bodyAsWritten() throws {
+        let spaced = Array(#"{ "aps" : { "alert" : "hi" } }"#.utf8)
+        let decoded = try OutboundMessage(decoding: Self.message(body: spaced).encoded())
+        #expect(decoded.request.body == spaced)
+    }
+
+    @Test(
+        "a message that cannot be read names what is wrong",
+        arguments: [
+            ("{\"schema\":1}", "'schema' must be a string"),
+            ("[]", "not a JSON object"),
+            ("not json", "not a JSON object"),
+        ]
+    )
+    func unreadable(text: String, problem: String) {
+        let failure = #expect(throws: OutboundMessageError.self) { try OutboundMessage(decoding: Array(text.utf8)) }
+        #expect(failure?.message == problem)
+    }
+
+    @Test("a broken or missing request body is rejected, not passed on")
+    func brokenBody() throws {
+        let encoded = String(decoding: Self.message().encoded(), as: UTF8.self)
+        let broken = encoded.replacingOccurrences(of: #""n":[1,2.50,null]"#, with: #""n":[1,2.50,]"#)
+        #expect(broken != encoded)
+        let failure = #expect(throws: OutboundMessageError.self) { try OutboundMessage(decoding: Array(broken.utf8)) }
+        #expect(failure?.message == "not a JSON object")
+        let missing = encoded.replacingOccurrences(of: #""body":"#, with: #""bodx":"#)
+        let noBody = #expect(throws: OutboundMessageError.self) { try OutboundMessage(decoding: Array(missing.utf8)) }
+        #expect(noBody?.message == "'request' must be an object with a 'body'")
+    }
+}
