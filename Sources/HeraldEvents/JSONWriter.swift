@@ -71,31 +71,38 @@ enum JSONWriter {
     }
 
     static func writeString(_ text: String, to output: inout [UInt8]) {
-        var text = text
-        text.withUTF8 { bytes in
-            output.append(UInt8(ascii: "\""))
-            // Most strings need no escaping: check the contiguous bytes once and copy them in one go.
-            if !needsEscaping(UnsafeRawBufferPointer(bytes)) {
-                output.append(contentsOf: bytes)
-                output.append(UInt8(ascii: "\""))
-                return
-            }
-            for byte in bytes {
-                switch byte {
-                case UInt8(ascii: "\""): output.append(contentsOf: [0x5C, 0x22])
-                case UInt8(ascii: "\\"): output.append(contentsOf: [0x5C, 0x5C])
-                case 0x0A: output.append(contentsOf: [0x5C, UInt8(ascii: "n")])
-                case 0x0D: output.append(contentsOf: [0x5C, UInt8(ascii: "r")])
-                case 0x09: output.append(contentsOf: [0x5C, UInt8(ascii: "t")])
-                case 0x00..<0x20:
-                    let hex = Array("0123456789abcdef".utf8)
-                    output.append(contentsOf: [
-                        0x5C, UInt8(ascii: "u"), 0x30, 0x30, hex[Int(byte >> 4)], hex[Int(byte & 0x0F)],
-                    ])
-                default: output.append(byte)
-                }
-            }
-            output.append(UInt8(ascii: "\""))
+        // A native string's bytes are read in place (a small one's from a copy on the stack);
+        // only a bridged string needs making native first.
+        if text.utf8.withContiguousStorageIfAvailable({ writeString(UnsafeRawBufferPointer($0), to: &output) }) == nil {
+            var text = text
+            text.withUTF8 { writeString(UnsafeRawBufferPointer($0), to: &output) }
         }
+    }
+
+    static func writeString(_ bytes: UnsafeRawBufferPointer, to output: inout [UInt8]) {
+        // Most strings need no escaping: check the contiguous bytes once and copy them in one go.
+        if !needsEscaping(bytes) {
+            output.append(UInt8(ascii: "\""))
+            output.append(contentsOf: bytes)
+            output.append(UInt8(ascii: "\""))
+            return
+        }
+        output.append(UInt8(ascii: "\""))
+        for byte in bytes {
+            switch byte {
+            case UInt8(ascii: "\""): output.append(contentsOf: [0x5C, 0x22])
+            case UInt8(ascii: "\\"): output.append(contentsOf: [0x5C, 0x5C])
+            case 0x0A: output.append(contentsOf: [0x5C, UInt8(ascii: "n")])
+            case 0x0D: output.append(contentsOf: [0x5C, UInt8(ascii: "r")])
+            case 0x09: output.append(contentsOf: [0x5C, UInt8(ascii: "t")])
+            case 0x00..<0x20:
+                let hex = Array("0123456789abcdef".utf8)
+                output.append(contentsOf: [
+                    0x5C, UInt8(ascii: "u"), 0x30, 0x30, hex[Int(byte >> 4)], hex[Int(byte & 0x0F)],
+                ])
+            default: output.append(byte)
+            }
+        }
+        output.append(UInt8(ascii: "\""))
     }
 }

@@ -258,6 +258,8 @@ struct JSONWriterTests {
                 }
             }
         }
+        #expect(![UInt8]().withUnsafeBytes { JSONWriter.needsEscaping($0) })
+        #expect(JSONValue.string("").serialized == "\"\"")
         let long = String(repeating: "é", count: 9) + "\u{1}" + String(repeating: "x", count: 9)
         #expect(JSONValue.string(long).serialized == "\"" + String(repeating: "é", count: 9) + "\\u0001xxxxxxxxx\"")
     }
