@@ -18,13 +18,7 @@ struct HTTP2FrameConnectionTests {
     @Test("requests on one connection get their own answers, concurrently; a dropped request fails alone")
     func concurrentRequests() async throws {
         try await SimulatorFixture.with(faults: try FaultProfile(parsing: "drop=0.2,seed=5")) { fixture in
-            var tls = TLSConfiguration.makeClientConfiguration()
-            tls.additionalTrustRoots = [
-                .certificates(try NIOSSLCertificate.fromPEMBytes(Array(fixture.authorityPEM.utf8)))
-            ]
-            let port = Int(fixture.baseURL.split(separator: ":").last!)!
-            let connection = try await HTTP2FrameConnection.connect(host: "127.0.0.1", port: port, tls: tls)
-            let token = try fixture.apnsKey.token(issuedAt: fixture.senderClock.now())
+            let (connection, token) = try await Self.connect(fixture)
             let messages = try (0..<200).map {
                 try SimulatorFixture.message(.apns, token: ProviderAnswerTests.apnsToken($0 + 1), id: "f-\($0)")
             }
@@ -73,17 +67,18 @@ struct HTTP2FrameConnectionTests {
         return tls
     }
 
+    /// A connection to the fixture's simulator, trusting its certificate, and a provider token it accepts.
+    static func connect(_ fixture: SimulatorFixture) async throws -> (HTTP2FrameConnection, token: String) {
+        let port = Int(fixture.baseURL.split(separator: ":").last!)!
+        let connection = try await HTTP2FrameConnection.connect(host: "127.0.0.1", port: port, tls: tls(fixture))
+        return (connection, try fixture.apnsKey.token(issuedAt: fixture.senderClock.now()))
+    }
+
     @Test("a request past its deadline fails as timed out and is reset; the connection carries on")
     func deadline() async throws {
         let faults = try FaultProfile(parsing: "latency=1500ms..1500ms")
         try await SimulatorFixture.with(faults: faults) { fixture in
-            let port = Int(fixture.baseURL.split(separator: ":").last!)!
-            let connection = try await HTTP2FrameConnection.connect(
-                host: "127.0.0.1",
-                port: port,
-                tls: Self.tls(fixture)
-            )
-            let token = try fixture.apnsKey.token(issuedAt: fixture.senderClock.now())
+            let (connection, token) = try await Self.connect(fixture)
             func send(_ index: Int, within limit: TimeAmount) async throws -> HTTP2FrameConnection.Answer {
                 let message = try SimulatorFixture.message(
                     .apns,
@@ -348,13 +343,7 @@ extension HTTP2FrameConnectionTests {
     func closedUnderABatch() async throws {
         // Answers take 1.5 s: the batch is still out when the connection closes.
         try await SimulatorFixture.with(faults: try FaultProfile(parsing: "latency=1500ms..1500ms")) { fixture in
-            let port = Int(fixture.baseURL.split(separator: ":").last!)!
-            let connection = try await HTTP2FrameConnection.connect(
-                host: "127.0.0.1",
-                port: port,
-                tls: Self.tls(fixture)
-            )
-            let token = try fixture.apnsKey.token(issuedAt: fixture.senderClock.now())
+            let (connection, token) = try await Self.connect(fixture)
             let requests = try (0..<5).map { index in
                 let message = try SimulatorFixture.message(
                     .apns,
