@@ -121,6 +121,7 @@ private struct Cursor {
         index += 1
         var members: [(key: String, value: JSONValue)] = []
         members.reserveCapacity(8)
+        var pathTaken = false
         skipWhitespace()
         if current == UInt8(ascii: "}") {
             index += 1
@@ -134,12 +135,13 @@ private struct Cursor {
             guard current == UInt8(ascii: ":") else { throw failure("expected ':'") }
             index += 1
             skipWhitespace()
-            if onRawPath && rawPath[depth - 1] == key {
+            // Only a name's first member is on the path: it is the one lookups find.
+            if onRawPath && !pathTaken && rawPath[depth - 1] == key {
+                pathTaken = true
                 if depth == rawPath.count {
                     let start = index
                     try skipValue(depth: depth)
-                    // A repeated member: the first is the one lookups find.
-                    if raw == nil { raw = start..<index }
+                    raw = start..<index
                     members.append((key, .null))
                 } else {
                     members.append((key, try parseValue(depth: depth, onRawPath: true)))

@@ -130,6 +130,12 @@ struct JSONParserTests {
         #expect(try parseKeepingRaw(#"{"a":{"other":1}}"#, ["a", "body"]).raw == nil)
         #expect(try parseKeepingRaw(#"{"a":[{"body":1}]}"#, ["a", "body"]).raw == nil)
         #expect(try parseKeepingRaw(#"{"a":{"body":"s"}}"#, ["a", "body"]).raw == #""s""#)
+        // Repeated names: only the first member, the one lookups find, is on the path.
+        let repeated = try parseKeepingRaw(#"{"a":{"x":1},"a":{"body":2,"body":3}}"#, ["a", "body"])
+        #expect(repeated.raw == nil)
+        let twice = try parseKeepingRaw(#"{"a":{"body":[1],"body":[2]}}"#, ["a", "body"])
+        #expect(twice.raw == "[1]")
+        #expect(twice.value["a"]?["body"] == .null)
     }
 
     @Test(
