@@ -78,5 +78,13 @@ struct OutboundMessageTests {
         let missing = encoded.replacingOccurrences(of: #""body":"#, with: #""bodx":"#)
         let noBody = #expect(throws: OutboundMessageError.self) { try OutboundMessage(decoding: Array(missing.utf8)) }
         #expect(noBody?.message == "'request' must be an object with a 'body'")
+        // Two 'request' members: the first is the message's, and it has no body of its own.
+        let twice = encoded.replacingOccurrences(
+            of: #""request":{"#,
+            with: #""request":{"method":"POST","path":"/elsewhere"},"request":{"#
+        )
+        #expect(twice != encoded)
+        let mixed = #expect(throws: OutboundMessageError.self) { try OutboundMessage(decoding: Array(twice.utf8)) }
+        #expect(mixed?.message == "'request' must be an object with a 'body'")
     }
 }
