@@ -215,8 +215,17 @@ final class HTTP2FrameClientHandler: ChannelDuplexHandler {
     /// than one per request, which would be scheduled and cancelled on every call.
     static let deadlineSweepInterval = TimeAmount.milliseconds(100)
 
+    /// HTTP/2 stream ids are 31 bits, and a client's are odd: the last one it may open.
+    static let lastStreamID = Int(Int32.max)
+    /// Past this stream id the connection takes no new work from the pool (which then connects
+    /// afresh) and closes once its streams are answered; the ids left cover batches already on
+    /// their way to it. At 20,000 calls/s one connection gets here in about 15 hours.
+    static let retiringStreamID = lastStreamID - 2 * (1 << 20)
+
     private var streams: [HTTP2StreamID: Stream] = [:]
-    private var nextStreamID: Int32 = 1
+    // An `Int`, not the wire's `Int32`: it goes past the last id, once, when a connection retires.
+    private var nextStreamID: Int
+    private let retiringStreamID: Int
     private var goingAway = false
     private var closing = false
     private var deadlineSweep: RepeatedTask?
@@ -224,19 +233,40 @@ final class HTTP2FrameClientHandler: ChannelDuplexHandler {
     private var flushScheduled = false
     private let onGoAway: @Sendable () -> Void
 
-    init(onGoAway: @escaping @Sendable () -> Void = {}) {
+    /// - Parameters:
+    ///   - firstStreamID: the id of the first request (tests start near the end of the ids).
+    ///   - retiringStreamID: the id past which the connection retires (see ``retiringStreamID``).
+    init(
+        firstStreamID: Int = 1,
+        retiringStreamID: Int = HTTP2FrameClientHandler.retiringStreamID,
+        onGoAway: @escaping @Sendable () -> Void = {}
+    ) {
+        precondition(firstStreamID % 2 == 1, "client stream ids are odd")
+        self.nextStreamID = firstStreamID
+        self.retiringStreamID = retiringStreamID
         self.onGoAway = onGoAway
+    }
+
+    /// Stops taking new batches: the pool replaces the connection, which closes once drained.
+    private func retire() {
+        guard !goingAway else { return }
+        goingAway = true
+        onGoAway()
     }
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
         let batch = unwrapOutboundIn(data)
         let pending = Pending(count: batch.requests.count, promise: batch.promise, written: .now())
+        // A batch that would need ids past the last one is refused whole (it is retried like any
+        // call refused by a closing connection), and the connection retires.
+        if nextStreamID + 2 * (batch.requests.count - 1) > Self.lastStreamID { retire() }
         guard !goingAway, !batch.requests.isEmpty else {
             for index in batch.requests.indices {
                 pending.finish(index, .failure(HTTP2FrameConnection.ConnectionError.goingAway))
             }
             if batch.requests.isEmpty { batch.promise.succeed([]) }
             promise?.succeed()
+            closeIfDrained(context: context)
             return
         }
         if deadlineSweep == nil { startDeadlineSweep(context: context) }
@@ -246,7 +276,7 @@ final class HTTP2FrameClientHandler: ChannelDuplexHandler {
         let first = nextStreamID
         let written = context.eventLoop.makePromise(of: Void.self)
         let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
-        written.futureResult.whenComplete { [last = first + 2 * Int32(batch.requests.count - 1)] result in
+        written.futureResult.whenComplete { [last = first + 2 * (batch.requests.count - 1)] result in
             if case .failure(let error) = result {
                 let handler = bound.value
                 for raw in stride(from: first, through: last, by: 2) { handler.fail(HTTP2StreamID(raw), error) }
@@ -277,6 +307,7 @@ final class HTTP2FrameClientHandler: ChannelDuplexHandler {
                 )
             }
         }
+        if nextStreamID > retiringStreamID { retire() }
     }
 
     /// Batches arrive one by one from the tasks making them, each asking for a flush. Flushing
@@ -316,8 +347,7 @@ final class HTTP2FrameClientHandler: ChannelDuplexHandler {
         case .rstStream(let code):
             fail(frame.streamID, HTTP2FrameConnection.ConnectionError.reset(code))
         case .goAway(let lastStreamID, _, _):
-            goingAway = true
-            onGoAway()
+            retire()
             for id in streams.keys where id > lastStreamID { fail(id, HTTP2FrameConnection.ConnectionError.goingAway) }
         default:
             break

@@ -317,6 +317,99 @@ extension HTTP2FrameConnectionTests {
     }
 }
 
+extension HTTP2FrameConnectionTests {
+    /// A batch of `count` small requests, and the promise its outcomes come to.
+    static func batch(_ count: Int, on channel: EmbeddedChannel) -> HTTP2FrameClientHandler.Batch {
+        var headers = HPACKHeaders()
+        headers.add(name: ":method", value: "POST")
+        headers.add(name: ":path", value: "/3/device/abc")
+        return HTTP2FrameClientHandler.Batch(
+            requests: Array(repeating: .init(headers: headers, body: ByteBuffer(string: "{}")), count: count),
+            deadline: .now() + .seconds(10),
+            promise: channel.eventLoop.makePromise()
+        )
+    }
+
+    /// The stream ids of the HEADERS frames the handler wrote.
+    static func openedStreams(_ channel: EmbeddedChannel) throws -> [Int] {
+        var ids: [Int] = []
+        while let frame = try channel.readOutbound(as: HTTP2Frame.self) {
+            if case .headers = frame.payload { ids.append(Int(Int32(frame.streamID))) }
+        }
+        return ids
+    }
+
+    @Test(
+        "near the last stream id a connection retires: the pool is told, and a batch that would not fit is refused whole"
+    )
+    func streamIDsRunOut() throws {
+        let retired = GoAwayFlag()
+        let last = HTTP2FrameClientHandler.lastStreamID
+        let channel = EmbeddedChannel()
+        // Four ids left: 2^31 - 7, -5, -3 and -1 (the last).
+        try channel.pipeline.syncOperations.addHandler(
+            HTTP2FrameClientHandler(firstStreamID: last - 6, retiringStreamID: last) { retired.set() }
+        )
+        let first = Self.batch(2, on: channel)
+        channel.pipeline.writeAndFlush(NIOAny(first), promise: nil)
+        channel.embeddedEventLoop.run()
+        #expect(try Self.openedStreams(channel) == [last - 6, last - 4])
+        #expect(!retired.isSet)
+
+        // Three more would need an id past the last: none is opened, each fails as refused by a
+        // closing connection (retried), and the pool is told to connect afresh. No trap.
+        let second = Self.batch(3, on: channel)
+        channel.pipeline.writeAndFlush(NIOAny(second), promise: nil)
+        channel.embeddedEventLoop.run()
+        #expect(try Self.openedStreams(channel).isEmpty)
+        #expect(retired.isSet)
+        let refused = try second.promise.futureResult.wait()
+        #expect(refused.count == 3)
+        for outcome in refused {
+            #expect(throws: HTTP2FrameConnection.ConnectionError.goingAway) { try outcome.result.get() }
+        }
+        _ = try? channel.finish(acceptAlreadyClosed: true)
+    }
+
+    @Test("a connection past its retiring stream id takes no new batch, and closes once its streams are answered")
+    func retiresPastThreshold() throws {
+        let retired = GoAwayFlag()
+        let channel = EmbeddedChannel()
+        try channel.pipeline.syncOperations.addHandler(
+            HTTP2FrameClientHandler(firstStreamID: 101, retiringStreamID: 103) { retired.set() }
+        )
+        try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 443)).wait()
+        let first = Self.batch(2, on: channel)
+        channel.pipeline.writeAndFlush(NIOAny(first), promise: nil)
+        channel.embeddedEventLoop.run()
+        #expect(try Self.openedStreams(channel) == [101, 103])
+        #expect(retired.isSet)
+        #expect(channel.isActive)
+
+        let second = Self.batch(1, on: channel)
+        channel.pipeline.writeAndFlush(NIOAny(second), promise: nil)
+        channel.embeddedEventLoop.run()
+        #expect(try Self.openedStreams(channel).isEmpty)
+        #expect(throws: HTTP2FrameConnection.ConnectionError.goingAway) {
+            try second.promise.futureResult.wait()[0].result.get()
+        }
+
+        // The first batch's answers come in; then the connection closes itself.
+        for id in [101, 103] {
+            var headers = HPACKHeaders()
+            headers.add(name: ":status", value: "200")
+            try channel.writeInbound(
+                HTTP2Frame(streamID: HTTP2StreamID(id), payload: .headers(.init(headers: headers, endStream: true)))
+            )
+        }
+        let answered = try first.promise.futureResult.wait()
+        #expect(answered.map { (try? $0.result.get())?.status } == [200, 200])
+        channel.embeddedEventLoop.run()
+        #expect(!channel.isActive)
+        _ = try? channel.finish(acceptAlreadyClosed: true)
+    }
+}
+
 /// Counts the writes and flushes that pass it towards the network.
 final class FlushCounter: ChannelOutboundHandler {
     typealias OutboundIn = HTTP2Frame
