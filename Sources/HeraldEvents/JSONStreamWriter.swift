@@ -1,49 +1,85 @@
 /// Writes compact JSON straight into bytes, without building a ``JSONValue`` first: for hot paths
 /// that produce the same shape for every message (provider payloads). Members appear in the order
 /// written; strings are escaped exactly as ``JSONValue/serialized`` does.
-public struct JSONStreamWriter: Sendable {
-    public private(set) var bytes: [UInt8] = []
+///
+/// The writer owns its buffer and cannot be copied: an append checks the capacity and nothing else
+/// (an `Array` also checks, on every append, that its buffer is not shared), which is most of the
+/// cost of writing many small pieces. ``bytes`` hands out a copy.
+public struct JSONStreamWriter: ~Copyable {
+    private var output: ByteOutput
     /// Bit n says whether the container at depth n already has a member (so the next needs a comma).
     private var hasMembers: UInt64 = 0
     private var depth = 0
 
     public init(capacity: Int = 1024) {
-        bytes.reserveCapacity(capacity)
+        output = ByteOutput(capacity: capacity)
+    }
+
+    /// What has been written, as an array of its own.
+    public var bytes: [UInt8] { output.array }
+
+    /// How many bytes have been written.
+    public var count: Int { output.count }
+
+    /// Calls `body` with what has been written, without copying it.
+    public func withBytes<Result, Failure: Error>(
+        _ body: (UnsafeRawBufferPointer) throws(Failure) -> Result
+    ) throws(Failure) -> Result {
+        try body(output.buffer)
     }
 
     private mutating func separate() {
         let bit: UInt64 = 1 << UInt64(depth)
-        if hasMembers & bit != 0 { bytes.append(UInt8(ascii: ",")) }
+        if hasMembers & bit != 0 { output.append(UInt8(ascii: ",")) }
         hasMembers |= bit
     }
 
     public mutating func beginObject() {
-        bytes.append(UInt8(ascii: "{"))
+        output.append(UInt8(ascii: "{"))
         depth += 1
         hasMembers &= ~(1 << UInt64(depth))
     }
 
     public mutating func endObject() {
-        bytes.append(UInt8(ascii: "}"))
+        output.append(UInt8(ascii: "}"))
         depth -= 1
     }
 
     public mutating func beginArray() {
-        bytes.append(UInt8(ascii: "["))
+        output.append(UInt8(ascii: "["))
         depth += 1
         hasMembers &= ~(1 << UInt64(depth))
     }
 
     public mutating func endArray() {
-        bytes.append(UInt8(ascii: "]"))
+        output.append(UInt8(ascii: "]"))
         depth -= 1
     }
 
     /// Starts a member: writes the separator and `"key":`.
+    @_disfavoredOverload
     public mutating func key(_ name: String) {
         separate()
-        JSONWriter.writeString(name, to: &bytes)
-        bytes.append(UInt8(ascii: ":"))
+        string(name)
+        output.append(UInt8(ascii: ":"))
+    }
+
+    /// Starts a member named by a literal, which is written as it is: it must not need escaping
+    /// (no quote, backslash or control character). Most keys are literals, and skipping the
+    /// escape check for them is a measurable part of building a payload.
+    public mutating func key(_ name: StaticString) {
+        separate()
+        if name.hasPointerRepresentation {
+            let utf8 = UnsafeRawBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount)
+            assert(!JSONWriter.needsEscaping(utf8), "the key \(name) needs escaping")
+            output.append(UInt8(ascii: "\""))
+            output.append(utf8)
+            output.append(UInt8(ascii: "\""))
+        } else {
+            // A literal of one Unicode scalar is stored as the scalar, not as bytes.
+            string(name.description)
+        }
+        output.append(UInt8(ascii: ":"))
     }
 
     /// Starts an array element.
@@ -52,39 +88,191 @@ public struct JSONStreamWriter: Sendable {
     }
 
     public mutating func string(_ value: String) {
-        JSONWriter.writeString(value, to: &bytes)
+        // A native string's bytes are read in place (a small one's from a copy on the stack);
+        // only a bridged string needs making native first.
+        if value.utf8.withContiguousStorageIfAvailable({ string(UnsafeRawBufferPointer($0)) }) == nil {
+            var value = value
+            value.withUTF8 { string(UnsafeRawBufferPointer($0)) }
+        }
+    }
+
+    /// A string given as its UTF-8 bytes.
+    public mutating func string(_ utf8: UnsafeRawBufferPointer) {
+        output.append(UInt8(ascii: "\""))
+        // Most strings need no escaping: check the bytes once and copy them in one go.
+        if JSONWriter.needsEscaping(utf8) {
+            for byte in utf8 { escape(byte) }
+        } else {
+            output.append(utf8)
+        }
+        output.append(UInt8(ascii: "\""))
+    }
+
+    private mutating func escape(_ byte: UInt8) {
+        switch byte {
+        case UInt8(ascii: "\""), UInt8(ascii: "\\"):
+            output.append(UInt8(ascii: "\\"))
+            output.append(byte)
+        case 0x0A:
+            output.append(UInt8(ascii: "\\"))
+            output.append(UInt8(ascii: "n"))
+        case 0x0D:
+            output.append(UInt8(ascii: "\\"))
+            output.append(UInt8(ascii: "r"))
+        case 0x09:
+            output.append(UInt8(ascii: "\\"))
+            output.append(UInt8(ascii: "t"))
+        case 0x00..<0x20:
+            let hex: StaticString = "0123456789abcdef"
+            output.append(UInt8(ascii: "\\"))
+            output.append(UInt8(ascii: "u"))
+            output.append(UInt8(ascii: "0"))
+            output.append(UInt8(ascii: "0"))
+            output.append(hex.utf8Start[Int(byte >> 4)])
+            output.append(hex.utf8Start[Int(byte & 0x0F)])
+        default:
+            output.append(byte)
+        }
     }
 
     public mutating func integer(_ value: Int64) {
-        bytes.append(contentsOf: String(value).utf8)
+        // Digits into a stack buffer, last first: `String(value)` was a visible cost per payload.
+        var magnitude = value.magnitude
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { digits in
+            var start = digits.count
+            repeat {
+                start -= 1
+                digits[start] = UInt8(ascii: "0") + UInt8(magnitude % 10)
+                magnitude /= 10
+            } while magnitude > 0
+            if value < 0 { output.append(UInt8(ascii: "-")) }
+            output.append(UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(digits)[start...]))
+        }
     }
 
     /// A number written as given (it must be valid JSON number text).
     public mutating func number(_ text: String) {
-        bytes.append(contentsOf: text.utf8)
+        var text = text
+        text.withUTF8 { output.append(UnsafeRawBufferPointer($0)) }
     }
 
     public mutating func bool(_ value: Bool) {
-        bytes.append(contentsOf: (value ? "true" : "false").utf8)
+        if value { output.append("true") } else { output.append("false") }
     }
 
     /// Already-serialized JSON, written as the value of the current member or element.
     public mutating func raw(_ json: [UInt8]) {
-        bytes.append(contentsOf: json)
+        json.withUnsafeBytes { output.append($0) }
+    }
+
+    /// Already-serialized JSON, written as the value of the current member or element.
+    public mutating func raw(_ json: UnsafeRawBufferPointer) {
+        output.append(json)
     }
 
     public mutating func null() {
-        bytes.append(contentsOf: "null".utf8)
+        output.append("null")
+    }
+
+    /// A whole value, written as the value of the current member or element.
+    public mutating func value(_ value: JSONValue) {
+        // Commas are written here, not through `separate()`: a parsed value may nest deeper than
+        // the 64 levels the member bits track.
+        switch value {
+        case .null: null()
+        case .bool(let flag): bool(flag)
+        case .number(let text): number(text)
+        case .string(let text): string(text)
+        case .array(let elements):
+            output.append(UInt8(ascii: "["))
+            for (index, element) in elements.enumerated() {
+                if index > 0 { output.append(UInt8(ascii: ",")) }
+                self.value(element)
+            }
+            output.append(UInt8(ascii: "]"))
+        case .object(let object):
+            output.append(UInt8(ascii: "{"))
+            for (index, member) in object.members.enumerated() {
+                if index > 0 { output.append(UInt8(ascii: ",")) }
+                string(member.key)
+                output.append(UInt8(ascii: ":"))
+                self.value(member.value)
+            }
+            output.append(UInt8(ascii: "}"))
+        }
     }
 
     /// Shorthands for a member with a simple value.
+    @_disfavoredOverload
     public mutating func member(_ name: String, _ value: String) {
         key(name)
         string(value)
     }
 
+    @_disfavoredOverload
     public mutating func member(_ name: String, integer value: Int64) {
         key(name)
         integer(value)
+    }
+
+    public mutating func member(_ name: StaticString, _ value: String) {
+        key(name)
+        string(value)
+    }
+
+    public mutating func member(_ name: StaticString, integer value: Int64) {
+        key(name)
+        integer(value)
+    }
+}
+
+/// A growable byte buffer with one owner.
+struct ByteOutput: ~Copyable {
+    private var base: UnsafeMutableRawPointer
+    private(set) var count = 0
+    private var capacity: Int
+
+    init(capacity: Int) {
+        self.capacity = max(capacity, 16)
+        base = UnsafeMutableRawPointer.allocate(byteCount: self.capacity, alignment: 1)
+    }
+
+    deinit { base.deallocate() }
+
+    var buffer: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: base, count: count) }
+
+    var array: [UInt8] {
+        [UInt8](unsafeUninitializedCapacity: count) { array, initialized in
+            if count > 0 { array.baseAddress!.initialize(from: base.assumingMemoryBound(to: UInt8.self), count: count) }
+            initialized = count
+        }
+    }
+
+    @inline(__always)
+    mutating func append(_ byte: UInt8) {
+        if count == capacity { grow(toAtLeast: count + 1) }
+        base.storeBytes(of: byte, toByteOffset: count, as: UInt8.self)
+        count += 1
+    }
+
+    @inline(__always)
+    mutating func append(_ bytes: UnsafeRawBufferPointer) {
+        guard let source = bytes.baseAddress, !bytes.isEmpty else { return }
+        if capacity - count < bytes.count { grow(toAtLeast: count + bytes.count) }
+        (base + count).copyMemory(from: source, byteCount: bytes.count)
+        count += bytes.count
+    }
+
+    mutating func append(_ literal: StaticString) {
+        append(UnsafeRawBufferPointer(start: literal.utf8Start, count: literal.utf8CodeUnitCount))
+    }
+
+    private mutating func grow(toAtLeast needed: Int) {
+        let newCapacity = max(capacity * 2, needed)
+        let newBase = UnsafeMutableRawPointer.allocate(byteCount: newCapacity, alignment: 1)
+        newBase.copyMemory(from: base, byteCount: count)
+        base.deallocate()
+        base = newBase
+        capacity = newCapacity
     }
 }

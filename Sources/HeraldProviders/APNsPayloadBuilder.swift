@@ -208,7 +208,7 @@ public enum APNsPayloadBuilder {
         writer.endObject()
     }
 
-    static func writeStrings(_ writer: inout JSONStreamWriter, _ key: String, _ values: [String]) {
+    static func writeStrings(_ writer: inout JSONStreamWriter, _ key: StaticString, _ values: [String]) {
         guard !values.isEmpty else { return }
         writer.key(key)
         writer.beginArray()

@@ -27,7 +27,7 @@ public enum ExpoPayloadBuilder {
         {
             text,
             dropped in
-            Self.message(message, token: token, body: text, dropped: dropped).serializedBytes
+            Self.message(message, token: token, body: text, dropped: dropped)
         }
     }
 
@@ -44,32 +44,40 @@ public enum ExpoPayloadBuilder {
         }
     }
 
-    static func message(_ message: PushMessage, token: String, body: String, dropped: Int) -> JSONValue {
+    static func message(_ message: PushMessage, token: String, body: String, dropped: Int) -> [UInt8] {
         let kept = OptionalParts(message, dropped: dropped, subtitleIsDroppable: true)
-        let (data, subtitle, deepLink) = (kept.data, kept.subtitle, kept.deepLink)
-        var dataMembers: [(key: String, value: JSONValue)] = [
-            (FCMPayloadBuilder.notificationIDKey, .string(message.notificationID))
-        ]
-        if let deepLink { dataMembers.append(("deepLink", .string(deepLink))) }
-        for entry in data where entry.key != "deepLink" && entry.key != FCMPayloadBuilder.notificationIDKey {
-            dataMembers.append((entry.key, .string(entry.value)))
-        }
-
-        var members: [(key: String, value: JSONValue)] = [("to", .string(token))]
+        var writer = JSONStreamWriter(capacity: 512)
+        writer.beginObject()
+        writer.member("to", token)
         if !message.contentAvailable {
-            members.append(("title", .string(message.title)))
-            if let subtitle { members.append(("subtitle", .string(subtitle))) }
-            members.append(("body", .string(body)))
+            writer.member("title", message.title)
+            if let subtitle = kept.subtitle { writer.member("subtitle", subtitle) }
+            writer.member("body", body)
         }
-        members.append(("data", .object(JSONObject(dataMembers))))
-        members.append(("sound", message.sound.map { .string($0) } ?? .null))
-        if let badge = message.badge { members.append(("badge", .number(String(badge)))) }
-        if let channel = message.androidChannel { members.append(("channelId", .string(channel))) }
-        members.append(("priority", .string(message.highPriority ? "high" : "normal")))
-        if let ttl = message.timeToLive { members.append(("ttl", .number(String(ttl)))) }
-        if let category = message.category { members.append(("categoryId", .string(category))) }
-        if message.mutableContent { members.append(("mutableContent", .bool(true))) }
-        if message.contentAvailable { members.append(("_contentAvailable", .bool(true))) }
-        return .object(JSONObject(members))
+        writer.key("data")
+        writer.beginObject()
+        writer.member(FCMPayloadBuilder.notificationIDKey, message.notificationID)
+        if let deepLink = kept.deepLink { writer.member("deepLink", deepLink) }
+        for entry in kept.data where entry.key != "deepLink" && entry.key != FCMPayloadBuilder.notificationIDKey {
+            writer.member(entry.key, entry.value)
+        }
+        writer.endObject()
+        writer.key("sound")
+        if let sound = message.sound { writer.string(sound) } else { writer.null() }
+        if let badge = message.badge { writer.member("badge", integer: Int64(badge)) }
+        if let channel = message.androidChannel { writer.member("channelId", channel) }
+        writer.member("priority", message.highPriority ? "high" : "normal")
+        if let ttl = message.timeToLive { writer.member("ttl", integer: Int64(ttl)) }
+        if let category = message.category { writer.member("categoryId", category) }
+        if message.mutableContent {
+            writer.key("mutableContent")
+            writer.bool(true)
+        }
+        if message.contentAvailable {
+            writer.key("_contentAvailable")
+            writer.bool(true)
+        }
+        writer.endObject()
+        return writer.bytes
     }
 }

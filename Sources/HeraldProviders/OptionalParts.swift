@@ -2,16 +2,18 @@
 /// of them, in the documented order: data entries (last first), the subtitle (where the provider
 /// shows one), then the deep link.
 struct OptionalParts {
-    var data: [PushMessage.KeyValue]
+    /// A slice of the message's own entries when none is filtered out: no copy per build.
+    var data: ArraySlice<PushMessage.KeyValue>
     var subtitle: String?
     var deepLink: String?
 
     init(_ message: PushMessage, dropped: Int, subtitleIsDroppable: Bool, dataFilter: (String) -> Bool = { _ in true })
     {
         var remaining = dropped
-        data = message.data.filter { dataFilter($0.key) }
-        let removedData = min(remaining, data.count)
-        data.removeLast(removedData)
+        let filtered =
+            message.data.allSatisfy { dataFilter($0.key) } ? message.data : message.data.filter { dataFilter($0.key) }
+        let removedData = min(remaining, filtered.count)
+        data = filtered.dropLast(removedData)
         remaining -= removedData
         subtitle = message.subtitle
         if subtitleIsDroppable, remaining > 0, subtitle != nil {

@@ -325,7 +325,7 @@ public final class EventProcessor: Sendable {
         let expiresAt = OutboundBuilder.expiry(of: kind, createdAt: createdAt)
         let timeZone = recipient.timeZone ?? "UTC"
         // A user's devices mostly share one locale: a short list searched in order, not a dictionary.
-        var renderedByLocale: [(locale: String?, rendered: RenderedNotification)] = []
+        var renderedByLocale: [(locale: String?, rendered: RenderedNotification, message: PushMessage)] = []
         let trace = (event.extensions["traceparent"], event.extensions["tracestate"])
         let key = KafkaBytes(recipient.userID)
         // Counted per recipient rather than per device: each count is a dictionary update.
@@ -347,8 +347,10 @@ public final class EventProcessor: Sendable {
         for device in recipient.devices {
             let locale = device.locale ?? recipient.locale
             let rendered: RenderedNotification
+            var message: PushMessage
             if let cached = renderedByLocale.first(where: { $0.locale == locale }) {
                 rendered = cached.rendered
+                message = cached.message
             } else {
                 do throws(RenderError) {
                     if let digest {
@@ -359,13 +361,21 @@ public final class EventProcessor: Sendable {
                 } catch {
                     throw DeadLetterReason(error)
                 }
-                renderedByLocale.append((locale, rendered))
+                message = OutboundBuilder.pushMessage(rendered, createdAt: createdAt)
+                renderedByLocale.append((locale, rendered, message))
                 if rendered.usedFallbackLocale { onFallbackLocale?(kind.name, locale, rendered.locale) }
             }
+            message.notificationID = NotificationID.make(
+                eventID: eventID,
+                kind: rendered.kind,
+                recipient: recipient.userID,
+                device: device.token
+            )
             let outbound: OutboundMessage
             do {
                 outbound = try OutboundBuilder.outbound(
-                    rendered,
+                    message,
+                    of: rendered,
                     eventID: eventID,
                     createdAt: createdAt,
                     expiresAt: expiresAt,

@@ -16,14 +16,22 @@ public enum OutboundBuilder {
         recipient: String,
         token: String
     ) -> PushMessage {
+        var message = pushMessage(rendered, createdAt: createdAt)
+        message.notificationID = NotificationID.make(
+            eventID: eventID,
+            kind: rendered.kind,
+            recipient: recipient,
+            device: token
+        )
+        return message
+    }
+
+    /// The message without its notification id, which differs per device: made once for a
+    /// recipient's devices that share a locale.
+    public static func pushMessage(_ rendered: RenderedNotification, createdAt: Timestamp) -> PushMessage {
         let presentation = rendered.presentation
         return PushMessage(
-            notificationID: NotificationID.make(
-                eventID: eventID,
-                kind: rendered.kind,
-                recipient: recipient,
-                device: token
-            ),
+            notificationID: "",
             kind: rendered.kind,
             title: rendered.title,
             subtitle: rendered.subtitle,
@@ -61,17 +69,40 @@ public enum OutboundBuilder {
         device registered: RegisteredDevice,
         trace: (parent: String?, state: String?) = (nil, nil)
     ) throws(PayloadError) -> OutboundMessage {
+        try outbound(
+            pushMessage(
+                rendered,
+                eventID: eventID,
+                createdAt: createdAt,
+                recipient: recipient,
+                token: registered.token
+            ),
+            of: rendered,
+            eventID: eventID,
+            createdAt: createdAt,
+            expiresAt: expiresAt,
+            recipient: recipient,
+            device: registered,
+            trace: trace
+        )
+    }
+
+    /// The outbound message for `device` from `message`, ``pushMessage(_:eventID:createdAt:recipient:token:)``
+    /// for that device.
+    public static func outbound(
+        _ message: PushMessage,
+        of rendered: RenderedNotification,
+        eventID: String,
+        createdAt: Timestamp,
+        expiresAt: Timestamp?,
+        recipient: String,
+        device registered: RegisteredDevice,
+        trace: (parent: String?, state: String?) = (nil, nil)
+    ) throws(PayloadError) -> OutboundMessage {
         let device = Device(
             token: registered.token,
             appID: registered.appID,
             environment: registered.sandbox ? .sandbox : .production
-        )
-        let message = pushMessage(
-            rendered,
-            eventID: eventID,
-            createdAt: createdAt,
-            recipient: recipient,
-            token: registered.token
         )
         let request: OutboundMessage.Request
         switch registered.provider {

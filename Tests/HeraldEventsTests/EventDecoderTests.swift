@@ -269,4 +269,81 @@ struct JSONWriterTests {
         let long = String(repeating: "é", count: 9) + "\u{1}" + String(repeating: "x", count: 9)
         #expect(JSONValue.string(long).serialized == "\"" + String(repeating: "é", count: 9) + "\\u0001xxxxxxxxx\"")
     }
+
+    @Test("the stream writer: literal and computed keys, every escape, integers to both ends, growth")
+    func streamWriter() throws {
+        var writer = JSONStreamWriter(capacity: 1)
+        writer.beginObject()
+        writer.member("literal", "v")
+        writer.member("x", integer: 0)  // a one-scalar literal is not stored as bytes
+        let computed = "com\"puted"
+        writer.member(computed, "\u{00}\u{08}\t\n\r\u{1F}\\\"/é😀")
+        writer.key("numbers")
+        writer.beginArray()
+        for number in [Int64.min, -1, 0, 7, 10, 1_234_567_890, Int64.max] {
+            writer.element()
+            writer.integer(number)
+        }
+        writer.endArray()
+        writer.key("empty")
+        writer.beginObject()
+        writer.endObject()
+        writer.key("flags")
+        writer.beginArray()
+        writer.element()
+        writer.bool(true)
+        writer.element()
+        writer.bool(false)
+        writer.element()
+        writer.null()
+        writer.endArray()
+        writer.key("raw")
+        writer.raw(Array(#"{"a":[1]}"#.utf8))
+        let long = String(repeating: "0123456789", count: 500)
+        writer.member("long", long)
+        writer.endObject()
+        let expected =
+            #"{"literal":"v","x":0,"com\"puted":"\u0000\u0008\t\n\r\u001f\\\"/é😀","#
+            + #""numbers":[-9223372036854775808,-1,0,7,10,1234567890,9223372036854775807],"#
+            + #""empty":{},"flags":[true,false,null],"raw":{"a":[1]},"long":""# + long + #""}"#
+        #expect(String(decoding: writer.bytes, as: UTF8.self) == expected)
+        #expect(writer.count == expected.utf8.count)
+        #expect(writer.withBytes { Array($0) } == Array(expected.utf8))
+        // What was written parses back, member for member.
+        let parsed = try JSONParser().parse(writer.bytes)
+        #expect(parsed["com\"puted"]?.stringValue == "\u{00}\u{08}\t\n\r\u{1F}\\\"/é😀")
+        #expect(
+            parsed["numbers"]
+                == .array([
+                    .number("-9223372036854775808"), .number("-1"), .number("0"), .number("7"), .number("10"),
+                    .number("1234567890"), .number("9223372036854775807"),
+                ])
+        )
+    }
+
+    @Test("a value nested deeper than the writer's 64 member levels keeps its commas")
+    func deepValue() throws {
+        var value = JSONValue.array([.number("1"), .number("2")])
+        for depth in 0..<100 {
+            value =
+                depth.isMultiple(of: 2)
+                ? .object(JSONObject([("a", value), ("b", .null)])) : .array([value, .bool(false)])
+        }
+        // Written the slow, obvious way: commas between all elements and members, none elsewhere.
+        func reference(_ value: JSONValue) -> String {
+            switch value {
+            case .array(let elements): "[" + elements.map(reference).joined(separator: ",") + "]"
+            case .object(let object):
+                "{" + object.members.map { "\"\($0.key)\":" + reference($0.value) }.joined(separator: ",") + "}"
+            case .number(let text): text
+            case .bool(let flag): flag ? "true" : "false"
+            case .null: "null"
+            case .string(let text): "\"\(text)\""
+            }
+        }
+        #expect(value.serialized == reference(value))
+        var parser = JSONParser()
+        parser.maxDepth = 200
+        #expect(try parser.parse(value.serializedBytes) == value)
+    }
 }
