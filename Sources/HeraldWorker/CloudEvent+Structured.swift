@@ -17,9 +17,9 @@ extension CloudEvent {
         for (name, value) in extensions.sorted(by: { $0.key < $1.key }) { writer.member(name, value) }
         if let data {
             writer.key("data")
-            writer.raw(Array(data.serialized.utf8))
+            writer.value(data)
         }
         writer.endObject()
-        return String(decoding: writer.bytes, as: UTF8.self)
+        return writer.withBytes { String(decoding: $0, as: UTF8.self) }
     }
 }

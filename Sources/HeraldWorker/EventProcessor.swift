@@ -274,7 +274,6 @@ public final class EventProcessor: Sendable {
         var counters = WorkerStatistics.Counters()
         var next = firstDecision
         for item in batch.routed[routed] {
-            let message = batch.messages[item.index]
             var failure: DeadLetterReason?
             for userID in item.recipients {
                 let decision = batch.decisions[next]
@@ -299,7 +298,9 @@ public final class EventProcessor: Sendable {
                 }
             }
             // The event's other recipients got theirs; the dead letter says which part failed.
-            if let failure { records.append(deadLetter(message, failure, now: batch.now, counters: &counters)) }
+            if let failure {
+                records.append(deadLetter(batch.messages[item.index], failure, now: batch.now, counters: &counters))
+            }
         }
         counters.buildTime = ContinuousClock.now - started
         let finished = counters
