@@ -87,7 +87,7 @@ public final class Renderer: Sendable {
     ///
     /// - Throws: ``RenderError`` `.missingField` or `.fieldTypeMismatch`, naming the field.
     public func checkFields(of event: CloudEvent, kind: NotificationKind) throws(RenderError) {
-        _ = try fieldValues(of: event, kind: kind)
+        for field in kind.fields { _ = try fieldValue(field, of: event) }
     }
 
     /// The kind's field values in the order of `kind.fields` (`nil` for a missing optional one):
@@ -95,31 +95,31 @@ public final class Renderer: Sendable {
     func fieldValues(of event: CloudEvent, kind: NotificationKind) throws(RenderError) -> [FieldValue?] {
         var values: [FieldValue?] = []
         values.reserveCapacity(kind.fields.count)
-        for field in kind.fields {
-            // The event's own time needs no round trip through text.
-            if field.path.root == "time", case .datetime = field.type, let time = event.time {
-                values.append(.datetime(time))
-                continue
-            }
-            guard let raw = field.path.value(in: event) else {
-                if field.required {
-                    throw RenderError(
-                        code: .missingField,
-                        message: "required field '\(field.name)' (\(field.path)) is missing"
-                    )
-                }
-                values.append(nil)
-                continue
-            }
-            guard let value = Self.typed(raw, as: field.type) else {
+        for field in kind.fields { values.append(try fieldValue(field, of: event)) }
+        return values
+    }
+
+    private func fieldValue(_ field: FieldDefinition, of event: CloudEvent) throws(RenderError) -> FieldValue? {
+        // The event's own time needs no round trip through text.
+        if field.path.root == "time", case .datetime = field.type, let time = event.time {
+            return .datetime(time)
+        }
+        guard let raw = field.path.value(in: event) else {
+            if field.required {
                 throw RenderError(
-                    code: .fieldTypeMismatch,
-                    message: "field '\(field.name)' (\(field.path)) is \(raw.typeName), not a valid \(field.type)"
+                    code: .missingField,
+                    message: "required field '\(field.name)' (\(field.path)) is missing"
                 )
             }
-            values.append(value)
+            return nil
         }
-        return values
+        guard let value = Self.typed(raw, as: field.type) else {
+            throw RenderError(
+                code: .fieldTypeMismatch,
+                message: "field '\(field.name)' (\(field.path)) is \(raw.typeName), not a valid \(field.type)"
+            )
+        }
+        return value
     }
 
     static func typed(_ raw: JSONValue, as type: FieldType) -> FieldValue? {
@@ -231,9 +231,10 @@ public final class Renderer: Sendable {
                 universalLinkHost: app?.universalLinkHost
             )
         }
-        var data: [(key: String, value: String)] = [
-            ("notificationType", kind.name), ("eventId", event.id),
-        ]
+        var data: [(key: String, value: String)] = []
+        data.reserveCapacity(5 + presentation.dataFields.count)
+        data.append(("notificationType", kind.name))
+        data.append(("eventId", event.id))
         if let link = rendered.deepLink { data.append(("deepLinkPath", link.path)) }
         if let time = event.time { data.append(("timestamp", time.description)) }
         for name in presentation.dataFields {

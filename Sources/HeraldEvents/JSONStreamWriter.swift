@@ -150,6 +150,15 @@ public struct JSONStreamWriter: ~Copyable {
         }
     }
 
+    /// A time as an RFC 3339 string, as ``Timestamp/description`` writes it, without making the string.
+    public mutating func timestamp(_ time: Timestamp) {
+        output.append(UInt8(ascii: "\""))
+        withUnsafeTemporaryAllocation(byteCount: Timestamp.textLength, alignment: 1) { text in
+            output.append(UnsafeRawBufferPointer(rebasing: text[..<time.write(to: text)]))
+        }
+        output.append(UInt8(ascii: "\""))
+    }
+
     /// A number written as given (it must be valid JSON number text).
     public mutating func number(_ text: String) {
         var text = text
@@ -223,6 +232,11 @@ public struct JSONStreamWriter: ~Copyable {
     public mutating func member(_ name: StaticString, integer value: Int64) {
         key(name)
         integer(value)
+    }
+
+    public mutating func member(_ name: StaticString, timestamp time: Timestamp) {
+        key(name)
+        timestamp(time)
     }
 }
 

@@ -21,33 +21,40 @@ public struct Timestamp: Sendable, Hashable, Comparable, CustomStringConvertible
 
     /// RFC 3339 in UTC with milliseconds, e.g. `2026-11-21T12:00:00.000Z`.
     public var description: String {
+        String(unsafeUninitializedCapacity: Self.textLength) { write(to: UnsafeMutableRawBufferPointer($0)) }
+    }
+
+    /// The length of ``description``: always 24 bytes.
+    static let textLength = 24
+
+    /// Writes ``description`` into the first ``textLength`` bytes of `bytes`, digit by digit: this
+    /// runs for every outbound message, and a string this long is an allocation of its own.
+    @discardableResult
+    func write(to bytes: UnsafeMutableRawBufferPointer) -> Int {
         let (days, millisecondOfDay) = epochMilliseconds.floorDivided(by: 86_400_000)
         let (year, month, day) = Self.civil(fromDays: days)
-        // Written digit by digit into the string's own storage: this runs for every outbound message.
-        return String(unsafeUninitializedCapacity: 24) { bytes in
-            func put(_ value: Int64, _ width: Int, at offset: Int) {
-                var remaining = value
-                for position in stride(from: offset + width - 1, through: offset, by: -1) {
-                    bytes[position] = UInt8(ascii: "0") + UInt8(remaining % 10)
-                    remaining /= 10
-                }
+        func put(_ value: Int64, _ width: Int, at offset: Int) {
+            var remaining = value
+            for position in stride(from: offset + width - 1, through: offset, by: -1) {
+                bytes[position] = UInt8(ascii: "0") + UInt8(remaining % 10)
+                remaining /= 10
             }
-            put(year, 4, at: 0)
-            bytes[4] = UInt8(ascii: "-")
-            put(month, 2, at: 5)
-            bytes[7] = UInt8(ascii: "-")
-            put(day, 2, at: 8)
-            bytes[10] = UInt8(ascii: "T")
-            put(millisecondOfDay / 3_600_000, 2, at: 11)
-            bytes[13] = UInt8(ascii: ":")
-            put(millisecondOfDay / 60_000 % 60, 2, at: 14)
-            bytes[16] = UInt8(ascii: ":")
-            put(millisecondOfDay / 1000 % 60, 2, at: 17)
-            bytes[19] = UInt8(ascii: ".")
-            put(millisecondOfDay % 1000, 3, at: 20)
-            bytes[23] = UInt8(ascii: "Z")
-            return 24
         }
+        put(year, 4, at: 0)
+        bytes[4] = UInt8(ascii: "-")
+        put(month, 2, at: 5)
+        bytes[7] = UInt8(ascii: "-")
+        put(day, 2, at: 8)
+        bytes[10] = UInt8(ascii: "T")
+        put(millisecondOfDay / 3_600_000, 2, at: 11)
+        bytes[13] = UInt8(ascii: ":")
+        put(millisecondOfDay / 60_000 % 60, 2, at: 14)
+        bytes[16] = UInt8(ascii: ":")
+        put(millisecondOfDay / 1000 % 60, 2, at: 17)
+        bytes[19] = UInt8(ascii: ".")
+        put(millisecondOfDay % 1000, 3, at: 20)
+        bytes[23] = UInt8(ascii: "Z")
+        return Self.textLength
     }
 
     private static func parse(_ bytes: UnsafeBufferPointer<UInt8>) -> Timestamp? {

@@ -78,10 +78,10 @@ public enum APNsPayloadBuilder {
         ) { text, dropped in
             Self.body(message, alertBody: text, dropped: dropped, silent: silent)
         }
-        var headers: [APNsRequest.Header] = [
-            .init(name: "apns-push-type", value: pushType.rawValue),
-            .init(name: "apns-priority", value: silent || !message.highPriority ? "5" : "10"),
-        ]
+        var headers: [APNsRequest.Header] = []
+        headers.reserveCapacity(6)
+        headers.append(.init(name: "apns-push-type", value: pushType.rawValue))
+        headers.append(.init(name: "apns-priority", value: silent || !message.highPriority ? "5" : "10"))
         if let ttl = message.timeToLive {
             let expiration = message.createdAt.epochMilliseconds / 1000 + Int64(ttl)
             headers.append(.init(name: "apns-expiration", value: String(expiration)))

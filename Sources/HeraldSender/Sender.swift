@@ -501,7 +501,7 @@ public final class Sender: Service, Sendable {
         writer.member("kind", outbound.kind)
         writer.member("recipient", outbound.recipient)
         writer.member("reason", DecisionReason.expired.rawValue)
-        writer.member("decidedAt", at.description)
+        writer.member("decidedAt", timestamp: at)
         writer.endObject()
         return KafkaProducerRecord(topic: topic, key: KafkaBytes(outbound.recipient), value: KafkaBytes(writer.bytes))
     }

@@ -19,7 +19,7 @@ enum TokenInvalidation {
         writer.member("id", eventID)
         writer.member("source", "/herald/sender")
         writer.member("type", "device.token.invalidated")
-        writer.member("time", at.description)
+        writer.member("time", timestamp: at)
         writer.member("datacontenttype", "application/json")
         writer.key("data")
         writer.beginObject()

@@ -10,7 +10,7 @@ extension CloudEvent {
         writer.member("id", id)
         writer.member("source", source)
         writer.member("type", type)
-        if let time { writer.member("time", time.description) }
+        if let time { writer.member("time", timestamp: time) }
         if let subject { writer.member("subject", subject) }
         if let dataContentType { writer.member("datacontenttype", dataContentType) }
         if let dataSchema { writer.member("dataschema", dataSchema) }

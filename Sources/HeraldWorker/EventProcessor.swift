@@ -461,8 +461,8 @@ public final class EventProcessor: Sendable {
         // A redelivery is labelled `duplicate`; what was decided the first time goes with it, so a
         // reader that missed the first record (a worker killed before flushing it) still learns it.
         if decision.redelivered { writer.member("recorded", decision.reason.rawValue) }
-        if let dueAt = decision.dueAt { writer.member("dueAt", dueAt.description) }
-        writer.member("decidedAt", decidedAt.description)
+        if let dueAt = decision.dueAt { writer.member("dueAt", timestamp: dueAt) }
+        writer.member("decidedAt", timestamp: decidedAt)
         writer.endObject()
         return KafkaProducerRecord(
             topic: topic,

@@ -50,6 +50,10 @@ public enum OutboundBuilder {
         )
     }
 
+    /// FCM's and Expo's request headers, the same for every call: made once, not per device.
+    static let fcmHeaders = [OutboundMessage.Header("content-type", "application/json; charset=UTF-8")]
+    static let expoHeaders = [OutboundMessage.Header("content-type", "application/json")]
+
     /// When a notification of `kind` created at `createdAt` stops being worth sending, if ever.
     public static func expiry(of kind: NotificationKind, createdAt: Timestamp) -> Timestamp? {
         kind.presentation.timeToLive.map {
@@ -117,13 +121,13 @@ public enum OutboundBuilder {
             // The sender puts the project in front: /v1/projects/{project}/messages:send.
             request = OutboundMessage.Request(
                 path: "messages:send",
-                headers: [OutboundMessage.Header("content-type", "application/json; charset=UTF-8")],
+                headers: fcmHeaders,
                 body: try FCMPayloadBuilder.build(message, for: device)
             )
         case .expo:
             request = OutboundMessage.Request(
                 path: "/--/api/v2/push/send",
-                headers: [OutboundMessage.Header("content-type", "application/json")],
+                headers: expoHeaders,
                 body: try ExpoPayloadBuilder.build(message, for: device)
             )
         }

@@ -124,8 +124,8 @@ public struct OutboundMessage: Sendable, Hashable {
         writer.key("body")
         writer.raw(request.body)
         writer.endObject()
-        writer.member("createdAt", createdAt.description)
-        if let expiresAt { writer.member("expiresAt", expiresAt.description) }
+        writer.member("createdAt", timestamp: createdAt)
+        if let expiresAt { writer.member("expiresAt", timestamp: expiresAt) }
         writer.member("attempt", integer: Int64(attempt))
         if traceParent != nil || traceState != nil {
             writer.key("trace")

@@ -321,6 +321,19 @@ struct JSONWriterTests {
         )
     }
 
+    @Test("a time is written as its description is, without the string")
+    func streamWriterTimestamps() {
+        for milliseconds: Int64 in [0, -1, 1_795_257_000_123, 253_402_300_799_999, -62_135_596_800_000] {
+            let time = Timestamp(epochMilliseconds: milliseconds)
+            var writer = JSONStreamWriter(capacity: 4)
+            writer.beginObject()
+            writer.member("at", timestamp: time)
+            writer.endObject()
+            #expect(String(decoding: writer.bytes, as: UTF8.self) == #"{"at":""# + time.description + #""}"#)
+            #expect(Timestamp(rfc3339: time.description) == time)
+        }
+    }
+
     @Test("a value nested deeper than the writer's 64 member levels keeps its commas")
     func deepValue() throws {
         var value = JSONValue.array([.number("1"), .number("2")])

@@ -91,12 +91,14 @@ final class ICUMessage: @unchecked Sendable {
     /// - Throws: ``ICUError`` if ICU cannot format it (for example a decimal that is not a number).
     func format(_ values: [(name: String, value: ICUValue)]) throws(ICUError) -> String {
         if let constantText { return constantText }
-        // Only what the message uses crosses into ICU (each value is converted to UTF-16 there).
-        let values = values.count > arguments.count ? values.filter { argumentNames.contains($0.name) } : values
+        // Only what the message uses crosses into ICU (each value is converted to UTF-16 there);
+        // skipped in place rather than filtered into an array of their own.
+        let checkNames = values.count > arguments.count
+        func isUsed(_ name: String) -> Bool { !checkNames || argumentNames.contains(name) }
         // All names and strings go into one temporary buffer, so the C arguments point into a
         // single allocation that lives for the whole call.
         var size = 0
-        for (name, value) in values {
+        for (name, value) in values where isUsed(name) {
             size += name.utf8.count + 1
             switch value {
             case .string(let text), .decimal(let text): size += text.utf8.count + 1
@@ -121,7 +123,8 @@ final class ICUMessage: @unchecked Sendable {
                     cursor += 1
                     return UnsafePointer(start)
                 }
-                for (index, (name, value)) in values.enumerated() {
+                var used = 0
+                for (name, value) in values where isUsed(name) {
                     var argument = herald_argument()
                     argument.name = append(name)
                     switch value {
@@ -140,10 +143,11 @@ final class ICUMessage: @unchecked Sendable {
                         argument.kind = HERALD_VALUE_INT64
                         argument.integer = number
                     }
-                    arguments[index] = argument
+                    arguments[used] = argument
+                    used += 1
                 }
                 return withGrowingBuffer { output, capacity in
-                    herald_message_format(handle, arguments.baseAddress, Int32(values.count), output, capacity, &error)
+                    herald_message_format(handle, arguments.baseAddress, Int32(used), output, capacity, &error)
                 }
             }
         }
