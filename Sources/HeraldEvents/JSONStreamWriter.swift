@@ -21,6 +21,17 @@ public struct JSONStreamWriter: ~Copyable {
     /// How many bytes have been written.
     public var count: Int { output.count }
 
+    /// Drops what was written after the first `count` bytes: to take back a value written at the
+    /// current nesting (a candidate that turned out too large), or with 0 to start over.
+    public mutating func truncate(to count: Int) {
+        precondition(count >= 0 && count <= output.count, "truncating \(output.count) bytes to \(count)")
+        output.truncate(to: count)
+        if count == 0 {
+            depth = 0
+            hasMembers = 0
+        }
+    }
+
     /// Calls `body` with what has been written, without copying it.
     public func withBytes<Result, Failure: Error>(
         _ body: (UnsafeRawBufferPointer) throws(Failure) -> Result
@@ -254,6 +265,8 @@ struct ByteOutput: ~Copyable {
     deinit { base.deallocate() }
 
     var buffer: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: base, count: count) }
+
+    mutating func truncate(to count: Int) { self.count = count }
 
     var array: [UInt8] {
         [UInt8](unsafeUninitializedCapacity: count) { array, initialized in

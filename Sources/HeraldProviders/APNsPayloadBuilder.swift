@@ -61,6 +61,21 @@ public enum APNsPayloadBuilder {
     public static func build(
         _ message: PushMessage,
         for device: Device,
+        pushType: PushType? = nil
+    ) throws(PayloadError) -> APNsRequest {
+        var request = try head(message, for: device, pushType: pushType)
+        var writer = JSONStreamWriter(capacity: 1024)
+        try writeBody(message, pushType: pushType, into: &writer)
+        request.body = writer.bytes
+        return request
+    }
+
+    /// The request without its body: host, path and headers, once the token is checked.
+    ///
+    /// - Throws: ``PayloadError`` `.invalidToken`.
+    public static func head(
+        _ message: PushMessage,
+        for device: Device,
         pushType requested: PushType? = nil
     ) throws(PayloadError) -> APNsRequest {
         guard isValidToken(device.token) else {
@@ -68,16 +83,6 @@ public enum APNsPayloadBuilder {
         }
         let pushType = requested ?? (message.contentAvailable ? .background : .alert)
         let silent = pushType == .background
-        // Optional parts, in the order they are dropped.
-        let droppable = message.data.count + (message.subtitle == nil ? 0 : 1) + (message.deepLink == nil ? 0 : 1)
-        let body = try SizeBudget.fit(
-            body: message.body,
-            optionalParts: droppable,
-            limit: limit(for: pushType),
-            what: "the APNs payload"
-        ) { text, dropped in
-            Self.body(message, alertBody: text, dropped: dropped, silent: silent)
-        }
         var headers: [APNsRequest.Header] = []
         headers.reserveCapacity(6)
         headers.append(.init(name: "apns-push-type", value: pushType.rawValue))
@@ -95,8 +100,34 @@ public enum APNsPayloadBuilder {
             host: device.environment == .sandbox ? "api.sandbox.push.apple.com" : "api.push.apple.com",
             path: "/3/device/\(device.token)",
             headers: headers,
-            body: body
+            body: []
         )
+    }
+
+    /// Writes the body into `writer`, within the push type's limit: where a message that carries
+    /// the request wants it, without bytes of its own.
+    ///
+    /// - Returns: the body's size in bytes.
+    /// - Throws: ``PayloadError`` `.payloadTooLarge`.
+    @discardableResult
+    public static func writeBody(
+        _ message: PushMessage,
+        pushType requested: PushType? = nil,
+        into writer: inout JSONStreamWriter
+    ) throws(PayloadError) -> Int {
+        let pushType = requested ?? (message.contentAvailable ? .background : .alert)
+        let silent = pushType == .background
+        // Optional parts, in the order they are dropped.
+        let droppable = message.data.count + (message.subtitle == nil ? 0 : 1) + (message.deepLink == nil ? 0 : 1)
+        return try SizeBudget.write(
+            body: message.body,
+            optionalParts: droppable,
+            limit: limit(for: pushType),
+            what: "the APNs payload",
+            into: &writer
+        ) { writer, text, dropped in
+            Self.body(message, alertBody: text, dropped: dropped, silent: silent, into: &writer)
+        }
     }
 
     /// A collapse id of at most 64 bytes. A longer key keeps a grapheme-safe prefix and a hash of the
@@ -125,9 +156,14 @@ public enum APNsPayloadBuilder {
     }
 
     /// The serialized body with the first `dropped` optional parts left out.
-    static func body(_ message: PushMessage, alertBody: String, dropped: Int, silent: Bool) -> [UInt8] {
+    static func body(
+        _ message: PushMessage,
+        alertBody: String,
+        dropped: Int,
+        silent: Bool,
+        into writer: inout JSONStreamWriter
+    ) {
         let kept = OptionalParts(message, dropped: dropped, subtitleIsDroppable: true)
-        var writer = JSONStreamWriter(capacity: 512)
         writer.beginObject()
         writer.key("aps")
         writeAPS(
@@ -144,7 +180,6 @@ public enum APNsPayloadBuilder {
             writer.member(entry.key, entry.value)
         }
         writer.endObject()
-        return writer.bytes
     }
 
     /// Writes the `aps` dictionary. `alertTitle` `nil` leaves the alert out (FCM adds it from its own

@@ -15,19 +15,36 @@ public enum ExpoPayloadBuilder {
     ///
     /// - Throws: ``PayloadError`` (`.invalidToken`, `.payloadTooLarge`).
     public static func build(_ message: PushMessage, for device: Device) throws(PayloadError) -> [UInt8] {
+        var writer = JSONStreamWriter(capacity: 1024)
+        try write(message, for: device, into: &writer)
+        return writer.bytes
+    }
+
+    /// Writes the message for one Expo push token into `writer`: where a message that carries the
+    /// request wants it, without bytes of its own.
+    ///
+    /// - Returns: the message's size in bytes.
+    /// - Throws: ``PayloadError`` (`.invalidToken`, `.payloadTooLarge`).
+    @discardableResult
+    public static func write(
+        _ message: PushMessage,
+        for device: Device,
+        into writer: inout JSONStreamWriter
+    ) throws(PayloadError) -> Int {
         let token = device.token
         guard (token.hasPrefix("ExponentPushToken[") || token.hasPrefix("ExpoPushToken[")) && token.hasSuffix("]")
         else {
             throw PayloadError(code: .invalidToken, message: "an Expo push token looks like ExponentPushToken[...]")
         }
         let droppable = message.data.count + (message.subtitle == nil ? 0 : 1) + (message.deepLink == nil ? 0 : 1)
-        // The bytes the budget chose are returned as they are: the search also builds candidates
-        // that do not fit, so nothing may be kept from its last call.
-        return try SizeBudget.fit(body: message.body, optionalParts: droppable, limit: limit, what: "the Expo message")
-        {
-            text,
-            dropped in
-            Self.message(message, token: token, body: text, dropped: dropped)
+        return try SizeBudget.write(
+            body: message.body,
+            optionalParts: droppable,
+            limit: limit,
+            what: "the Expo message",
+            into: &writer
+        ) { writer, text, dropped in
+            Self.message(message, token: token, body: text, dropped: dropped, into: &writer)
         }
     }
 
@@ -44,9 +61,14 @@ public enum ExpoPayloadBuilder {
         }
     }
 
-    static func message(_ message: PushMessage, token: String, body: String, dropped: Int) -> [UInt8] {
+    static func message(
+        _ message: PushMessage,
+        token: String,
+        body: String,
+        dropped: Int,
+        into writer: inout JSONStreamWriter
+    ) {
         let kept = OptionalParts(message, dropped: dropped, subtitleIsDroppable: true)
-        var writer = JSONStreamWriter(capacity: 512)
         writer.beginObject()
         writer.member("to", token)
         if !message.contentAvailable {
@@ -78,6 +100,5 @@ public enum ExpoPayloadBuilder {
             writer.bool(true)
         }
         writer.endObject()
-        return writer.bytes
     }
 }

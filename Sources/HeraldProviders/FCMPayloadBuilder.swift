@@ -15,6 +15,22 @@ public enum FCMPayloadBuilder {
     ///
     /// - Throws: ``PayloadError`` (`.invalidToken`, `.payloadTooLarge`).
     public static func build(_ message: PushMessage, for device: Device) throws(PayloadError) -> [UInt8] {
+        var writer = JSONStreamWriter(capacity: 1536)
+        try write(message, for: device, into: &writer)
+        return writer.bytes
+    }
+
+    /// Writes the body for one device token into `writer`: where a message that carries the
+    /// request wants it, without bytes of its own.
+    ///
+    /// - Returns: the body's size in bytes.
+    /// - Throws: ``PayloadError`` (`.invalidToken`, `.payloadTooLarge`).
+    @discardableResult
+    public static func write(
+        _ message: PushMessage,
+        for device: Device,
+        into writer: inout JSONStreamWriter
+    ) throws(PayloadError) -> Int {
         var token = device.token
         let printable = token.withUTF8 { bytes in
             for byte in bytes where byte <= 0x20 || byte >= 0x7F { return false }
@@ -27,10 +43,14 @@ public enum FCMPayloadBuilder {
             )
         }
         let droppable = message.data.count + (message.deepLink == nil ? 0 : 1)
-        return try SizeBudget.fit(body: message.body, optionalParts: droppable, limit: limit, what: "the FCM message") {
-            text,
-            dropped in
-            Self.message(message, token: device.token, body: text, dropped: dropped)
+        return try SizeBudget.write(
+            body: message.body,
+            optionalParts: droppable,
+            limit: limit,
+            what: "the FCM message",
+            into: &writer
+        ) { writer, text, dropped in
+            Self.message(message, token: device.token, body: text, dropped: dropped, into: &writer)
         }
     }
 
@@ -48,9 +68,14 @@ public enum FCMPayloadBuilder {
         }
     }
 
-    static func message(_ message: PushMessage, token: String, body: String, dropped: Int) -> [UInt8] {
+    static func message(
+        _ message: PushMessage,
+        token: String,
+        body: String,
+        dropped: Int,
+        into writer: inout JSONStreamWriter
+    ) {
         let kept = OptionalParts(message, dropped: dropped, subtitleIsDroppable: false) { !isReserved($0) }
-        var writer = JSONStreamWriter(capacity: 1536)
         writer.beginObject()
         writer.key("message")
         writer.beginObject()
@@ -119,6 +144,5 @@ public enum FCMPayloadBuilder {
         writer.endObject()
         writer.endObject()
         writer.endObject()
-        return writer.bytes
     }
 }

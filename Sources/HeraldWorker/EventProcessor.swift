@@ -327,6 +327,8 @@ public final class EventProcessor: Sendable {
         let timeZone = recipient.timeZone ?? "UTC"
         // A user's devices mostly share one locale: a short list searched in order, not a dictionary.
         var renderedByLocale: [(locale: String?, rendered: RenderedNotification, message: PushMessage)] = []
+        // One buffer for the recipient's outbound messages, each copied out once written.
+        var writer = JSONStreamWriter(capacity: 2048)
         let trace = (event.extensions["traceparent"], event.extensions["tracestate"])
         let key = KafkaBytes(recipient.userID)
         // Counted per recipient rather than per device: each count is a dictionary update.
@@ -372,9 +374,10 @@ public final class EventProcessor: Sendable {
                 recipient: recipient.userID,
                 device: device.token
             )
-            let outbound: OutboundMessage
+            let bodySize: Int
+            writer.truncate(to: 0)
             do {
-                outbound = try OutboundBuilder.outbound(
+                bodySize = try OutboundBuilder.write(
                     message,
                     of: rendered,
                     eventID: eventID,
@@ -382,7 +385,8 @@ public final class EventProcessor: Sendable {
                     expiresAt: expiresAt,
                     recipient: recipient.userID,
                     device: device,
-                    trace: trace
+                    trace: trace,
+                    into: &writer
                 )
             } catch  where error.code == .invalidToken {
                 // The directory holds a token no provider accepts; the event is fine.
@@ -402,12 +406,12 @@ public final class EventProcessor: Sendable {
             case .expo: builtByProvider.expo += 1
             }
             counters.outboundByLocale[rendered.locale, default: 0] += 1
-            counters.payloadSizes[device.provider.rawValue, default: SizeCounts()].add(outbound.request.body.count)
+            counters.payloadSizes[device.provider.rawValue, default: SizeCounts()].add(bodySize)
             records.append(
                 KafkaProducerRecord(
                     topic: topics.outbound,
                     key: key,
-                    value: KafkaBytes(outbound.encoded()),
+                    value: KafkaBytes(writer.bytes),
                     headers: Self.outboundHeaders
                 )
             )

@@ -103,6 +103,67 @@ public enum OutboundBuilder {
         device registered: RegisteredDevice,
         trace: (parent: String?, state: String?) = (nil, nil)
     ) throws(PayloadError) -> OutboundMessage {
+        var (outbound, device) = try unwritten(
+            message,
+            of: rendered,
+            eventID: eventID,
+            createdAt: createdAt,
+            expiresAt: expiresAt,
+            recipient: recipient,
+            device: registered,
+            trace: trace
+        )
+        var writer = JSONStreamWriter(capacity: 1024)
+        try writeBody(message, for: device, provider: registered.provider, into: &writer)
+        outbound.request.body = writer.bytes
+        return outbound
+    }
+
+    /// Writes the outbound message ``outbound(_:of:eventID:createdAt:expiresAt:recipient:device:trace:)``
+    /// makes, byte for byte, into `writer`, with the provider's body built in place: no bytes of
+    /// its own for the body, no copy of them. On a throw what was written is incomplete.
+    ///
+    /// - Returns: the request body's size in bytes.
+    /// - Throws: ``PayloadError`` (`.invalidToken`, `.payloadTooLarge`).
+    public static func write(
+        _ message: PushMessage,
+        of rendered: RenderedNotification,
+        eventID: String,
+        createdAt: Timestamp,
+        expiresAt: Timestamp?,
+        recipient: String,
+        device registered: RegisteredDevice,
+        trace: (parent: String?, state: String?) = (nil, nil),
+        into writer: inout JSONStreamWriter
+    ) throws(PayloadError) -> Int {
+        let (outbound, device) = try unwritten(
+            message,
+            of: rendered,
+            eventID: eventID,
+            createdAt: createdAt,
+            expiresAt: expiresAt,
+            recipient: recipient,
+            device: registered,
+            trace: trace
+        )
+        var size = 0
+        try outbound.encode(into: &writer) { writer throws(PayloadError) in
+            size = try writeBody(message, for: device, provider: registered.provider, into: &writer)
+        }
+        return size
+    }
+
+    /// The outbound message with an empty request body, and the device the body is for.
+    private static func unwritten(
+        _ message: PushMessage,
+        of rendered: RenderedNotification,
+        eventID: String,
+        createdAt: Timestamp,
+        expiresAt: Timestamp?,
+        recipient: String,
+        device registered: RegisteredDevice,
+        trace: (parent: String?, state: String?)
+    ) throws(PayloadError) -> (OutboundMessage, Device) {
         let device = Device(
             token: registered.token,
             appID: registered.appID,
@@ -111,27 +172,19 @@ public enum OutboundBuilder {
         let request: OutboundMessage.Request
         switch registered.provider {
         case .apns:
-            let apns = try APNsPayloadBuilder.build(message, for: device)
+            let apns = try APNsPayloadBuilder.head(message, for: device)
             request = OutboundMessage.Request(
                 path: apns.path,
                 headers: apns.headers.map { OutboundMessage.Header($0.name, $0.value) },
-                body: apns.body
+                body: []
             )
         case .fcm:
             // The sender puts the project in front: /v1/projects/{project}/messages:send.
-            request = OutboundMessage.Request(
-                path: "messages:send",
-                headers: fcmHeaders,
-                body: try FCMPayloadBuilder.build(message, for: device)
-            )
+            request = OutboundMessage.Request(path: "messages:send", headers: fcmHeaders, body: [])
         case .expo:
-            request = OutboundMessage.Request(
-                path: "/--/api/v2/push/send",
-                headers: expoHeaders,
-                body: try ExpoPayloadBuilder.build(message, for: device)
-            )
+            request = OutboundMessage.Request(path: "/--/api/v2/push/send", headers: expoHeaders, body: [])
         }
-        return OutboundMessage(
+        let outbound = OutboundMessage(
             notificationID: message.notificationID,
             eventID: eventID,
             kind: rendered.kind,
@@ -148,5 +201,21 @@ public enum OutboundBuilder {
             traceState: trace.state,
             locale: rendered.locale
         )
+        return (outbound, device)
+    }
+
+    /// Writes the provider's request body for `device`.
+    @discardableResult
+    private static func writeBody(
+        _ message: PushMessage,
+        for device: Device,
+        provider: PushProvider,
+        into writer: inout JSONStreamWriter
+    ) throws(PayloadError) -> Int {
+        switch provider {
+        case .apns: try APNsPayloadBuilder.writeBody(message, into: &writer)
+        case .fcm: try FCMPayloadBuilder.write(message, for: device, into: &writer)
+        case .expo: try ExpoPayloadBuilder.write(message, for: device, into: &writer)
+        }
     }
 }

@@ -98,6 +98,17 @@ public struct OutboundMessage: Sendable, Hashable {
     /// The message as JSON; the request body is embedded as JSON, not as a string.
     public func encoded() -> [UInt8] {
         var writer = JSONStreamWriter(capacity: 512 + request.body.count)
+        encode(into: &writer) { $0.raw(request.body) }
+        return writer.bytes
+    }
+
+    /// Writes the message as JSON after what `writer` holds, with `writeBody` writing the request
+    /// body (JSON) where it goes instead of `request.body`: the worker builds the body in place.
+    /// If `writeBody` throws, what was written is incomplete.
+    func encode<Failure: Error>(
+        into writer: inout JSONStreamWriter,
+        body writeBody: (inout JSONStreamWriter) throws(Failure) -> Void
+    ) throws(Failure) {
         writer.beginObject()
         writer.member("schema", Self.schema)
         writer.member("notificationId", notificationID)
@@ -122,7 +133,7 @@ public struct OutboundMessage: Sendable, Hashable {
         for header in request.headers { writer.member(header.name, header.value) }
         writer.endObject()
         writer.key("body")
-        writer.raw(request.body)
+        try writeBody(&writer)
         writer.endObject()
         writer.member("createdAt", timestamp: createdAt)
         if let expiresAt { writer.member("expiresAt", timestamp: expiresAt) }
@@ -135,7 +146,6 @@ public struct OutboundMessage: Sendable, Hashable {
             writer.endObject()
         }
         writer.endObject()
-        return writer.bytes
     }
 
     /// Reads a message written by ``encoded()``.

@@ -1,10 +1,13 @@
 import Foundation
+import HeraldCatalog
 import HeraldEvents
 import HeraldKafka
 import HeraldPolicy
 import HeraldProviders
 import HeraldWorker
 import Testing
+
+@testable import HeraldStore
 
 @Suite("Outbound message schema")
 struct OutboundMessageTests {
@@ -86,5 +89,93 @@ struct OutboundMessageTests {
         #expect(twice != encoded)
         let mixed = #expect(throws: OutboundMessageError.self) { try OutboundMessage(decoding: Array(twice.utf8)) }
         #expect(mixed?.message == "'request' must be an object with a 'body'")
+    }
+
+    @Test(
+        "a message written in place is byte for byte the one built as a value, for every provider, a body over the limit and a bad token"
+    )
+    func writtenInPlace() throws {
+        let renderer = Renderer(catalog: exampleCatalog)
+        let kind = try #require(exampleCatalog.kind(named: "order.confirmed"))
+        let eventPath = repositoryRoot.appendingPathComponent("catalog/events/order.confirmed.json").path
+        let event = try EventDecoder().decode(value: Array(try Data(contentsOf: URL(fileURLWithPath: eventPath))))
+        var rendered = try renderer.render(event, as: kind, locale: "nb", timeZone: "Europe/Oslo")
+        func device(_ provider: PushProvider, _ token: String) -> RegisteredDevice {
+            RegisteredDevice(
+                deviceID: "d",
+                platform: provider == .apns ? "ios" : "android",
+                provider: provider,
+                token: token,
+                appID: "no.getdrop.app",
+                sandbox: provider == .apns,
+                locale: nil,
+                registeredAt: Timestamp(epochMilliseconds: 0)
+            )
+        }
+        let devices = [
+            device(.apns, String(repeating: "ab", count: 32)), device(.fcm, "fcm-token:APA91b"),
+            device(.expo, "ExponentPushToken[xyz]"),
+        ]
+        let createdAt = try #require(Timestamp(rfc3339: "2026-11-22T12:00:00Z"))
+        let trace = (
+            parent: Optional("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"), state: Optional("a=1")
+        )
+        // Once as rendered, once with a body too long for any provider (shortened to fit).
+        for long in [false, true] {
+            if long { rendered.body = String(repeating: "Lang tekst med æøå og 😀. ", count: 400) }
+            for device in devices {
+                let push = OutboundBuilder.pushMessage(
+                    rendered,
+                    eventID: event.id,
+                    createdAt: createdAt,
+                    recipient: "ana",
+                    token: device.token
+                )
+                let built = try OutboundBuilder.outbound(
+                    push,
+                    of: rendered,
+                    eventID: event.id,
+                    createdAt: createdAt,
+                    expiresAt: nil,
+                    recipient: "ana",
+                    device: device,
+                    trace: trace
+                )
+                // Written after something else, as the worker's reused buffer may be.
+                var writer = JSONStreamWriter(capacity: 16)
+                writer.beginObject()
+                writer.member("before", "x")
+                writer.truncate(to: 0)
+                let size = try OutboundBuilder.write(
+                    push,
+                    of: rendered,
+                    eventID: event.id,
+                    createdAt: createdAt,
+                    expiresAt: nil,
+                    recipient: "ana",
+                    device: device,
+                    trace: trace,
+                    into: &writer
+                )
+                #expect(writer.bytes == built.encoded(), "\(device.provider) long: \(long)")
+                #expect(size == built.request.body.count)
+                #expect(size <= 4096 && (!long || size > 3000), "\(device.provider): \(size) bytes")
+                #expect(try OutboundMessage(decoding: writer.bytes) == built)
+            }
+        }
+        var writer = JSONStreamWriter()
+        let badToken = #expect(throws: PayloadError.self) {
+            try OutboundBuilder.write(
+                OutboundBuilder.pushMessage(rendered, createdAt: createdAt),
+                of: rendered,
+                eventID: event.id,
+                createdAt: createdAt,
+                expiresAt: nil,
+                recipient: "ana",
+                device: device(.fcm, "has space"),
+                into: &writer
+            )
+        }
+        #expect(badToken?.code == .invalidToken)
     }
 }
