@@ -377,7 +377,7 @@ public final class EventProcessor: Sendable {
             let bodySize: Int
             writer.truncate(to: 0)
             do {
-                bodySize = try OutboundBuilder.write(
+                let envelope = try OutboundBuilder.envelope(
                     message,
                     of: rendered,
                     eventID: eventID,
@@ -385,9 +385,9 @@ public final class EventProcessor: Sendable {
                     expiresAt: expiresAt,
                     recipient: recipient.userID,
                     device: device,
-                    trace: trace,
-                    into: &writer
+                    trace: trace
                 )
+                bodySize = try OutboundBuilder.write(envelope, body: message, into: &writer)
             } catch  where error.code == .invalidToken {
                 // The directory holds a token no provider accepts; the event is fine.
                 counters.skippedDevices += 1

@@ -61,39 +61,13 @@ public enum OutboundBuilder {
         }
     }
 
-    /// The outbound message for `device`.
+    /// The outbound message for `device`, its request body still empty: ``write(_:body:into:)``
+    /// writes the message with the body built in place, ``body(_:for:)`` builds the body alone.
+    /// `message` is ``pushMessage(_:eventID:createdAt:recipient:token:)`` for this device.
     ///
-    /// - Throws: ``PayloadError`` (`.invalidToken`, `.payloadTooLarge`).
-    public static func outbound(
-        _ rendered: RenderedNotification,
-        eventID: String,
-        createdAt: Timestamp,
-        expiresAt: Timestamp?,
-        recipient: String,
-        device registered: RegisteredDevice,
-        trace: (parent: String?, state: String?) = (nil, nil)
-    ) throws(PayloadError) -> OutboundMessage {
-        try outbound(
-            pushMessage(
-                rendered,
-                eventID: eventID,
-                createdAt: createdAt,
-                recipient: recipient,
-                token: registered.token
-            ),
-            of: rendered,
-            eventID: eventID,
-            createdAt: createdAt,
-            expiresAt: expiresAt,
-            recipient: recipient,
-            device: registered,
-            trace: trace
-        )
-    }
-
-    /// The outbound message for `device` from `message`, ``pushMessage(_:eventID:createdAt:recipient:token:)``
-    /// for that device.
-    public static func outbound(
+    /// - Throws: ``PayloadError`` `.invalidToken` for an APNs token (the other providers' tokens
+    ///   are checked as their bodies are built).
+    public static func envelope(
         _ message: PushMessage,
         of rendered: RenderedNotification,
         eventID: String,
@@ -103,75 +77,11 @@ public enum OutboundBuilder {
         device registered: RegisteredDevice,
         trace: (parent: String?, state: String?) = (nil, nil)
     ) throws(PayloadError) -> OutboundMessage {
-        var (outbound, device) = try unwritten(
-            message,
-            of: rendered,
-            eventID: eventID,
-            createdAt: createdAt,
-            expiresAt: expiresAt,
-            recipient: recipient,
-            device: registered,
-            trace: trace
-        )
-        var writer = JSONStreamWriter(capacity: 1024)
-        try writeBody(message, for: device, provider: registered.provider, into: &writer)
-        outbound.request.body = writer.bytes
-        return outbound
-    }
-
-    /// Writes the outbound message ``outbound(_:of:eventID:createdAt:expiresAt:recipient:device:trace:)``
-    /// makes, byte for byte, into `writer`, with the provider's body built in place: no bytes of
-    /// its own for the body, no copy of them. On a throw what was written is incomplete.
-    ///
-    /// - Returns: the request body's size in bytes.
-    /// - Throws: ``PayloadError`` (`.invalidToken`, `.payloadTooLarge`).
-    public static func write(
-        _ message: PushMessage,
-        of rendered: RenderedNotification,
-        eventID: String,
-        createdAt: Timestamp,
-        expiresAt: Timestamp?,
-        recipient: String,
-        device registered: RegisteredDevice,
-        trace: (parent: String?, state: String?) = (nil, nil),
-        into writer: inout JSONStreamWriter
-    ) throws(PayloadError) -> Int {
-        let (outbound, device) = try unwritten(
-            message,
-            of: rendered,
-            eventID: eventID,
-            createdAt: createdAt,
-            expiresAt: expiresAt,
-            recipient: recipient,
-            device: registered,
-            trace: trace
-        )
-        var size = 0
-        try outbound.encode(into: &writer) { writer throws(PayloadError) in
-            size = try writeBody(message, for: device, provider: registered.provider, into: &writer)
-        }
-        return size
-    }
-
-    /// The outbound message with an empty request body, and the device the body is for.
-    private static func unwritten(
-        _ message: PushMessage,
-        of rendered: RenderedNotification,
-        eventID: String,
-        createdAt: Timestamp,
-        expiresAt: Timestamp?,
-        recipient: String,
-        device registered: RegisteredDevice,
-        trace: (parent: String?, state: String?)
-    ) throws(PayloadError) -> (OutboundMessage, Device) {
-        let device = Device(
-            token: registered.token,
-            appID: registered.appID,
-            environment: registered.sandbox ? .sandbox : .production
-        )
+        let environment: Device.Environment = registered.sandbox ? .sandbox : .production
         let request: OutboundMessage.Request
         switch registered.provider {
         case .apns:
+            let device = Device(token: registered.token, appID: registered.appID, environment: environment)
             let apns = try APNsPayloadBuilder.head(message, for: device)
             request = OutboundMessage.Request(
                 path: apns.path,
@@ -184,7 +94,7 @@ public enum OutboundBuilder {
         case .expo:
             request = OutboundMessage.Request(path: "/--/api/v2/push/send", headers: expoHeaders, body: [])
         }
-        let outbound = OutboundMessage(
+        return OutboundMessage(
             notificationID: message.notificationID,
             eventID: eventID,
             kind: rendered.kind,
@@ -192,7 +102,7 @@ public enum OutboundBuilder {
             recipient: recipient,
             provider: registered.provider,
             app: registered.appID,
-            environment: device.environment,
+            environment: environment,
             token: registered.token,
             request: request,
             createdAt: createdAt,
@@ -201,21 +111,47 @@ public enum OutboundBuilder {
             traceState: trace.state,
             locale: rendered.locale
         )
-        return (outbound, device)
     }
 
-    /// Writes the provider's request body for `device`.
+    /// Writes `outbound` (an ``envelope(_:of:eventID:createdAt:expiresAt:recipient:device:trace:)``)
+    /// into `writer` with the provider's body for `message` built where it goes: no bytes of its
+    /// own for the body, no copy of them. The same bytes as `outbound` with ``body(_:for:)`` as its
+    /// body, encoded. On a throw what was written is incomplete.
+    ///
+    /// - Returns: the request body's size in bytes.
+    /// - Throws: ``PayloadError`` (`.invalidToken`, `.payloadTooLarge`).
+    public static func write(
+        _ outbound: OutboundMessage,
+        body message: PushMessage,
+        into writer: inout JSONStreamWriter
+    ) throws(PayloadError) -> Int {
+        var size = 0
+        try outbound.encode(into: &writer) { writer throws(PayloadError) in
+            size = try writeBody(message, for: outbound, into: &writer)
+        }
+        return size
+    }
+
+    /// The provider's request body for `message` to the device `outbound` is for.
+    ///
+    /// - Throws: ``PayloadError`` (`.invalidToken`, `.payloadTooLarge`).
+    public static func body(_ message: PushMessage, for outbound: OutboundMessage) throws(PayloadError) -> [UInt8] {
+        var writer = JSONStreamWriter(capacity: 1024)
+        try writeBody(message, for: outbound, into: &writer)
+        return writer.bytes
+    }
+
     @discardableResult
     private static func writeBody(
         _ message: PushMessage,
-        for device: Device,
-        provider: PushProvider,
+        for outbound: OutboundMessage,
         into writer: inout JSONStreamWriter
     ) throws(PayloadError) -> Int {
-        switch provider {
-        case .apns: try APNsPayloadBuilder.writeBody(message, into: &writer)
-        case .fcm: try FCMPayloadBuilder.write(message, for: device, into: &writer)
-        case .expo: try ExpoPayloadBuilder.write(message, for: device, into: &writer)
+        let device = Device(token: outbound.token, appID: outbound.app, environment: outbound.environment)
+        switch outbound.provider {
+        case .apns: return try APNsPayloadBuilder.writeBody(message, into: &writer)
+        case .fcm: return try FCMPayloadBuilder.write(message, for: device, into: &writer)
+        case .expo: return try ExpoPayloadBuilder.write(message, for: device, into: &writer)
         }
     }
 }

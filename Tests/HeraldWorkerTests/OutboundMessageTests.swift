@@ -131,7 +131,7 @@ struct OutboundMessageTests {
                     recipient: "ana",
                     token: device.token
                 )
-                let built = try OutboundBuilder.outbound(
+                let envelope = try OutboundBuilder.envelope(
                     push,
                     of: rendered,
                     eventID: event.id,
@@ -141,41 +141,50 @@ struct OutboundMessageTests {
                     device: device,
                     trace: trace
                 )
+                #expect(envelope.request.body.isEmpty)
+                var built = envelope
+                built.request.body = try OutboundBuilder.body(push, for: envelope)
                 // Written after something else, as the worker's reused buffer may be.
                 var writer = JSONStreamWriter(capacity: 16)
                 writer.beginObject()
                 writer.member("before", "x")
                 writer.truncate(to: 0)
-                let size = try OutboundBuilder.write(
-                    push,
-                    of: rendered,
-                    eventID: event.id,
-                    createdAt: createdAt,
-                    expiresAt: nil,
-                    recipient: "ana",
-                    device: device,
-                    trace: trace,
-                    into: &writer
-                )
+                let size = try OutboundBuilder.write(envelope, body: push, into: &writer)
                 #expect(writer.bytes == built.encoded(), "\(device.provider) long: \(long)")
                 #expect(size == built.request.body.count)
                 #expect(size <= 4096 && (!long || size > 3000), "\(device.provider): \(size) bytes")
                 #expect(try OutboundMessage(decoding: writer.bytes) == built)
             }
         }
+        let fcm = try OutboundBuilder.envelope(
+            OutboundBuilder.pushMessage(rendered, createdAt: createdAt),
+            of: rendered,
+            eventID: event.id,
+            createdAt: createdAt,
+            expiresAt: nil,
+            recipient: "ana",
+            device: device(.fcm, "has space")
+        )
         var writer = JSONStreamWriter()
         let badToken = #expect(throws: PayloadError.self) {
             try OutboundBuilder.write(
+                fcm,
+                body: OutboundBuilder.pushMessage(rendered, createdAt: createdAt),
+                into: &writer
+            )
+        }
+        #expect(badToken?.code == .invalidToken)
+        let badAPNsToken = #expect(throws: PayloadError.self) {
+            try OutboundBuilder.envelope(
                 OutboundBuilder.pushMessage(rendered, createdAt: createdAt),
                 of: rendered,
                 eventID: event.id,
                 createdAt: createdAt,
                 expiresAt: nil,
                 recipient: "ana",
-                device: device(.fcm, "has space"),
-                into: &writer
+                device: device(.apns, "not-hex")
             )
         }
-        #expect(badToken?.code == .invalidToken)
+        #expect(badAPNsToken?.code == .invalidToken)
     }
 }
