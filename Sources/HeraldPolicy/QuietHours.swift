@@ -1,5 +1,6 @@
 import Foundation
 import HeraldEvents
+import Synchronization
 
 /// A daily quiet period in the recipient's own time zone, e.g. 22:00 to 08:00 in Europe/Oslo. It may
 /// wrap midnight, and is computed with the zone's rules, so it stays right across DST changes.
@@ -49,6 +50,28 @@ public struct QuietHours: Sendable, Hashable {
     /// The first moment after `moment` at which quiet hours end: the next local `end` time. On a day
     /// when that wall time does not exist (clocks jump over it), the first moment after the jump.
     public func endsAfter(_ moment: Timestamp) -> Timestamp {
+        // The calendar search costs microseconds and runs for every deferred notification. Its
+        // answer for `from` holds for every moment from `from` up to the answer (no end lies in
+        // between), so the last answer per quiet period is kept and reused.
+        let at = moment.epochMilliseconds
+        if let known = Self.recentEnds.withLock({ $0[self] }), known.from <= at, at < known.end {
+            return Timestamp(epochMilliseconds: known.end)
+        }
+        let end = searchEnd(after: moment)
+        Self.recentEnds.withLock { ends in
+            if ends.count >= Self.recentEndsLimit { ends.removeAll(keepingCapacity: true) }
+            ends[self] = (at, end.epochMilliseconds)
+        }
+        return end
+    }
+
+    /// The last ``endsAfter(_:)`` per quiet period: asked from, and answered.
+    private static let recentEnds = Mutex<[QuietHours: (from: Int64, end: Int64)]>([:])
+    /// Distinct quiet periods kept; a full table starts over.
+    static let recentEndsLimit = 4096
+
+    /// ``endsAfter(_:)`` searched for, without the kept answers.
+    func searchEnd(after moment: Timestamp) -> Timestamp {
         let date = Date(timeIntervalSince1970: Double(moment.epochMilliseconds) / 1000)
         let next = calendar.nextDate(
             after: date,

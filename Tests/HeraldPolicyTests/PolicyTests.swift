@@ -168,15 +168,34 @@ struct QuietHoursTests {
         #expect(repeated.endsAfter(at("2026-11-01T05:10:00Z")) == at("2026-11-01T05:30:00Z"))  // 01:30 EDT
         #expect(!repeated.contains(at("2026-11-01T06:45:00Z")))  // 01:45 EST, after the end by wall time
     }
-}
 
-@Suite("Clock")
-struct ClockTests {
-    @Test("the wall clock reads Unix epoch milliseconds")
-    func wallClock() {
-        let before = Int64(Date().timeIntervalSince1970 * 1000)
-        let now = WallClock().now().epochMilliseconds
-        let after = Int64(Date().timeIntervalSince1970 * 1000)
-        #expect(now >= before - 1 && now <= after + 1)
+    @Test("a kept end answers exactly as the calendar search, in any order of moments, across DST changes")
+    func keptEnds() {
+        let periods = [
+            QuietHours(start: "22:00", end: "07:00", timeZone: "Europe/Oslo")!,
+            QuietHours(start: "23:00", end: "02:30", timeZone: "America/New_York")!,
+            QuietHours(start: "00:00", end: "01:30", timeZone: "America/New_York")!,
+            QuietHours(start: "13:00", end: "14:00", timeZone: "Asia/Kolkata")!,
+        ]
+        // Every 7 minutes and 13 seconds through the 2026 changes, forwards, then backwards, then
+        // scrambled (a stride coprime with the count): each order reuses and replaces kept answers
+        // differently.
+        let starts = [at("2026-03-07T00:00:00Z"), at("2026-03-28T00:00:00Z"), at("2026-10-24T00:00:00Z")]
+        var moments: [Timestamp] = []
+        for start in starts {
+            for step in 0..<800 {
+                moments.append(Timestamp(epochMilliseconds: start.epochMilliseconds + Int64(step) * 433_000))
+            }
+        }
+        let scrambled = moments.indices.map { moments[($0 * 389) % moments.count] }
+        for order in [moments, moments.reversed(), scrambled] {
+            for moment in order {
+                for quiet in periods where quiet.endsAfter(moment) != quiet.searchEnd(after: moment) {
+                    Issue.record(
+                        "\(quiet) after \(moment): kept \(quiet.endsAfter(moment)), searched \(quiet.searchEnd(after: moment))"
+                    )
+                }
+            }
+        }
     }
 }
