@@ -49,6 +49,10 @@ public struct PipelineBenchmark: Sendable {
         public var devices: Int
         public var seedSeconds: Double
         public var seconds: Double
+        /// CPU seconds this process used while the events streamed through: the worker and the
+        /// feeder (and the broker, if it ran in this process). Steadier than `seconds` on a host
+        /// whose load comes and goes.
+        public var cpuSeconds: Double
         public var counters: WorkerStatistics.Counters
         /// Peak resident memory of the process when the pipeline finished, before the raw
         /// passthrough ran: the worker and the feeder, and the broker unless it ran in a process of
@@ -122,7 +126,7 @@ public struct PipelineBenchmark: Sendable {
         let generator = EventGenerator(users: users, partitions: Int32(partitions))
         let totalBytes = ProgressCounter()
 
-        let (seconds, counters) = try await withThrowingTaskGroup(of: Void.self) { group in
+        let (seconds, cpuSeconds, counters) = try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await worker.run() }
             // Feed only once the worker holds its partitions: joining the group is start-up, not
             // throughput.
@@ -134,6 +138,7 @@ public struct PipelineBenchmark: Sendable {
                 try await Task.sleep(for: .milliseconds(20))
             }
             let started = ContinuousClock.now
+            let cpuBefore = ProcessUsage.cpuSeconds()
             group.addTask {
                 let result = await DedicatedThread.run(name: "herald.feeder") {
                     Result { () throws(KafkaError) in
@@ -175,9 +180,10 @@ public struct PipelineBenchmark: Sendable {
                 }
             }
             let seconds = (ContinuousClock.now - started).inSeconds
+            let cpuSeconds = ProcessUsage.cpuSeconds() - cpuBefore
             group.cancelAll()
             try await group.waitForAll()
-            return (seconds, statistics.snapshot)
+            return (seconds, cpuSeconds, statistics.snapshot)
         }
         let peak = ProcessUsage.peakResidentMegabytes()
         let brokerPeak = brokerProcess?.peakResidentMegabytes
@@ -201,6 +207,7 @@ public struct PipelineBenchmark: Sendable {
             devices: devices,
             seedSeconds: seedSeconds,
             seconds: seconds,
+            cpuSeconds: cpuSeconds,
             counters: counters,
             peakResidentMegabytes: peak,
             brokerPeakResidentMegabytes: brokerPeak,

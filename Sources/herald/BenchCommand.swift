@@ -431,6 +431,12 @@ struct PipelineBenchCommand: AsyncParsableCommand {
         print(
             "  event-to-outbound latency: p50 \(bound(0.5)), p99 \(bound(0.99)), mean \(String(format: "%.0f", latency.sum / Double(max(latency.count, 1)) * 1000)) ms"
         )
+        let cpuOwner = report.brokerPeakResidentMegabytes == nil ? "worker, feeder and broker" : "worker and feeder"
+        print(
+            "  process CPU (\(cpuOwner)): \(String(format: "%.1f", report.cpuSeconds)) s, "
+                + "\(String(format: "%.1f", report.cpuSeconds / Double(max(report.events, 1)) * 1e6)) µs per event, "
+                + "\(String(format: "%.2f", report.cpuSeconds / report.seconds)) cores busy"
+        )
         print(
             "  worker stages: deciding (decode, directory, store) \(String(format: "%.1f", counters.decideTime.inSeconds)) s, building (render, payloads) \(String(format: "%.1f", counters.buildTime.inSeconds)) s, overlapping"
         )
