@@ -3,7 +3,8 @@ import HeraldKafka
 import Logging
 
 /// Where recorded records come from. A source hands them out in order, a chunk at a time, and
-/// waits while the consumer works: nothing is read ahead beyond one chunk.
+/// waits while the consumer works; the replayer reads a few chunks ahead of the batch it decides
+/// (``Replayer/chunksAhead``), so memory stays bounded whatever the log's length.
 public protocol RecordSource: Sendable {
     /// A name for reports (a file path, `topic T`).
     var name: String { get }

@@ -99,7 +99,7 @@ public final class Replayer: Sendable {
     public func run(_ sources: [any RecordSource], into output: ReplayOutput) async throws -> ReplayReport {
         var state = RunState()
         for source in sources {
-            try await source.read { chunk in
+            try await Self.readAhead(source) { chunk in
                 for record in chunk {
                     if let time = record.time {
                         state.firstEventTime = min(state.firstEventTime ?? time, time)
@@ -137,6 +137,44 @@ public final class Replayer: Sendable {
             fallbacks: fallbacks.counts,
             pendingDueAt: pendingAtEnd
         )
+    }
+
+    /// Chunks read (and decoded) ahead of the one being processed, at most: reading the next
+    /// records while a batch is decided, without holding more than this of the log in memory.
+    static let chunksAhead = 8
+
+    /// Calls `body` with `source`'s chunks in order, while a task of its own reads up to
+    /// ``chunksAhead`` chunks ahead. Decoding lines would otherwise wait for each batch to be
+    /// decided, and deciding for the lines to be decoded: on the path every batch takes in turn.
+    static func readAhead(
+        _ source: any RecordSource,
+        _ body: ([ReplayRecord]) async throws -> Void
+    ) async throws {
+        let (chunks, chunkInput) = AsyncThrowingStream.makeStream(of: [ReplayRecord].self)
+        // One credit per chunk the reader may hand over before `body` has taken it.
+        let (credits, creditInput) = AsyncStream.makeStream(of: Void.self)
+        for _ in 0..<chunksAhead { creditInput.yield() }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask {
+                var available = credits.makeAsyncIterator()
+                do {
+                    try await source.read { chunk in
+                        // nil: `body` stopped taking chunks (it threw, and the group was cancelled).
+                        guard await available.next() != nil else { throw CancellationError() }
+                        chunkInput.yield(chunk)
+                    }
+                    chunkInput.finish()
+                } catch {
+                    chunkInput.finish(throwing: error)
+                }
+            }
+            defer { creditInput.finish() }
+            for try await chunk in chunks {
+                creditInput.yield()
+                try await body(chunk)
+            }
+            try await group.waitForAll()
+        }
     }
 
     private struct RunState {
