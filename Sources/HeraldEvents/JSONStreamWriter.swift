@@ -15,6 +15,16 @@ public struct JSONStreamWriter: ~Copyable {
         output = ByteOutput(capacity: capacity)
     }
 
+    /// What `write` writes into a new writer, as bytes of their own.
+    public static func bytes<Failure: Error>(
+        capacity: Int = 1024,
+        _ write: (inout JSONStreamWriter) throws(Failure) -> Void
+    ) throws(Failure) -> [UInt8] {
+        var writer = JSONStreamWriter(capacity: capacity)
+        try write(&writer)
+        return writer.bytes
+    }
+
     /// What has been written, as an array of its own.
     public var bytes: [UInt8] { output.array }
 

@@ -64,9 +64,9 @@ public enum APNsPayloadBuilder {
         pushType: PushType? = nil
     ) throws(PayloadError) -> APNsRequest {
         var request = try head(message, for: device, pushType: pushType)
-        var writer = JSONStreamWriter(capacity: 1024)
-        try writeBody(message, pushType: pushType, into: &writer)
-        request.body = writer.bytes
+        request.body = try JSONStreamWriter.bytes { writer throws(PayloadError) in
+            try writeBody(message, pushType: pushType, into: &writer)
+        }
         return request
     }
 

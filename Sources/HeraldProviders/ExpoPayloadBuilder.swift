@@ -15,9 +15,7 @@ public enum ExpoPayloadBuilder {
     ///
     /// - Throws: ``PayloadError`` (`.invalidToken`, `.payloadTooLarge`).
     public static func build(_ message: PushMessage, for device: Device) throws(PayloadError) -> [UInt8] {
-        var writer = JSONStreamWriter(capacity: 1024)
-        try write(message, for: device, into: &writer)
-        return writer.bytes
+        try JSONStreamWriter.bytes { writer throws(PayloadError) in try write(message, for: device, into: &writer) }
     }
 
     /// Writes the message for one Expo push token into `writer`: where a message that carries the

@@ -15,9 +15,9 @@ public enum FCMPayloadBuilder {
     ///
     /// - Throws: ``PayloadError`` (`.invalidToken`, `.payloadTooLarge`).
     public static func build(_ message: PushMessage, for device: Device) throws(PayloadError) -> [UInt8] {
-        var writer = JSONStreamWriter(capacity: 1536)
-        try write(message, for: device, into: &writer)
-        return writer.bytes
+        try JSONStreamWriter.bytes(capacity: 1536) { writer throws(PayloadError) in
+            try write(message, for: device, into: &writer)
+        }
     }
 
     /// Writes the body for one device token into `writer`: where a message that carries the

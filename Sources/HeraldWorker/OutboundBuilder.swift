@@ -136,9 +136,8 @@ public enum OutboundBuilder {
     ///
     /// - Throws: ``PayloadError`` (`.invalidToken`, `.payloadTooLarge`).
     public static func body(_ message: PushMessage, for outbound: OutboundMessage) throws(PayloadError) -> [UInt8] {
-        var writer = JSONStreamWriter(capacity: 1024)
-        try writeBody(message, for: outbound, into: &writer)
-        return writer.bytes
+        try JSONStreamWriter.bytes { writer throws(PayloadError) in try writeBody(message, for: outbound, into: &writer)
+        }
     }
 
     @discardableResult

@@ -156,35 +156,24 @@ struct OutboundMessageTests {
                 #expect(try OutboundMessage(decoding: writer.bytes) == built)
             }
         }
-        let fcm = try OutboundBuilder.envelope(
-            OutboundBuilder.pushMessage(rendered, createdAt: createdAt),
-            of: rendered,
-            eventID: event.id,
-            createdAt: createdAt,
-            expiresAt: nil,
-            recipient: "ana",
-            device: device(.fcm, "has space")
-        )
-        var writer = JSONStreamWriter()
-        let badToken = #expect(throws: PayloadError.self) {
-            try OutboundBuilder.write(
-                fcm,
-                body: OutboundBuilder.pushMessage(rendered, createdAt: createdAt),
-                into: &writer
-            )
-        }
-        #expect(badToken?.code == .invalidToken)
-        let badAPNsToken = #expect(throws: PayloadError.self) {
+        // Bad tokens: FCM's is found as its body is written, APNs' as its envelope is made.
+        let push = OutboundBuilder.pushMessage(rendered, createdAt: createdAt)
+        func envelope(_ device: RegisteredDevice) throws(PayloadError) -> OutboundMessage {
             try OutboundBuilder.envelope(
-                OutboundBuilder.pushMessage(rendered, createdAt: createdAt),
+                push,
                 of: rendered,
                 eventID: event.id,
                 createdAt: createdAt,
                 expiresAt: nil,
                 recipient: "ana",
-                device: device(.apns, "not-hex")
+                device: device
             )
         }
+        let fcm = try envelope(device(.fcm, "has space"))
+        var writer = JSONStreamWriter()
+        let badToken = #expect(throws: PayloadError.self) { try OutboundBuilder.write(fcm, body: push, into: &writer) }
+        #expect(badToken?.code == .invalidToken)
+        let badAPNsToken = #expect(throws: PayloadError.self) { try envelope(device(.apns, "not-hex")) }
         #expect(badAPNsToken?.code == .invalidToken)
     }
 }
