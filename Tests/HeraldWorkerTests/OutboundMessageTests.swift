@@ -120,6 +120,18 @@ struct OutboundMessageTests {
         let trace = (
             parent: Optional("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"), state: Optional("a=1")
         )
+        func envelope(_ push: PushMessage, _ device: RegisteredDevice) throws(PayloadError) -> OutboundMessage {
+            try OutboundBuilder.envelope(
+                push,
+                of: rendered,
+                eventID: event.id,
+                createdAt: createdAt,
+                expiresAt: nil,
+                recipient: "ana",
+                device: device,
+                trace: trace
+            )
+        }
         // Once as rendered, once with a body too long for any provider (shortened to fit).
         for long in [false, true] {
             if long { rendered.body = String(repeating: "Lang tekst med æøå og 😀. ", count: 400) }
@@ -131,25 +143,16 @@ struct OutboundMessageTests {
                     recipient: "ana",
                     token: device.token
                 )
-                let envelope = try OutboundBuilder.envelope(
-                    push,
-                    of: rendered,
-                    eventID: event.id,
-                    createdAt: createdAt,
-                    expiresAt: nil,
-                    recipient: "ana",
-                    device: device,
-                    trace: trace
-                )
-                #expect(envelope.request.body.isEmpty)
-                var built = envelope
-                built.request.body = try OutboundBuilder.body(push, for: envelope)
+                let unwritten = try envelope(push, device)
+                #expect(unwritten.request.body.isEmpty)
+                var built = unwritten
+                built.request.body = try OutboundBuilder.body(push, for: unwritten)
                 // Written after something else, as the worker's reused buffer may be.
                 var writer = JSONStreamWriter(capacity: 16)
                 writer.beginObject()
                 writer.member("before", "x")
                 writer.truncate(to: 0)
-                let size = try OutboundBuilder.write(envelope, body: push, into: &writer)
+                let size = try OutboundBuilder.write(unwritten, body: push, into: &writer)
                 #expect(writer.bytes == built.encoded(), "\(device.provider) long: \(long)")
                 #expect(size == built.request.body.count)
                 #expect(size <= 4096 && (!long || size > 3000), "\(device.provider): \(size) bytes")
@@ -158,22 +161,11 @@ struct OutboundMessageTests {
         }
         // Bad tokens: FCM's is found as its body is written, APNs' as its envelope is made.
         let push = OutboundBuilder.pushMessage(rendered, createdAt: createdAt)
-        func envelope(_ device: RegisteredDevice) throws(PayloadError) -> OutboundMessage {
-            try OutboundBuilder.envelope(
-                push,
-                of: rendered,
-                eventID: event.id,
-                createdAt: createdAt,
-                expiresAt: nil,
-                recipient: "ana",
-                device: device
-            )
-        }
-        let fcm = try envelope(device(.fcm, "has space"))
+        let fcm = try envelope(push, device(.fcm, "has space"))
         var writer = JSONStreamWriter()
         let badToken = #expect(throws: PayloadError.self) { try OutboundBuilder.write(fcm, body: push, into: &writer) }
         #expect(badToken?.code == .invalidToken)
-        let badAPNsToken = #expect(throws: PayloadError.self) { try envelope(device(.apns, "not-hex")) }
+        let badAPNsToken = #expect(throws: PayloadError.self) { try envelope(push, device(.apns, "not-hex")) }
         #expect(badAPNsToken?.code == .invalidToken)
     }
 }
