@@ -117,8 +117,8 @@ public struct JSONStreamWriter: ~Copyable {
         }
     }
 
-    /// A string given as its UTF-8 bytes.
-    public mutating func string(_ utf8: UnsafeRawBufferPointer) {
+    /// A string given as its UTF-8 bytes (valid UTF-8: a `String`'s own).
+    private mutating func string(_ utf8: UnsafeRawBufferPointer) {
         output.append(UInt8(ascii: "\""))
         // Most strings need no escaping: check the bytes once and copy them in one go.
         if JSONWriter.needsEscaping(utf8) {
@@ -193,11 +193,6 @@ public struct JSONStreamWriter: ~Copyable {
     /// Already-serialized JSON, written as the value of the current member or element.
     public mutating func raw(_ json: [UInt8]) {
         json.withUnsafeBytes { output.append($0) }
-    }
-
-    /// Already-serialized JSON, written as the value of the current member or element.
-    public mutating func raw(_ json: UnsafeRawBufferPointer) {
-        output.append(json)
     }
 
     public mutating func null() {

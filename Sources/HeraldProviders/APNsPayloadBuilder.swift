@@ -81,7 +81,7 @@ public enum APNsPayloadBuilder {
         guard isValidToken(device.token) else {
             throw PayloadError(code: .invalidToken, message: "an APNs device token is 64 or more hex digits")
         }
-        let pushType = requested ?? (message.contentAvailable ? .background : .alert)
+        let pushType = resolved(requested, for: message)
         let silent = pushType == .background
         var headers: [APNsRequest.Header] = []
         headers.reserveCapacity(6)
@@ -115,7 +115,7 @@ public enum APNsPayloadBuilder {
         pushType requested: PushType? = nil,
         into writer: inout JSONStreamWriter
     ) throws(PayloadError) -> Int {
-        let pushType = requested ?? (message.contentAvailable ? .background : .alert)
+        let pushType = resolved(requested, for: message)
         let silent = pushType == .background
         // Optional parts, in the order they are dropped.
         let droppable = message.data.count + (message.subtitle == nil ? 0 : 1) + (message.deepLink == nil ? 0 : 1)
@@ -128,6 +128,11 @@ public enum APNsPayloadBuilder {
         ) { writer, text, dropped in
             Self.body(message, alertBody: text, dropped: dropped, silent: silent, into: &writer)
         }
+    }
+
+    /// The push type asked for, else `.background` for a silent push and `.alert` otherwise.
+    static func resolved(_ requested: PushType?, for message: PushMessage) -> PushType {
+        requested ?? (message.contentAvailable ? .background : .alert)
     }
 
     /// A collapse id of at most 64 bytes. A longer key keeps a grapheme-safe prefix and a hash of the

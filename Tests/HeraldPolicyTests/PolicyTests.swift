@@ -177,10 +177,14 @@ struct QuietHoursTests {
             QuietHours(start: "00:00", end: "01:30", timeZone: "America/New_York")!,
             QuietHours(start: "13:00", end: "14:00", timeZone: "Asia/Kolkata")!,
         ]
-        // Every 7 minutes and 13 seconds through the 2026 changes, forwards, then backwards, then
-        // scrambled (a stride coprime with the count): each order reuses and replaces kept answers
-        // differently.
-        let starts = [at("2026-03-07T00:00:00Z"), at("2026-03-28T00:00:00Z"), at("2026-10-24T00:00:00Z")]
+        // Every 7 minutes and 13 seconds for four days around each 2026 change, forwards, then
+        // backwards, then scrambled (a stride coprime with the count): each order reuses and
+        // replaces kept answers differently.
+        // The US spring gap, the EU changes, and the US repeated hour (November 1).
+        let starts = [
+            at("2026-03-07T00:00:00Z"), at("2026-03-28T00:00:00Z"), at("2026-10-24T00:00:00Z"),
+            at("2026-10-31T00:00:00Z"),
+        ]
         var moments: [Timestamp] = []
         for start in starts {
             for step in 0..<800 {
