@@ -326,10 +326,18 @@ public final class EventProcessor: Sendable {
         let expiresAt = OutboundBuilder.expiry(of: kind, createdAt: createdAt)
         let timeZone = recipient.timeZone ?? "UTC"
         // A user's devices mostly share one locale: a short list searched in order, not a dictionary.
-        var renderedByLocale: [(locale: String?, rendered: RenderedNotification, message: PushMessage)] = []
+        // An entry is used in place (`inout`), never copied out: a copy of a rendering retains each of
+        // its strings, the kind's presentation included, and releases them again.
+        var renders: [Render] = []
         // One buffer for the recipient's outbound messages, each copied out once written.
         var writer = JSONStreamWriter(capacity: 2048)
-        let trace = (event.extensions["traceparent"], event.extensions["tracestate"])
+        let envelope = Envelope(
+            eventID: eventID,
+            createdAt: createdAt,
+            expiresAt: expiresAt,
+            recipient: recipient.userID,
+            trace: (event.extensions["traceparent"], event.extensions["tracestate"])
+        )
         let key = KafkaBytes(recipient.userID)
         // Counted per recipient rather than per device: each count is a dictionary update.
         var built = 0
@@ -349,12 +357,11 @@ public final class EventProcessor: Sendable {
         }
         for device in recipient.devices {
             let locale = device.locale ?? recipient.locale
-            let rendered: RenderedNotification
-            var message: PushMessage
-            if let cached = renderedByLocale.first(where: { $0.locale == locale }) {
-                rendered = cached.rendered
-                message = cached.message
+            let slot: Int
+            if let found = renders.firstIndex(where: { $0.locale == locale }) {
+                slot = found
             } else {
+                let rendered: RenderedNotification
                 do throws(RenderError) {
                     if let digest {
                         rendered = try renderer.renderDigest(digest, as: kind, locale: locale, timeZone: timeZone)
@@ -364,40 +371,19 @@ public final class EventProcessor: Sendable {
                 } catch {
                     throw DeadLetterReason(error)
                 }
-                message = OutboundBuilder.pushMessage(rendered, createdAt: createdAt)
-                renderedByLocale.append((locale, rendered, message))
                 if rendered.usedFallbackLocale { onFallbackLocale?(kind.name, locale, rendered.locale) }
+                slot = renders.count
+                renders.append(
+                    Render(
+                        locale: locale,
+                        rendered: rendered,
+                        message: OutboundBuilder.pushMessage(rendered, createdAt: createdAt)
+                    )
+                )
             }
-            message.notificationID = NotificationID.make(
-                eventID: eventID,
-                kind: rendered.kind,
-                recipient: recipient.userID,
-                device: device.token
-            )
-            let bodySize: Int
             writer.truncate(to: 0)
-            do {
-                let envelope = try OutboundBuilder.envelope(
-                    message,
-                    of: rendered,
-                    eventID: eventID,
-                    createdAt: createdAt,
-                    expiresAt: expiresAt,
-                    recipient: recipient.userID,
-                    device: device,
-                    trace: trace
-                )
-                bodySize = try OutboundBuilder.write(envelope, body: message, into: &writer)
-            } catch  where error.code == .invalidToken {
-                // The directory holds a token no provider accepts; the event is fine.
-                counters.skippedDevices += 1
-                logger.warning(
-                    "skipped a device whose token the provider cannot address",
-                    metadata: ["user": "\(Redact.user(recipient.userID))", "provider": "\(device.provider.rawValue)"]
-                )
+            guard let bodySize = try write(device, envelope, &renders[slot], into: &writer, counters: &counters) else {
                 continue
-            } catch {
-                throw DeadLetterReason(error)
             }
             built += 1
             switch device.provider {
@@ -405,7 +391,6 @@ public final class EventProcessor: Sendable {
             case .fcm: builtByProvider.fcm += 1
             case .expo: builtByProvider.expo += 1
             }
-            counters.outboundByLocale[rendered.locale, default: 0] += 1
             counters.payloadSizes[device.provider.rawValue, default: SizeCounts()].add(bodySize)
             records.append(
                 KafkaProducerRecord(
@@ -416,6 +401,69 @@ public final class EventProcessor: Sendable {
                 )
             )
         }
+    }
+
+    /// One locale's rendering of a notification for a recipient, and its push message.
+    struct Render {
+        var locale: String?
+        var rendered: RenderedNotification
+        var message: PushMessage
+    }
+
+    /// What a recipient's outbound messages share.
+    struct Envelope {
+        var eventID: String
+        var createdAt: Timestamp
+        var expiresAt: Timestamp?
+        var recipient: String
+        var trace: (parent: String?, state: String?)
+    }
+
+    /// Writes `device`'s outbound message from `render` (taken `inout` so that nothing of it is
+    /// copied; only its notification id changes, to the device's) into `writer`.
+    ///
+    /// - Returns: the request body's size, or nil for a device whose token no provider accepts
+    ///   (counted and logged: the event is fine).
+    /// - Throws: ``DeadLetterReason`` for a payload over the provider's limit.
+    private func write(
+        _ device: RegisteredDevice,
+        _ envelope: Envelope,
+        _ render: inout Render,
+        into writer: inout JSONStreamWriter,
+        counters: inout WorkerStatistics.Counters
+    ) throws(DeadLetterReason) -> Int? {
+        render.message.notificationID = NotificationID.make(
+            eventID: envelope.eventID,
+            kind: render.rendered.kind,
+            recipient: envelope.recipient,
+            device: device.token
+        )
+        let bodySize: Int
+        do {
+            let outbound = try OutboundBuilder.envelope(
+                render.message,
+                of: render.rendered,
+                eventID: envelope.eventID,
+                createdAt: envelope.createdAt,
+                expiresAt: envelope.expiresAt,
+                recipient: envelope.recipient,
+                device: device,
+                trace: envelope.trace
+            )
+            bodySize = try OutboundBuilder.write(outbound, body: render.message, into: &writer)
+        } catch  where error.code == .invalidToken {
+            // The directory holds a token no provider accepts; the event is fine.
+            counters.skippedDevices += 1
+            logger.warning(
+                "skipped a device whose token the provider cannot address",
+                metadata: ["user": "\(Redact.user(envelope.recipient))", "provider": "\(device.provider.rawValue)"]
+            )
+            return nil
+        } catch {
+            throw DeadLetterReason(error)
+        }
+        counters.outboundByLocale[render.rendered.locale, default: 0] += 1
+        return bodySize
     }
 
     /// Every outbound record's headers, made once: the array is shared, not built per record.

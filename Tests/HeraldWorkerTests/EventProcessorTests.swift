@@ -8,6 +8,8 @@ import HeraldWorker
 import Logging
 import Testing
 
+@testable import HeraldProviders
+
 /// The worker's processing step without Kafka: messages in, records out.
 @Suite("Event processing")
 struct EventProcessorTests {
@@ -130,6 +132,62 @@ struct EventProcessorTests {
         let records = try await processor.process(more)
         #expect(records.filter { $0.topic == "herald.outbound" }.count == 97)
         #expect(statistics.snapshot.decisionsByReason["throttled.digested"] == 1)
+    }
+
+    @Test(
+        "a recipient's devices: one rendering per locale shared by its devices, each with its own notification id; a token no provider accepts is skipped, not dead-lettered"
+    )
+    mutating func devicesOfOneRecipient() async throws {
+        let registered = Timestamp(rfc3339: "2026-11-01T00:00:00Z")!
+        func device(_ id: String, _ provider: PushProvider, _ token: String, _ locale: String) -> DirectoryEvent {
+            .deviceRegistered(
+                DeviceRegistration(
+                    userID: "u-en",
+                    deviceID: id,
+                    platform: provider == .apns ? "ios" : "android",
+                    provider: provider,
+                    token: token,
+                    appID: "no.getdrop.app",
+                    sandbox: false,
+                    locale: locale,
+                    at: registered
+                )
+            )
+        }
+        try await store.apply([
+            .profileUpdated(userID: "u-en", locale: "en", timeZone: "Europe/Oslo", at: registered),
+            device("phone", .apns, exampleUsers[0].token, "en"),
+            device("tablet", .fcm, exampleUsers[1].token, "nb"),
+            device("old-phone", .apns, "not-an-apns-token", "en"),
+            device("watch", .apns, String(repeating: "b", count: 64), "en"),
+        ])
+        let records = try await processor().process([chat("m1")])
+        #expect(!records.contains { $0.topic != "herald.outbound" }, "no dead letter: \(records.map(\.topic))")
+        let outbound = try records.map { try OutboundMessage(decoding: $0.value ?? KafkaBytes([])) }
+        #expect(
+            outbound.map(\.token) == [exampleUsers[0].token, exampleUsers[1].token, String(repeating: "b", count: 64)]
+        )
+        #expect(outbound.map(\.locale) == ["en", "nb", "en"])
+        #expect(
+            outbound.map(\.notificationID)
+                == outbound.map {
+                    NotificationID.make(eventID: "m1", kind: "message.received", recipient: "u-en", device: $0.token)
+                }
+        )
+        #expect(Set(outbound.map(\.notificationID)).count == 3)
+        // Each request carries its own device's id (APNs in `apns-id`, FCM in the data), not the one
+        // of the device before it.
+        for message in outbound {
+            if message.provider == .apns {
+                let apnsID = message.request.headers.first { $0.name == "apns-id" }?.value
+                #expect(apnsID == StableHash.uuid(from: message.notificationID))
+            } else {
+                let body = String(decoding: message.request.body, as: UTF8.self)
+                #expect(body.contains(#""herald_notification_id":"\#(message.notificationID)""#), "\(body)")
+            }
+        }
+        #expect(statistics.snapshot.skippedDevices == 1)
+        #expect(statistics.snapshot.outboundByLocale == ["en": 2, "nb": 1])
     }
 
     @Test("events of a type no kind handles are ignored, and counted, when so configured")
