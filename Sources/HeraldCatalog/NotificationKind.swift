@@ -70,32 +70,123 @@ public struct Presentation: Sendable, Hashable {
 }
 
 /// One kind of notification: which events it handles and how it renders them.
+///
+/// A kind is loaded once and read-only after: its fields live in one shared object, so a copy
+/// (one for each event the kind handles, on every thread that builds) retains that object
+/// rather than each of its twenty-odd strings and arrays. The accessors are inlinable so that
+/// `kind.presentation.title`, say, reads the one field instead of copying the presentation.
 public struct NotificationKind: Sendable, Hashable {
-    public var name: String
+    @usableFromInline
+    final class Storage: Sendable {
+        @usableFromInline let name: String
+        @usableFromInline let file: String
+        @usableFromInline let eventTypes: [String]
+        @usableFromInline let condition: (path: FieldPath, value: String)?
+        @usableFromInline let category: String
+        @usableFromInline let app: String
+        @usableFromInline let recipients: FieldPath
+        @usableFromInline let fields: [FieldDefinition]
+        @usableFromInline let deepLink: String?
+        let deepLinkPattern: DeepLinkPattern?
+        let collapseKeyTemplate: TextTemplate?
+        let threadIDTemplate: TextTemplate?
+        @usableFromInline let presentation: Presentation
+        @usableFromInline let digestSummary: String?
+
+        init(
+            name: String,
+            file: String,
+            eventTypes: [String],
+            condition: (path: FieldPath, value: String)?,
+            category: String,
+            app: String,
+            recipients: FieldPath,
+            fields: [FieldDefinition],
+            deepLink: String?,
+            deepLinkPattern: DeepLinkPattern?,
+            collapseKeyTemplate: TextTemplate?,
+            threadIDTemplate: TextTemplate?,
+            presentation: Presentation,
+            digestSummary: String?
+        ) {
+            self.name = name
+            self.file = file
+            self.eventTypes = eventTypes
+            self.condition = condition
+            self.category = category
+            self.app = app
+            self.recipients = recipients
+            self.fields = fields
+            self.deepLink = deepLink
+            self.deepLinkPattern = deepLinkPattern
+            self.collapseKeyTemplate = collapseKeyTemplate
+            self.threadIDTemplate = threadIDTemplate
+            self.presentation = presentation
+            self.digestSummary = digestSummary
+        }
+    }
+
+    @usableFromInline let storage: Storage
+
+    init(
+        name: String,
+        file: String,
+        eventTypes: [String],
+        condition: (path: FieldPath, value: String)?,
+        category: String,
+        app: String,
+        recipients: FieldPath,
+        fields: [FieldDefinition],
+        deepLink: String?,
+        deepLinkPattern: DeepLinkPattern?,
+        collapseKeyTemplate: TextTemplate?,
+        threadIDTemplate: TextTemplate?,
+        presentation: Presentation,
+        digestSummary: String?
+    ) {
+        storage = Storage(
+            name: name,
+            file: file,
+            eventTypes: eventTypes,
+            condition: condition,
+            category: category,
+            app: app,
+            recipients: recipients,
+            fields: fields,
+            deepLink: deepLink,
+            deepLinkPattern: deepLinkPattern,
+            collapseKeyTemplate: collapseKeyTemplate,
+            threadIDTemplate: threadIDTemplate,
+            presentation: presentation,
+            digestSummary: digestSummary
+        )
+    }
+
+    @inlinable public var name: String { storage.name }
     /// The file it was defined in, relative to the catalog.
-    public var file: String
-    public var eventTypes: [String]
+    @inlinable public var file: String { storage.file }
+    @inlinable public var eventTypes: [String] { storage.eventTypes }
     /// A condition that chooses this kind when several claim one event type: `path == value`.
-    public var condition: (path: FieldPath, value: String)?
-    public var category: String
-    public var app: String
+    @inlinable public var condition: (path: FieldPath, value: String)? { storage.condition }
+    @inlinable public var category: String { storage.category }
+    @inlinable public var app: String { storage.app }
     /// Where the recipient user id(s) are: a string or a list of strings.
-    public var recipients: FieldPath
-    public var fields: [FieldDefinition]
+    @inlinable public var recipients: FieldPath { storage.recipients }
+    @inlinable public var fields: [FieldDefinition] { storage.fields }
     /// A deep-link path pattern such as `/orders/{orderId}`.
-    public var deepLink: String?
+    @inlinable public var deepLink: String? { storage.deepLink }
     /// `deepLink`, `presentation.collapseKey` and `presentation.threadID`, parsed at load.
-    var deepLinkPattern: DeepLinkPattern?
-    var collapseKeyTemplate: TextTemplate?
-    var threadIDTemplate: TextTemplate?
-    public var presentation: Presentation
+    var deepLinkPattern: DeepLinkPattern? { storage.deepLinkPattern }
+    var collapseKeyTemplate: TextTemplate? { storage.collapseKeyTemplate }
+    var threadIDTemplate: TextTemplate? { storage.threadIDTemplate }
+    @inlinable public var presentation: Presentation { storage.presentation }
     /// The digest summary's message key, for kinds that are digested.
-    public var digestSummary: String?
+    @inlinable public var digestSummary: String? { storage.digestSummary }
 
     public func field(named name: String) -> FieldDefinition? { fields.first { $0.name == name } }
 
     public static func == (lhs: NotificationKind, rhs: NotificationKind) -> Bool {
-        lhs.name == rhs.name && lhs.file == rhs.file
+        lhs.storage === rhs.storage || (lhs.name == rhs.name && lhs.file == rhs.file)
     }
 
     public func hash(into hasher: inout Hasher) {
