@@ -424,33 +424,35 @@ private struct Context {
         }
         guard diagnostics[errorsBefore...].allSatisfy({ $0.severity != .error }), let recipients else { return nil }
         return NotificationKind(
-            name: raw.kind,
-            file: file,
-            eventTypes: raw.events,
-            condition: condition,
-            category: raw.category,
-            app: raw.app,
-            recipients: recipients,
-            fields: fields,
-            deepLink: raw.deepLink,
-            deepLinkPattern: deepLinkPattern,
-            collapseKeyTemplate: templates["push.collapseKey"],
-            threadIDTemplate: templates["push.threadId"],
-            presentation: Presentation(
-                title: raw.push.title,
-                subtitle: raw.push.subtitle,
-                body: raw.push.body,
-                threadID: raw.push.threadId,
-                iosCategory: raw.push.iosCategory,
-                sound: raw.push.sound,
-                interruptionLevel: raw.push.interruptionLevel,
-                androidChannel: raw.push.androidChannel,
-                collapseKey: raw.push.collapseKey,
-                timeToLive: raw.push.ttl,
-                priority: priority,
-                dataFields: raw.push.data ?? []
-            ),
-            digestSummary: raw.digest?.summary
+            NotificationKind.Storage(
+                name: raw.kind,
+                file: file,
+                eventTypes: raw.events,
+                condition: condition,
+                category: raw.category,
+                app: raw.app,
+                recipients: recipients,
+                fields: fields,
+                deepLink: raw.deepLink,
+                deepLinkPattern: deepLinkPattern,
+                collapseKeyTemplate: templates["push.collapseKey"],
+                threadIDTemplate: templates["push.threadId"],
+                presentation: Presentation(
+                    title: raw.push.title,
+                    subtitle: raw.push.subtitle,
+                    body: raw.push.body,
+                    threadID: raw.push.threadId,
+                    iosCategory: raw.push.iosCategory,
+                    sound: raw.push.sound,
+                    interruptionLevel: raw.push.interruptionLevel,
+                    androidChannel: raw.push.androidChannel,
+                    collapseKey: raw.push.collapseKey,
+                    timeToLive: raw.push.ttl,
+                    priority: priority,
+                    dataFields: raw.push.data ?? []
+                ),
+                digestSummary: raw.digest?.summary
+            )
         )
     }
 

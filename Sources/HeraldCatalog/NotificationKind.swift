@@ -128,38 +128,8 @@ public struct NotificationKind: Sendable, Hashable {
 
     @usableFromInline let storage: Storage
 
-    init(
-        name: String,
-        file: String,
-        eventTypes: [String],
-        condition: (path: FieldPath, value: String)?,
-        category: String,
-        app: String,
-        recipients: FieldPath,
-        fields: [FieldDefinition],
-        deepLink: String?,
-        deepLinkPattern: DeepLinkPattern?,
-        collapseKeyTemplate: TextTemplate?,
-        threadIDTemplate: TextTemplate?,
-        presentation: Presentation,
-        digestSummary: String?
-    ) {
-        storage = Storage(
-            name: name,
-            file: file,
-            eventTypes: eventTypes,
-            condition: condition,
-            category: category,
-            app: app,
-            recipients: recipients,
-            fields: fields,
-            deepLink: deepLink,
-            deepLinkPattern: deepLinkPattern,
-            collapseKeyTemplate: collapseKeyTemplate,
-            threadIDTemplate: threadIDTemplate,
-            presentation: presentation,
-            digestSummary: digestSummary
-        )
+    init(_ storage: Storage) {
+        self.storage = storage
     }
 
     @inlinable public var name: String { storage.name }
