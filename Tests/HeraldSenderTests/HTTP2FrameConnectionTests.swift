@@ -61,6 +61,45 @@ struct HTTP2FrameConnectionTests {
         }
     }
 
+    /// The connection's receive window starts at 65,535 bytes and only WINDOW_UPDATE frames on
+    /// stream 0 open it again. Answers with bodies (every APNs error has one) past that much would
+    /// stall a client that never sends them: each later request would time out on a live connection.
+    @Test(
+        "answers with bodies, more than the initial connection window in all, keep coming on one connection",
+        arguments: [HTTP2FrameClientHandler.targetConnectionWindow, 16 * 1024]
+    )
+    func connectionWindowIsReplenished(receiveWindow: Int) async throws {
+        try await SimulatorFixture.with { fixture in
+            // 16 KiB, under the initial window: kept open by frequent top-ups rather than one at the start.
+            let (connection, token) = try await Self.connect(fixture, receiveWindow: receiveWindow)
+            let valid = try SimulatorFixture.message(.apns, token: ProviderAnswerTests.apnsToken(1), id: "w")
+            let headers =
+                [("authorization", "bearer \(token)")] + valid.request.headers.map { ($0.name, $0.value) }
+            // A token APNs cannot parse: `400 {"reason":"BadDeviceToken"}`, 27 bytes of body each.
+            let request = connection.makeRequest(
+                path: "/3/device/not-a-token",
+                headers: headers,
+                body: ByteBuffer(bytes: valid.request.body)
+            )
+            var bodyBytes = 0
+            for _ in 0..<13 {
+                let outcomes = await connection.send(
+                    Array(repeating: request, count: 200),
+                    deadline: .now() + .seconds(20)
+                )
+                for outcome in outcomes {
+                    let answer = try outcome.result.get()
+                    #expect(answer.status == 400)
+                    bodyBytes += answer.body.readableBytes
+                }
+            }
+            #expect(bodyBytes == 2_600 * 27)
+            #expect(bodyBytes > HTTP2FrameClientHandler.initialConnectionWindow)
+            #expect(connection.isActive)
+            await connection.close()
+        }
+    }
+
     static func tls(_ fixture: SimulatorFixture) throws -> TLSConfiguration {
         var tls = TLSConfiguration.makeClientConfiguration()
         tls.additionalTrustRoots = [.certificates(try NIOSSLCertificate.fromPEMBytes(Array(fixture.authorityPEM.utf8)))]
@@ -68,9 +107,17 @@ struct HTTP2FrameConnectionTests {
     }
 
     /// A connection to the fixture's simulator, trusting its certificate, and a provider token it accepts.
-    static func connect(_ fixture: SimulatorFixture) async throws -> (HTTP2FrameConnection, token: String) {
+    static func connect(
+        _ fixture: SimulatorFixture,
+        receiveWindow: Int = HTTP2FrameClientHandler.targetConnectionWindow
+    ) async throws -> (HTTP2FrameConnection, token: String) {
         let port = Int(fixture.baseURL.split(separator: ":").last!)!
-        let connection = try await HTTP2FrameConnection.connect(host: "127.0.0.1", port: port, tls: tls(fixture))
+        let connection = try await HTTP2FrameConnection.connect(
+            host: "127.0.0.1",
+            port: port,
+            tls: tls(fixture),
+            receiveWindow: receiveWindow
+        )
         return (connection, try fixture.apnsKey.token(issuedAt: fixture.senderClock.now()))
     }
 
