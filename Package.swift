@@ -74,6 +74,12 @@ let package = Package(
             name: "HeraldPolicy",
             dependencies: ["HeraldEvents"]
         ),
+        // What an HTTP/2 connection driven frame by frame (the APNs client, the simulator's server)
+        // must do itself.
+        .target(
+            name: "HeraldHTTP2",
+            dependencies: [.product(name: "NIOHTTP2", package: "swift-nio-http2")]
+        ),
         .target(
             name: "HeraldProviders",
             dependencies: ["HeraldEvents"]
@@ -102,6 +108,7 @@ let package = Package(
             dependencies: [
                 "HeraldAuth",
                 "HeraldEvents",
+                "HeraldHTTP2",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "X509", package: "swift-certificates"),
@@ -120,6 +127,7 @@ let package = Package(
             dependencies: [
                 "HeraldAuth",
                 "HeraldEvents",
+                "HeraldHTTP2",
                 "HeraldKafka",
                 "HeraldProviders",
                 "HeraldStore",
@@ -210,7 +218,7 @@ let package = Package(
             name: "HeraldSenderTests",
             dependencies: [
                 "HeraldSender", "HeraldSimulator", "HeraldAuth", "HeraldApp", "HeraldTestSupport", "HeraldPolicy",
-                "HeraldProviders", "HeraldWorker", "HeraldEvents",
+                "HeraldProviders", "HeraldWorker", "HeraldEvents", "HeraldHTTP2",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
             ]

@@ -1,3 +1,4 @@
+import HeraldHTTP2
 import NIOCore
 import NIOHPACK
 import NIOHTTP2
@@ -216,13 +217,8 @@ final class HTTP2FrameClientHandler: ChannelDuplexHandler {
     /// than one per request, which would be scheduled and cancelled on every call.
     static let deadlineSweepInterval = TimeAmount.milliseconds(100)
 
-    /// The connection-level receive window every HTTP/2 connection starts with (RFC 9113 §6.9.2);
-    /// SETTINGS cannot change it, only WINDOW_UPDATE frames on stream 0 can.
-    static let initialConnectionWindow = 65_535
-    /// The connection-level receive window kept open by default. Without a multiplexer nothing in
-    /// swift-nio-http2 sends the connection's WINDOW_UPDATE frames: this handler must, or the
-    /// server stops answering once its answers' bodies (every APNs error has one) fill the first
-    /// 64 KiB, and each later request times out on a connection that looks healthy.
+    /// The connection-level receive window kept open by default: a WINDOW_UPDATE per 512 KiB of
+    /// answers' bodies (every APNs error has one).
     static let targetConnectionWindow = 1 << 20
 
     /// HTTP/2 stream ids are 31 bits, and a client's are odd: the last one it may open.
@@ -236,14 +232,13 @@ final class HTTP2FrameClientHandler: ChannelDuplexHandler {
     // An `Int`, not the wire's `Int32`: it goes past the last id, once, when a connection retires.
     private var nextStreamID: Int
     private let retiringStreamID: Int
-    private let targetConnectionWindow: Int
     private var goingAway = false
     private var closing = false
     private var deadlineSweep: RepeatedTask?
     /// A flush is scheduled on the event loop and has not run yet.
     private var flushScheduled = false
-    /// What the server may still send on the connection before it must wait for a WINDOW_UPDATE.
-    private var receiveWindow = HTTP2FrameClientHandler.initialConnectionWindow
+    /// Answers' bodies count against it, and it is topped up here: there is no multiplexer to do it.
+    private var receiveWindow: ConnectionReceiveWindow
     private let onGoAway: @Sendable () -> Void
 
     /// - Parameters:
@@ -259,7 +254,7 @@ final class HTTP2FrameClientHandler: ChannelDuplexHandler {
         precondition(firstStreamID % 2 == 1, "client stream ids are odd")
         self.nextStreamID = firstStreamID
         self.retiringStreamID = retiringStreamID
-        self.targetConnectionWindow = targetConnectionWindow
+        self.receiveWindow = ConnectionReceiveWindow(target: targetConnectionWindow)
         self.onGoAway = onGoAway
     }
 
@@ -341,35 +336,18 @@ final class HTTP2FrameClientHandler: ChannelDuplexHandler {
         }
     }
 
-    /// Opens the connection's receive window to its target once the preface is out
-    /// (`NIOHTTP2Handler`, before this handler, sends it when the channel becomes active).
+    /// Opens the connection's receive window once the preface is out (`NIOHTTP2Handler`, before
+    /// this handler, sends it when the channel becomes active).
     func channelActive(context: ChannelHandlerContext) {
-        replenishReceiveWindow(context: context)
+        if let update = receiveWindow.opening() { context.writeAndFlush(wrapOutboundOut(update), promise: nil) }
         context.fireChannelActive()
-    }
-
-    /// Counts `payload` against the receive window, every DATA frame whether or not its stream is
-    /// still wanted, and tops the window up once half of it is used: by default one small frame per
-    /// 512 KiB of answers.
-    private func received(_ payload: HTTP2Frame.FramePayload.Data, context: ChannelHandlerContext) {
-        // Padding is flow-controlled too: its bytes and the one byte giving its length.
-        receiveWindow -= payload.data.readableBytes + (payload.paddingBytes.map { $0 + 1 } ?? 0)
-        if receiveWindow <= targetConnectionWindow / 2 { replenishReceiveWindow(context: context) }
-    }
-
-    private func replenishReceiveWindow(context: ChannelHandlerContext) {
-        let increment = targetConnectionWindow - receiveWindow
-        guard increment > 0 else { return }
-        receiveWindow = targetConnectionWindow
-        context.writeAndFlush(
-            wrapOutboundOut(HTTP2Frame(streamID: .rootStream, payload: .windowUpdate(windowSizeIncrement: increment))),
-            promise: nil
-        )
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let frame = unwrapInboundIn(data)
-        if case .data(let payload) = frame.payload { received(payload, context: context) }
+        if case .data(let payload) = frame.payload, let update = receiveWindow.received(payload) {
+            context.writeAndFlush(wrapOutboundOut(update), promise: nil)
+        }
         switch frame.payload {
         case .headers(let headers):
             guard var stream = streams[frame.streamID] else { return }

@@ -60,27 +60,29 @@ public final class SimulatorServer: Service, Sendable {
                 }.flatMap {
                     channel.configureHTTP2SecureUpgrade(
                         h2ChannelConfigurator: { channel in
-                            channel.configureHTTP2Pipeline(
-                                mode: .server,
-                                // APNs allows many concurrent streams per connection; so does this.
-                                initialLocalSettings: [
-                                    HTTP2Setting(parameter: .maxConcurrentStreams, value: 1000),
-                                    HTTP2Setting(parameter: .maxHeaderListSize, value: 1 << 16),
-                                ]
-                            ) { stream in
-                                stream.eventLoop.makeCompletedFuture {
-                                    try stream.pipeline.syncOperations.addHandlers([
-                                        HTTP2FramePayloadToHTTP1ServerCodec(),
-                                        SimulatorHandler(simulator: simulator, isHTTP2: true),
-                                    ])
-                                }
-                            }.map { _ in }
+                            channel.eventLoop.makeCompletedFuture {
+                                try channel.pipeline.syncOperations.addHandler(
+                                    NIOHTTP2Handler(
+                                        mode: .server,
+                                        // APNs allows many concurrent streams per connection; so
+                                        // does this. The stream window takes a whole request body.
+                                        initialSettings: [
+                                            HTTP2Setting(parameter: .maxConcurrentStreams, value: 1000),
+                                            HTTP2Setting(parameter: .maxHeaderListSize, value: 1 << 16),
+                                            HTTP2Setting(parameter: .initialWindowSize, value: 1 << 20),
+                                        ]
+                                    )
+                                )
+                                try channel.pipeline.syncOperations.addHandler(
+                                    SimulatorFrameHandler(simulator: simulator)
+                                )
+                            }
                         },
                         http1ChannelConfigurator: { channel in
                             channel.eventLoop.makeCompletedFuture {
                                 try channel.pipeline.syncOperations.configureHTTPServerPipeline()
                                 try channel.pipeline.syncOperations.addHandler(
-                                    SimulatorHandler(simulator: simulator, isHTTP2: false)
+                                    SimulatorHandler(simulator: simulator)
                                 )
                             }
                         }
@@ -102,19 +104,18 @@ public final class SimulatorServer: Service, Sendable {
     }
 }
 
-/// Collects one request (head and body) and writes the simulator's answer, after its latency.
+/// Collects one HTTP/1.1 request (head and body) and writes the simulator's answer, after its
+/// latency. (HTTP/2 is served frame by frame: ``SimulatorFrameHandler``.)
 final class SimulatorHandler: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPServerRequestPart
     typealias OutboundOut = HTTPServerResponsePart
 
     let simulator: ProviderSimulator
-    let isHTTP2: Bool
     private var head: HTTPRequestHead?
     private var body: ByteBuffer?
 
-    init(simulator: ProviderSimulator, isHTTP2: Bool) {
+    init(simulator: ProviderSimulator) {
         self.simulator = simulator
-        self.isHTTP2 = isHTTP2
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -157,16 +158,14 @@ final class SimulatorHandler: ChannelInboundHandler, RemovableChannelHandler {
         context: ChannelHandlerContext
     ) {
         if response.dropsConnection {
-            // Over HTTP/2 the request's stream is reset without an answer (closing the whole
-            // connection would also lose answers to requests already accepted, which no sender
-            // can tell from requests never received); over HTTP/1.1 the connection is closed.
+            // Over HTTP/1.1 a request without an answer is a closed connection.
             context.close(promise: nil)
             return
         }
         var headers = HTTPHeaders()
         for header in response.headers { headers.add(name: header.name, value: header.value) }
         headers.add(name: "content-length", value: String(response.body.count))
-        if !isHTTP2 && !keepAlive { headers.add(name: "connection", value: "close") }
+        if !keepAlive { headers.add(name: "connection", value: "close") }
         context.write(
             wrapOutboundOut(
                 .head(
@@ -182,7 +181,7 @@ final class SimulatorHandler: ChannelInboundHandler, RemovableChannelHandler {
         if !response.body.isEmpty {
             context.write(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(bytes: response.body)))), promise: nil)
         }
-        if !isHTTP2 && !keepAlive {
+        if !keepAlive {
             let channel = context.channel
             context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in channel.close(promise: nil) }
         } else {

@@ -1,5 +1,6 @@
 import Foundation
 import HeraldEvents
+import HeraldHTTP2
 import HeraldTestSupport
 import NIOCore
 import NIOEmbedded
@@ -94,7 +95,7 @@ struct HTTP2FrameConnectionTests {
                 }
             }
             #expect(bodyBytes == 2_600 * 27)
-            #expect(bodyBytes > HTTP2FrameClientHandler.initialConnectionWindow)
+            #expect(bodyBytes > ConnectionReceiveWindow.initial)
             #expect(connection.isActive)
             await connection.close()
         }
