@@ -58,6 +58,124 @@ public struct JSONParser {
     }
 }
 
+/// Reads one JSON document value by value, in document order, without building a tree: for a
+/// document of a known shape read on a hot path (the sender reads every outbound message), where
+/// building the tree and releasing it cost more than the reading. As strict as ``JSONParser``:
+/// every value passed over is checked, not just skipped.
+///
+/// A caller reads each member's value (``string()``, ``number()``, ``beginObject()`` or
+/// ``skipValue()``) before asking for the next member, and ``end()`` after the document.
+public struct JSONReader {
+    private var cursor: Cursor
+    /// How many objects are open.
+    private var depth = 0
+    /// Bit `n`: the object open at depth `n + 1` has had a member, so the next needs a comma.
+    private var hasMembers: UInt64 = 0
+
+    /// - Parameter maxDepth: how deep objects and arrays may nest, at most 64.
+    public init(_ bytes: UnsafeRawBufferPointer, maxDepth: Int = 64) {
+        cursor = Cursor(bytes: bytes, maxDepth: min(maxDepth, 64))
+    }
+
+    /// Opens the next value when it is an object (its members come from ``nextMember()``);
+    /// otherwise checks and skips it, and answers false.
+    public mutating func beginObject() throws(JSONParser.Failure) -> Bool {
+        cursor.skipWhitespace()
+        guard cursor.current == UInt8(ascii: "{") else {
+            try skipValue()
+            return false
+        }
+        guard depth < cursor.maxDepth else { throw cursor.failure("nested deeper than \(cursor.maxDepth)") }
+        cursor.index += 1
+        depth += 1
+        hasMembers &= ~(1 << (depth - 1))
+        return true
+    }
+
+    /// The name of the innermost open object's next member, whose value is the next to read; nil
+    /// once the object has ended (it is then closed).
+    public mutating func nextMember() throws(JSONParser.Failure) -> String? {
+        precondition(depth > 0, "no object is open")
+        let bit: UInt64 = 1 << (depth - 1)
+        cursor.skipWhitespace()
+        if cursor.current == UInt8(ascii: "}") {
+            cursor.index += 1
+            depth -= 1
+            return nil
+        }
+        if hasMembers & bit != 0 {
+            guard cursor.current == UInt8(ascii: ",") else { throw cursor.failure("expected ',' or '}'") }
+            cursor.index += 1
+            cursor.skipWhitespace()
+        }
+        guard cursor.current == UInt8(ascii: "\"") else { throw cursor.failure("expected a member name") }
+        let name = try cursor.parseString()
+        cursor.skipWhitespace()
+        guard cursor.current == UInt8(ascii: ":") else { throw cursor.failure("expected ':'") }
+        cursor.index += 1
+        hasMembers |= bit
+        return name
+    }
+
+    /// What the next value is, from its first byte; nil at the end of the input or at a byte no
+    /// value starts with.
+    public enum Kind: Sendable {
+        case object, array, string, number, bool, null
+    }
+
+    /// What the next value is, without reading it (reading it still checks it whole).
+    public mutating func peek() -> Kind? {
+        cursor.skipWhitespace()
+        switch cursor.current {
+        case UInt8(ascii: "{")?: return .object
+        case UInt8(ascii: "[")?: return .array
+        case UInt8(ascii: "\"")?: return .string
+        case UInt8(ascii: "-")?, (UInt8(ascii: "0")...UInt8(ascii: "9"))?: return .number
+        case UInt8(ascii: "t")?, UInt8(ascii: "f")?: return .bool
+        case UInt8(ascii: "n")?: return .null
+        default: return nil
+        }
+    }
+
+    /// The next value when it is a string; any other value is checked and skipped, and gives nil.
+    public mutating func string() throws(JSONParser.Failure) -> String? {
+        cursor.skipWhitespace()
+        guard cursor.current == UInt8(ascii: "\"") else {
+            try skipValue()
+            return nil
+        }
+        return try cursor.parseString()
+    }
+
+    /// The next value's text when it is a number; any other value is checked and skipped, and
+    /// gives nil.
+    public mutating func number() throws(JSONParser.Failure) -> String? {
+        cursor.skipWhitespace()
+        switch cursor.current {
+        case UInt8(ascii: "-")?, (UInt8(ascii: "0")...UInt8(ascii: "9"))?: return try cursor.parseNumber()
+        default:
+            try skipValue()
+            return nil
+        }
+    }
+
+    /// Checks the next value and passes over it: where its bytes are.
+    @discardableResult
+    public mutating func skipValue() throws(JSONParser.Failure) -> Range<Int> {
+        cursor.skipWhitespace()
+        let start = cursor.index
+        try cursor.skipValue(depth: depth)
+        return start..<cursor.index
+    }
+
+    /// Checks that the document is whole: nothing but whitespace follows it.
+    public mutating func end() throws(JSONParser.Failure) {
+        precondition(depth == 0, "an object is still open")
+        cursor.skipWhitespace()
+        guard cursor.index == cursor.bytes.count else { throw cursor.failure("unexpected data after the JSON value") }
+    }
+}
+
 private struct Cursor {
     let bytes: UnsafeRawBufferPointer
     let maxDepth: Int

@@ -165,67 +165,190 @@ public struct OutboundMessage: Sendable, Hashable {
     }
 
     private init(decoding bytes: UnsafeRawBufferPointer) throws(OutboundMessageError) {
-        // The body is the provider's request body exactly as the worker wrote it: checked, not
-        // built and written again (the sender's costliest step per call otherwise).
-        guard let (value, rawBody) = try? JSONParser().parse(bytes, keepingRawAt: ["request", "body"]),
-            case .object(let object) = value
-        else {
-            throw OutboundMessageError(message: "not a JSON object")
-        }
-        func string(_ value: JSONValue?, _ name: String) throws(OutboundMessageError) -> String {
-            guard case .string(let text)? = value else {
+        // Read member by member, not as a tree: the sender reads every message, and building the
+        // tree and releasing it cost more than the reading. The body is the provider's request body
+        // exactly as the worker wrote it: checked, not built and written again.
+        guard let read = try? Members(bytes) else { throw OutboundMessageError(message: "not a JSON object") }
+        func string(_ value: Members.Value, _ name: String) throws(OutboundMessageError) -> String {
+            guard case .string(let text) = value else {
                 throw OutboundMessageError(message: "'\(name)' must be a string")
             }
             return text
         }
-        func timestamp(_ value: JSONValue?, _ name: String) throws(OutboundMessageError) -> Timestamp {
+        func timestamp(_ value: Members.Value, _ name: String) throws(OutboundMessageError) -> Timestamp {
             guard let time = Timestamp(rfc3339: try string(value, name)) else {
                 throw OutboundMessageError(message: "'\(name)' must be an RFC 3339 time")
             }
             return time
         }
-        let schema = try string(object["schema"], "schema")
+        // Checked in the order a tree was once read in, so a message keeps its first complaint.
+        let schema = try string(read.schema, "schema")
         guard schema == Self.schema else { throw OutboundMessageError(message: "unknown schema '\(schema)'") }
-        guard let provider = PushProvider(rawValue: try string(object["provider"], "provider")) else {
+        guard let provider = PushProvider(rawValue: try string(read.provider, "provider")) else {
             throw OutboundMessageError(message: "'provider' must be apns, fcm or expo")
         }
-        guard let environment = Device.Environment(rawValue: try string(object["environment"], "environment")) else {
+        guard let environment = Device.Environment(rawValue: try string(read.environment, "environment")) else {
             throw OutboundMessageError(message: "'environment' must be sandbox or production")
         }
-        guard case .object(let request)? = object["request"], let rawBody else {
+        guard let body = read.body else {
             throw OutboundMessageError(message: "'request' must be an object with a 'body'")
         }
         var headers: [Header] = []
-        if case .object(let members)? = request["headers"] {
-            for (name, value) in members { headers.append(Header(name, try string(value, "request.headers.\(name)"))) }
+        headers.reserveCapacity(read.headers.count)
+        for (name, value) in read.headers {
+            headers.append(Header(name, try string(value, "request.headers.\(name)")))
         }
-        guard case .number(let attempt)? = object["attempt"], let attemptNumber = Int(attempt) else {
+        guard case .number(let attempt) = read.attempt, let attemptNumber = Int(attempt) else {
             throw OutboundMessageError(message: "'attempt' must be an integer")
         }
-        let trace = object["trace"]
         self.init(
-            notificationID: try string(object["notificationId"], "notificationId"),
-            eventID: try string(object["eventId"], "eventId"),
-            kind: try string(object["kind"], "kind"),
-            category: try string(object["category"], "category"),
-            recipient: try string(object["recipient"], "recipient"),
+            notificationID: try string(read.notificationID, "notificationId"),
+            eventID: try string(read.eventID, "eventId"),
+            kind: try string(read.kind, "kind"),
+            category: try string(read.category, "category"),
+            recipient: try string(read.recipient, "recipient"),
             provider: provider,
-            app: try string(object["app"], "app"),
+            app: try string(read.app, "app"),
             environment: environment,
-            token: try string(object["target"]?["token"], "target.token"),
+            token: try string(read.token, "target.token"),
             request: Request(
-                method: try string(request["method"], "request.method"),
-                path: try string(request["path"], "request.path"),
+                method: try string(read.method, "request.method"),
+                path: try string(read.path, "request.path"),
                 headers: headers,
-                body: Array(UnsafeRawBufferPointer(rebasing: bytes[rawBody]))
+                body: Array(UnsafeRawBufferPointer(rebasing: bytes[body]))
             ),
-            createdAt: try timestamp(object["createdAt"], "createdAt"),
-            expiresAt: object["expiresAt"] == nil ? nil : try timestamp(object["expiresAt"], "expiresAt"),
+            createdAt: try timestamp(read.createdAt, "createdAt"),
+            expiresAt: read.expiresAt == .absent ? nil : try timestamp(read.expiresAt, "expiresAt"),
             attempt: attemptNumber,
-            traceParent: trace?["traceparent"]?.stringValue,
-            traceState: trace?["tracestate"]?.stringValue,
-            locale: object["locale"]?.stringValue
+            traceParent: read.traceParent.string,
+            traceState: read.traceState.string,
+            locale: read.locale.string
         )
+    }
+
+    /// The members of an encoded message, as read and before they are checked. Where a name
+    /// appears twice in an object, its first member counts (as a lookup in a tree would find).
+    private struct Members {
+        enum Value: Equatable {
+            case absent
+            case string(String)
+            case number(String)
+            /// Any other JSON value.
+            case other
+
+            var string: String? {
+                if case .string(let text) = self { text } else { nil }
+            }
+        }
+
+        var schema = Value.absent
+        var notificationID = Value.absent
+        var eventID = Value.absent
+        var kind = Value.absent
+        var category = Value.absent
+        var locale = Value.absent
+        var recipient = Value.absent
+        var provider = Value.absent
+        var app = Value.absent
+        var environment = Value.absent
+        var token = Value.absent
+        var method = Value.absent
+        var path = Value.absent
+        var headers: [(name: String, value: Value)] = []
+        /// Where the request body's bytes are.
+        var body: Range<Int>?
+        var createdAt = Value.absent
+        var expiresAt = Value.absent
+        var attempt = Value.absent
+        var traceParent = Value.absent
+        var traceState = Value.absent
+
+        /// Nil when `bytes` hold JSON but not an object.
+        ///
+        /// - Throws: `JSONParser.Failure` when `bytes` are not JSON.
+        init?(_ bytes: UnsafeRawBufferPointer) throws(JSONParser.Failure) {
+            var reader = JSONReader(bytes)
+            guard try reader.beginObject() else { return nil }
+            var seen = Seen()
+            while let name = try reader.nextMember() {
+                switch name {
+                case "schema" where seen.first(0): schema = try Self.value(&reader)
+                case "notificationId" where seen.first(1): notificationID = try Self.value(&reader)
+                case "eventId" where seen.first(2): eventID = try Self.value(&reader)
+                case "kind" where seen.first(3): kind = try Self.value(&reader)
+                case "category" where seen.first(4): category = try Self.value(&reader)
+                case "locale" where seen.first(5): locale = try Self.value(&reader)
+                case "recipient" where seen.first(6): recipient = try Self.value(&reader)
+                case "provider" where seen.first(7): provider = try Self.value(&reader)
+                case "app" where seen.first(8): app = try Self.value(&reader)
+                case "environment" where seen.first(9): environment = try Self.value(&reader)
+                case "createdAt" where seen.first(10): createdAt = try Self.value(&reader)
+                case "expiresAt" where seen.first(11): expiresAt = try Self.value(&reader)
+                case "attempt" where seen.first(12): attempt = try Self.value(&reader)
+                case "target" where seen.first(13):
+                    guard try reader.beginObject() else { break }
+                    var inner = Seen()
+                    while let name = try reader.nextMember() {
+                        if name == "token" && inner.first(0) {
+                            token = try Self.value(&reader)
+                        } else {
+                            try reader.skipValue()
+                        }
+                    }
+                case "request" where seen.first(14): try readRequest(&reader)
+                case "trace" where seen.first(15):
+                    guard try reader.beginObject() else { break }
+                    var inner = Seen()
+                    while let name = try reader.nextMember() {
+                        switch name {
+                        case "traceparent" where inner.first(0): traceParent = try Self.value(&reader)
+                        case "tracestate" where inner.first(1): traceState = try Self.value(&reader)
+                        default: try reader.skipValue()
+                        }
+                    }
+                default: try reader.skipValue()
+                }
+            }
+            try reader.end()
+        }
+
+        private mutating func readRequest(_ reader: inout JSONReader) throws(JSONParser.Failure) {
+            guard try reader.beginObject() else { return }
+            var seen = Seen()
+            while let name = try reader.nextMember() {
+                switch name {
+                case "method" where seen.first(0): method = try Self.value(&reader)
+                case "path" where seen.first(1): path = try Self.value(&reader)
+                case "body" where seen.first(2): body = try reader.skipValue()
+                case "headers" where seen.first(3):
+                    guard try reader.beginObject() else { break }
+                    // Every member, repeated names too: a header may be sent twice.
+                    while let header = try reader.nextMember() { headers.append((header, try Self.value(&reader))) }
+                default: try reader.skipValue()
+                }
+            }
+        }
+
+        /// Which of an object's known member names have been read: a name's first member counts.
+        private struct Seen {
+            private var bits: UInt32 = 0
+
+            /// Whether this is the first member named by `bit`, marking it read.
+            mutating func first(_ bit: Int) -> Bool {
+                defer { bits |= 1 << bit }
+                return bits & (1 << bit) == 0
+            }
+        }
+
+        private static func value(_ reader: inout JSONReader) throws(JSONParser.Failure) -> Value {
+            switch reader.peek() {
+            case .string?: return try reader.string().map(Value.string) ?? .other
+            case .number?: return try reader.number().map(Value.number) ?? .other
+            default:
+                try reader.skipValue()
+                return .other
+            }
+        }
     }
 }
 

@@ -91,6 +91,29 @@ struct OutboundMessageTests {
         #expect(mixed?.message == "'request' must be an object with a 'body'")
     }
 
+    @Test("a name given twice counts once, as first written; unknown members are passed over but must be JSON")
+    func repeatedAndUnknownMembers() throws {
+        let encoded = String(decoding: Self.message().encoded(), as: UTF8.self)
+        let repeated = encoded.replacingOccurrences(
+            of: #""attempt":3"#,
+            with: #""attempt":3,"attempt":"x","schema":"herald.outbound.v9","target":{},"extra":{"a":[1,{"b":null}]}"#
+        )
+        #expect(repeated != encoded)
+        #expect(try OutboundMessage(decoding: Array(repeated.utf8)) == Self.message())
+        let broken = encoded.replacingOccurrences(of: #""attempt":3"#, with: #""attempt":3,"extra":[1,,2]"#)
+        let failure = #expect(throws: OutboundMessageError.self) { try OutboundMessage(decoding: Array(broken.utf8)) }
+        #expect(failure?.message == "not a JSON object")
+        let wrongType = encoded.replacingOccurrences(of: #""kind":"order.confirmed""#, with: #""kind":["order"]"#)
+        let wrong = #expect(throws: OutboundMessageError.self) { try OutboundMessage(decoding: Array(wrongType.utf8)) }
+        #expect(wrong?.message == "'kind' must be a string")
+        let headerTwice = encoded.replacingOccurrences(
+            of: #""apns-priority":"10""#,
+            with: #""apns-priority":"10","apns-priority":"5""#
+        )
+        let decoded = try OutboundMessage(decoding: Array(headerTwice.utf8))
+        #expect(decoded.request.headers.filter { $0.name == "apns-priority" }.map(\.value) == ["10", "5"])
+    }
+
     @Test(
         "a message written in place is byte for byte the one built as a value, for every provider, a body over the limit and a bad token"
     )

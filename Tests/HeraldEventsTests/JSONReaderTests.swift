@@ -1,0 +1,91 @@
+import Testing
+
+@testable import HeraldEvents
+
+@Suite("JSON pull reader")
+struct JSONReaderTests {
+    /// Reads `text` with `body` and finishes the document.
+    func read<T>(_ text: String, _ body: (inout JSONReader) throws -> T) throws -> T {
+        try Array(text.utf8).withUnsafeBytes { bytes in
+            var reader = JSONReader(bytes)
+            let result = try body(&reader)
+            try reader.end()
+            return result
+        }
+    }
+
+    @Test("members come in document order with their values; nested objects and skipped values too")
+    func members() throws {
+        let text = #" { "a" : "x\u00e9" , "n": -1.5e3, "o": {"in": "y", "deep": [1, {"z": null}]}, "t": true } "#
+        let seen = try read(text) { reader in
+            var seen: [String] = []
+            #expect(try reader.beginObject())
+            while let name = try reader.nextMember() {
+                switch name {
+                case "a": seen.append("a=\(try reader.string() ?? "?")")
+                case "n": seen.append("n=\(try reader.number() ?? "?")")
+                case "o":
+                    #expect(reader.peek() == .object)
+                    #expect(try reader.beginObject())
+                    while let inner = try reader.nextMember() {
+                        if inner == "in" {
+                            seen.append("o.in=\(try reader.string() ?? "?")")
+                        } else {
+                            let range = try reader.skipValue()
+                            seen.append("o.\(inner)@\(range.count)")
+                        }
+                    }
+                default:
+                    #expect(reader.peek() == .bool)
+                    // Not a string: checked, skipped, nil.
+                    #expect(try reader.string() == nil)
+                    seen.append(name)
+                }
+            }
+            return seen
+        }
+        #expect(seen == ["a=xé", "n=-1.5e3", "o.in=y", "o.deep@16", "t"])
+    }
+
+    @Test("an empty object has no members; a value that is not an object is checked and passed over")
+    func emptyAndNotObject() throws {
+        #expect(try read(" {} ") { reader in try reader.beginObject() ? try reader.nextMember() : "not" } == nil)
+        #expect(try read("[1, 2]") { reader in try reader.beginObject() } == false)
+        #expect(throws: JSONParser.Failure.self) { try read("[1, 2,]") { reader in try reader.beginObject() } }
+    }
+
+    @Test(
+        "what the tree parser rejects, the reader rejects",
+        arguments: [
+            #"{"a":1,}"#, #"{"a":1 "b":2}"#, #"{,"a":1}"#, #"{"a" 1}"#, #"{"a":1} x"#, #"{"a":[1,]}"#,
+            #"{"a":"\x"}"#, #"{"a":tru}"#, #"{"a":1"#, "",
+        ]
+    )
+    func rejects(text: String) {
+        #expect(throws: JSONParser.Failure.self) {
+            try read(text) { reader in
+                guard try reader.beginObject() else { return }
+                while try reader.nextMember() != nil { try reader.skipValue() }
+            }
+        }
+        #expect(throws: JSONParser.Failure.self) { try JSONParser().parse(Array(text.utf8)) }
+    }
+
+    @Test("nesting deeper than the limit is refused, in objects opened and in values skipped")
+    func depth() throws {
+        let deep = String(repeating: "[", count: 70) + String(repeating: "]", count: 70)
+        #expect(throws: JSONParser.Failure.self) {
+            try read(#"{"a":\#(deep)}"#) { reader in
+                _ = try reader.beginObject()
+                while try reader.nextMember() != nil { try reader.skipValue() }
+            }
+        }
+        let objects = String(repeating: #"{"a":"#, count: 3) + "1" + String(repeating: "}", count: 3)
+        #expect(throws: JSONParser.Failure.self) {
+            try Array(objects.utf8).withUnsafeBytes { bytes in
+                var reader = JSONReader(bytes, maxDepth: 2)
+                while try reader.beginObject() { _ = try reader.nextMember() }
+            }
+        }
+    }
+}
