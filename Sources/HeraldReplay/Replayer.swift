@@ -70,15 +70,21 @@ public final class Replayer: Sendable {
             onFallbackLocale: { kind, requested, used in
                 // `nb-NO` rendered from `nb` is the catalog working as designed; a language the
                 // catalog lacks (or no locale at all) is a missing translation.
-                // Called for most renders when profiles carry regions: no allocation on the way out.
-                if let language = requested?.prefix(while: { $0 != "-" && $0 != "_" }),
-                    language.elementsEqual(used) || language.lowercased() == used.lowercased()
+                // Called for most renders when profiles carry regions: compared as ASCII bytes (locale
+                // tags are ASCII), without Characters or allocations on the way out.
+                if let language = requested?.utf8.prefix(while: { $0 != UInt8(ascii: "-") && $0 != UInt8(ascii: "_") }),
+                    language.elementsEqual(used.utf8, by: { Self.lowercased($0) == Self.lowercased($1) })
                 {
                     return
                 }
                 fallbacks.add(ReplayReport.Fallback(kind: kind, requested: requested ?? "", used: used))
             }
         )
+    }
+
+    /// An ASCII letter in lower case; any other byte as it is.
+    private static func lowercased(_ byte: UInt8) -> UInt8 {
+        (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) ? byte | 0x20 : byte
     }
 
     /// How many batches are built at once, while the next is decided. One leaves the builders idle
