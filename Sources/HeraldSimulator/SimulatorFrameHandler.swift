@@ -33,9 +33,19 @@ final class SimulatorFrameHandler: ChannelInboundHandler {
         self.simulator = simulator
     }
 
+    /// Added once TLS has negotiated `h2`, to a channel already active: `NIOHTTP2Handler` has just
+    /// written the preface, and the receive window can open.
+    func handlerAdded(context: ChannelHandlerContext) {
+        if context.channel.isActive { openReceiveWindow(context: context) }
+    }
+
     func channelActive(context: ChannelHandlerContext) {
-        if let update = receiveWindow.opening() { context.writeAndFlush(wrapOutboundOut(update), promise: nil) }
+        openReceiveWindow(context: context)
         context.fireChannelActive()
+    }
+
+    private func openReceiveWindow(context: ChannelHandlerContext) {
+        if let update = receiveWindow.opening() { context.writeAndFlush(wrapOutboundOut(update), promise: nil) }
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {

@@ -10,27 +10,75 @@ public struct OutboundMessage: Sendable, Hashable {
     public static let schema = "herald.outbound.v1"
 
     /// `hash(eventId, kind, recipient, device token)`: the same on every worker and redelivery.
-    public var notificationID: String
+    public var notificationID: String {
+        get { storage.fields.notificationID }
+        set { uniqueStorage().fields.notificationID = newValue }
+    }
     /// The domain event's id; for a digest, `digest:` and the window's identity.
-    public var eventID: String
-    public var kind: String
-    public var category: String
+    public var eventID: String {
+        get { storage.fields.eventID }
+        set { uniqueStorage().fields.eventID = newValue }
+    }
+    public var kind: String {
+        get { storage.fields.kind }
+        set { uniqueStorage().fields.kind = newValue }
+    }
+    public var category: String {
+        get { storage.fields.category }
+        set { uniqueStorage().fields.category = newValue }
+    }
     /// The catalog locale the text was rendered in (after any fallback); informational.
-    public var locale: String?
-    public var recipient: String
-    public var provider: PushProvider
-    public var app: String
-    public var environment: Device.Environment
-    public var token: String
-    public var request: Request
-    public var createdAt: Timestamp
+    public var locale: String? {
+        get { storage.fields.locale }
+        set { uniqueStorage().fields.locale = newValue }
+    }
+    public var recipient: String {
+        get { storage.fields.recipient }
+        set { uniqueStorage().fields.recipient = newValue }
+    }
+    public var provider: PushProvider {
+        get { storage.fields.provider }
+        set { uniqueStorage().fields.provider = newValue }
+    }
+    public var app: String {
+        get { storage.fields.app }
+        set { uniqueStorage().fields.app = newValue }
+    }
+    public var environment: Device.Environment {
+        get { storage.fields.environment }
+        set { uniqueStorage().fields.environment = newValue }
+    }
+    public var token: String {
+        get { storage.fields.token }
+        set { uniqueStorage().fields.token = newValue }
+    }
+    public var request: Request {
+        get { storage.fields.request }
+        set { uniqueStorage().fields.request = newValue }
+    }
+    public var createdAt: Timestamp {
+        get { storage.fields.createdAt }
+        set { uniqueStorage().fields.createdAt = newValue }
+    }
     /// After this the notification is not worth sending; the sender drops it as `expired`.
-    public var expiresAt: Timestamp?
+    public var expiresAt: Timestamp? {
+        get { storage.fields.expiresAt }
+        set { uniqueStorage().fields.expiresAt = newValue }
+    }
     /// 1 for the worker's message; the sender counts retries up from it.
-    public var attempt: Int
+    public var attempt: Int {
+        get { storage.fields.attempt }
+        set { uniqueStorage().fields.attempt = newValue }
+    }
     /// W3C trace context from the event's `traceparent` / `tracestate` extensions.
-    public var traceParent: String?
-    public var traceState: String?
+    public var traceParent: String? {
+        get { storage.fields.traceParent }
+        set { uniqueStorage().fields.traceParent = newValue }
+    }
+    public var traceState: String? {
+        get { storage.fields.traceState }
+        set { uniqueStorage().fields.traceState = newValue }
+    }
 
     /// The HTTP request, relative to the provider's endpoint (the sender picks the host: APNs
     /// production or sandbox, the FCM project, Expo).
@@ -59,6 +107,48 @@ public struct OutboundMessage: Sendable, Hashable {
         }
     }
 
+    // The fields live in one shared object, copied on the first write to a shared one: the sender
+    // hands a message from its batch to the provider's client, to the call's outcome and on to the
+    // ledger, and a copy of sixteen fields retained and released each of their strings every time.
+    private var storage: Storage
+
+    private final class Storage: @unchecked Sendable {
+        // Written only through `uniqueStorage()`, when no other message shares it.
+        var fields: Fields
+
+        init(_ fields: Fields) { self.fields = fields }
+    }
+
+    private struct Fields: Hashable {
+        var notificationID: String
+        var eventID: String
+        var kind: String
+        var category: String
+        var locale: String?
+        var recipient: String
+        var provider: PushProvider
+        var app: String
+        var environment: Device.Environment
+        var token: String
+        var request: Request
+        var createdAt: Timestamp
+        var expiresAt: Timestamp?
+        var attempt: Int
+        var traceParent: String?
+        var traceState: String?
+    }
+
+    private mutating func uniqueStorage() -> Storage {
+        if !isKnownUniquelyReferenced(&storage) { storage = Storage(storage.fields) }
+        return storage
+    }
+
+    public static func == (lhs: Self, rhs: Self) -> Bool {
+        lhs.storage === rhs.storage || lhs.storage.fields == rhs.storage.fields
+    }
+
+    public func hash(into hasher: inout Hasher) { storage.fields.hash(into: &hasher) }
+
     public init(
         notificationID: String,
         eventID: String,
@@ -77,22 +167,26 @@ public struct OutboundMessage: Sendable, Hashable {
         traceState: String? = nil,
         locale: String? = nil
     ) {
-        self.notificationID = notificationID
-        self.eventID = eventID
-        self.kind = kind
-        self.category = category
-        self.locale = locale
-        self.recipient = recipient
-        self.provider = provider
-        self.app = app
-        self.environment = environment
-        self.token = token
-        self.request = request
-        self.createdAt = createdAt
-        self.expiresAt = expiresAt
-        self.attempt = attempt
-        self.traceParent = traceParent
-        self.traceState = traceState
+        storage = Storage(
+            Fields(
+                notificationID: notificationID,
+                eventID: eventID,
+                kind: kind,
+                category: category,
+                locale: locale,
+                recipient: recipient,
+                provider: provider,
+                app: app,
+                environment: environment,
+                token: token,
+                request: request,
+                createdAt: createdAt,
+                expiresAt: expiresAt,
+                attempt: attempt,
+                traceParent: traceParent,
+                traceState: traceState
+            )
+        )
     }
 
     /// The message as JSON; the request body is embedded as JSON, not as a string.
