@@ -20,49 +20,37 @@ public protocol Directory: Sendable {
 public struct Recipient: Sendable, Hashable {
     public var userID: String {
         get { storage.fields.userID }
-        set { uniqueStorage().fields.userID = newValue }
+        set { storage.modify { $0.userID = newValue } }
     }
     public var devices: [RegisteredDevice] {
         get { storage.fields.devices }
-        set { uniqueStorage().fields.devices = newValue }
+        set { storage.modify { $0.devices = newValue } }
     }
     public var locale: String? {
         get { storage.fields.locale }
-        set { uniqueStorage().fields.locale = newValue }
+        set { storage.modify { $0.locale = newValue } }
     }
     public var timeZone: String? {
         get { storage.fields.timeZone }
-        set { uniqueStorage().fields.timeZone = newValue }
+        set { storage.modify { $0.timeZone = newValue } }
     }
     public var preferences: Preferences {
         get { storage.fields.preferences }
-        set { uniqueStorage().fields.preferences = newValue }
+        set { storage.modify { $0.preferences = newValue } }
     }
 
     // The fields live in one shared object, copied on the first write to a shared one: a recipient
     // is made once when the directory cache fills and copied for every event sent to them (into the
     // batch's directory, out of it, into each build), and a copy of the fields retained and released
     // each of their strings and arrays every time.
-    private var storage: Storage
+    private var storage: SharedFields<Fields>
 
-    private final class Storage: @unchecked Sendable {
-        // Written only through `uniqueStorage()`, when no other recipient shares it.
-        var fields: Fields
-
-        init(_ fields: Fields) { self.fields = fields }
-    }
-
-    private struct Fields: Hashable {
+    private struct Fields: Hashable, Sendable {
         var userID: String
         var devices: [RegisteredDevice]
         var locale: String?
         var timeZone: String?
         var preferences: Preferences
-    }
-
-    private mutating func uniqueStorage() -> Storage {
-        if !isKnownUniquelyReferenced(&storage) { storage = Storage(storage.fields) }
-        return storage
     }
 
     public init(
@@ -72,16 +60,10 @@ public struct Recipient: Sendable, Hashable {
         timeZone: String? = nil,
         preferences: Preferences = Preferences()
     ) {
-        storage = Storage(
+        storage = SharedFields(
             Fields(userID: userID, devices: devices, locale: locale, timeZone: timeZone, preferences: preferences)
         )
     }
-
-    public static func == (lhs: Self, rhs: Self) -> Bool {
-        lhs.storage === rhs.storage || lhs.storage.fields == rhs.storage.fields
-    }
-
-    public func hash(into hasher: inout Hasher) { storage.fields.hash(into: &hasher) }
 }
 
 extension Recipient {

@@ -12,72 +12,72 @@ public struct OutboundMessage: Sendable, Hashable {
     /// `hash(eventId, kind, recipient, device token)`: the same on every worker and redelivery.
     public var notificationID: String {
         get { storage.fields.notificationID }
-        set { uniqueStorage().fields.notificationID = newValue }
+        set { storage.modify { $0.notificationID = newValue } }
     }
     /// The domain event's id; for a digest, `digest:` and the window's identity.
     public var eventID: String {
         get { storage.fields.eventID }
-        set { uniqueStorage().fields.eventID = newValue }
+        set { storage.modify { $0.eventID = newValue } }
     }
     public var kind: String {
         get { storage.fields.kind }
-        set { uniqueStorage().fields.kind = newValue }
+        set { storage.modify { $0.kind = newValue } }
     }
     public var category: String {
         get { storage.fields.category }
-        set { uniqueStorage().fields.category = newValue }
+        set { storage.modify { $0.category = newValue } }
     }
     /// The catalog locale the text was rendered in (after any fallback); informational.
     public var locale: String? {
         get { storage.fields.locale }
-        set { uniqueStorage().fields.locale = newValue }
+        set { storage.modify { $0.locale = newValue } }
     }
     public var recipient: String {
         get { storage.fields.recipient }
-        set { uniqueStorage().fields.recipient = newValue }
+        set { storage.modify { $0.recipient = newValue } }
     }
     public var provider: PushProvider {
         get { storage.fields.provider }
-        set { uniqueStorage().fields.provider = newValue }
+        set { storage.modify { $0.provider = newValue } }
     }
     public var app: String {
         get { storage.fields.app }
-        set { uniqueStorage().fields.app = newValue }
+        set { storage.modify { $0.app = newValue } }
     }
     public var environment: Device.Environment {
         get { storage.fields.environment }
-        set { uniqueStorage().fields.environment = newValue }
+        set { storage.modify { $0.environment = newValue } }
     }
     public var token: String {
         get { storage.fields.token }
-        set { uniqueStorage().fields.token = newValue }
+        set { storage.modify { $0.token = newValue } }
     }
     public var request: Request {
         get { storage.fields.request }
-        set { uniqueStorage().fields.request = newValue }
+        set { storage.modify { $0.request = newValue } }
     }
     public var createdAt: Timestamp {
         get { storage.fields.createdAt }
-        set { uniqueStorage().fields.createdAt = newValue }
+        set { storage.modify { $0.createdAt = newValue } }
     }
     /// After this the notification is not worth sending; the sender drops it as `expired`.
     public var expiresAt: Timestamp? {
         get { storage.fields.expiresAt }
-        set { uniqueStorage().fields.expiresAt = newValue }
+        set { storage.modify { $0.expiresAt = newValue } }
     }
     /// 1 for the worker's message; the sender counts retries up from it.
     public var attempt: Int {
         get { storage.fields.attempt }
-        set { uniqueStorage().fields.attempt = newValue }
+        set { storage.modify { $0.attempt = newValue } }
     }
     /// W3C trace context from the event's `traceparent` / `tracestate` extensions.
     public var traceParent: String? {
         get { storage.fields.traceParent }
-        set { uniqueStorage().fields.traceParent = newValue }
+        set { storage.modify { $0.traceParent = newValue } }
     }
     public var traceState: String? {
         get { storage.fields.traceState }
-        set { uniqueStorage().fields.traceState = newValue }
+        set { storage.modify { $0.traceState = newValue } }
     }
 
     /// The HTTP request, relative to the provider's endpoint (the sender picks the host: APNs
@@ -110,16 +110,9 @@ public struct OutboundMessage: Sendable, Hashable {
     // The fields live in one shared object, copied on the first write to a shared one: the sender
     // hands a message from its batch to the provider's client, to the call's outcome and on to the
     // ledger, and a copy of sixteen fields retained and released each of their strings every time.
-    private var storage: Storage
+    private var storage: SharedFields<Fields>
 
-    private final class Storage: @unchecked Sendable {
-        // Written only through `uniqueStorage()`, when no other message shares it.
-        var fields: Fields
-
-        init(_ fields: Fields) { self.fields = fields }
-    }
-
-    private struct Fields: Hashable {
+    private struct Fields: Hashable, Sendable {
         var notificationID: String
         var eventID: String
         var kind: String
@@ -137,17 +130,6 @@ public struct OutboundMessage: Sendable, Hashable {
         var traceParent: String?
         var traceState: String?
     }
-
-    private mutating func uniqueStorage() -> Storage {
-        if !isKnownUniquelyReferenced(&storage) { storage = Storage(storage.fields) }
-        return storage
-    }
-
-    public static func == (lhs: Self, rhs: Self) -> Bool {
-        lhs.storage === rhs.storage || lhs.storage.fields == rhs.storage.fields
-    }
-
-    public func hash(into hasher: inout Hasher) { storage.fields.hash(into: &hasher) }
 
     public init(
         notificationID: String,
@@ -167,7 +149,7 @@ public struct OutboundMessage: Sendable, Hashable {
         traceState: String? = nil,
         locale: String? = nil
     ) {
-        storage = Storage(
+        storage = SharedFields(
             Fields(
                 notificationID: notificationID,
                 eventID: eventID,
