@@ -3,52 +3,52 @@ public struct CloudEvent: Sendable, Hashable {
     /// `specversion`: always `1.0`.
     public var specVersion: String {
         get { storage.fields.specVersion }
-        set { storage.modify { $0.specVersion = newValue } }
+        _modify { yield &storage.fields.specVersion }
     }
     /// `id`: unique per `source`.
     public var id: String {
         get { storage.fields.id }
-        set { storage.modify { $0.id = newValue } }
+        _modify { yield &storage.fields.id }
     }
     /// `source`: a URI reference naming the producer.
     public var source: String {
         get { storage.fields.source }
-        set { storage.modify { $0.source = newValue } }
+        _modify { yield &storage.fields.source }
     }
     /// `type`: the event type, e.g. `order.confirmed`.
     public var type: String {
         get { storage.fields.type }
-        set { storage.modify { $0.type = newValue } }
+        _modify { yield &storage.fields.type }
     }
     /// `time`, if present.
     public var time: Timestamp? {
         get { storage.fields.time }
-        set { storage.modify { $0.time = newValue } }
+        _modify { yield &storage.fields.time }
     }
     /// `subject`, if present.
     public var subject: String? {
         get { storage.fields.subject }
-        set { storage.modify { $0.subject = newValue } }
+        _modify { yield &storage.fields.subject }
     }
     /// `datacontenttype`, if present.
     public var dataContentType: String? {
         get { storage.fields.dataContentType }
-        set { storage.modify { $0.dataContentType = newValue } }
+        _modify { yield &storage.fields.dataContentType }
     }
     /// `dataschema`, if present.
     public var dataSchema: String? {
         get { storage.fields.dataSchema }
-        set { storage.modify { $0.dataSchema = newValue } }
+        _modify { yield &storage.fields.dataSchema }
     }
     /// The event's data (JSON), or `nil` if it has none.
     public var data: JSONValue? {
         get { storage.fields.data }
-        set { storage.modify { $0.data = newValue } }
+        _modify { yield &storage.fields.data }
     }
     /// Extension attributes (any other attribute), as strings.
     public var extensions: [String: String] {
         get { storage.fields.extensions }
-        set { storage.modify { $0.extensions = newValue } }
+        _modify { yield &storage.fields.extensions }
     }
 
     // The fields live in one shared object, copied on the first write to a shared one: an event is

@@ -3,11 +3,12 @@
 /// and arrays. For values made once and copied often on hot paths: an event through a batch, a
 /// recipient out of the directory cache, an outbound message through the sender.
 ///
-/// `fields.name` reads one field where it is; ``modify(_:)`` changes them.
+/// `fields.name` reads one field where it is; a change through `fields` (`fields.list.append(x)`)
+/// copies the fields first when another value shares them, then changes them in place.
 public struct SharedFields<Fields: Hashable & Sendable>: Hashable, Sendable {
     @usableFromInline
     final class Box: @unchecked Sendable {
-        // Written only through `modify(_:)`, when no other value shares the box.
+        // Changed only through `fields`' modify accessor, when no other value shares the box.
         @usableFromInline var fields: Fields
 
         @usableFromInline init(_ fields: Fields) { self.fields = fields }
@@ -17,13 +18,16 @@ public struct SharedFields<Fields: Hashable & Sendable>: Hashable, Sendable {
 
     @inlinable public init(_ fields: Fields) { box = Box(fields) }
 
-    @inlinable public var fields: Fields { box.fields }
-
-    /// Changes the fields, copying them first when another value shares them.
     @inlinable
-    public mutating func modify<Result>(_ body: (inout Fields) throws -> Result) rethrows -> Result {
-        if !isKnownUniquelyReferenced(&box) { box = Box(box.fields) }
-        return try body(&box.fields)
+    public var fields: Fields {
+        get { box.fields }
+        // A yielded access rather than get-and-set: appending to an array field changes it where
+        // it is, instead of copying it out, appending to a second reference's buffer (a full copy)
+        // and storing it back.
+        _modify {
+            if !isKnownUniquelyReferenced(&box) { box = Box(box.fields) }
+            yield &box.fields
+        }
     }
 
     @inlinable

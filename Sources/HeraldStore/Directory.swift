@@ -20,23 +20,23 @@ public protocol Directory: Sendable {
 public struct Recipient: Sendable, Hashable {
     public var userID: String {
         get { storage.fields.userID }
-        set { storage.modify { $0.userID = newValue } }
+        _modify { yield &storage.fields.userID }
     }
     public var devices: [RegisteredDevice] {
         get { storage.fields.devices }
-        set { storage.modify { $0.devices = newValue } }
+        _modify { yield &storage.fields.devices }
     }
     public var locale: String? {
         get { storage.fields.locale }
-        set { storage.modify { $0.locale = newValue } }
+        _modify { yield &storage.fields.locale }
     }
     public var timeZone: String? {
         get { storage.fields.timeZone }
-        set { storage.modify { $0.timeZone = newValue } }
+        _modify { yield &storage.fields.timeZone }
     }
     public var preferences: Preferences {
         get { storage.fields.preferences }
-        set { storage.modify { $0.preferences = newValue } }
+        _modify { yield &storage.fields.preferences }
     }
 
     // The fields live in one shared object, copied on the first write to a shared one: a recipient

@@ -12,72 +12,72 @@ public struct OutboundMessage: Sendable, Hashable {
     /// `hash(eventId, kind, recipient, device token)`: the same on every worker and redelivery.
     public var notificationID: String {
         get { storage.fields.notificationID }
-        set { storage.modify { $0.notificationID = newValue } }
+        _modify { yield &storage.fields.notificationID }
     }
     /// The domain event's id; for a digest, `digest:` and the window's identity.
     public var eventID: String {
         get { storage.fields.eventID }
-        set { storage.modify { $0.eventID = newValue } }
+        _modify { yield &storage.fields.eventID }
     }
     public var kind: String {
         get { storage.fields.kind }
-        set { storage.modify { $0.kind = newValue } }
+        _modify { yield &storage.fields.kind }
     }
     public var category: String {
         get { storage.fields.category }
-        set { storage.modify { $0.category = newValue } }
+        _modify { yield &storage.fields.category }
     }
     /// The catalog locale the text was rendered in (after any fallback); informational.
     public var locale: String? {
         get { storage.fields.locale }
-        set { storage.modify { $0.locale = newValue } }
+        _modify { yield &storage.fields.locale }
     }
     public var recipient: String {
         get { storage.fields.recipient }
-        set { storage.modify { $0.recipient = newValue } }
+        _modify { yield &storage.fields.recipient }
     }
     public var provider: PushProvider {
         get { storage.fields.provider }
-        set { storage.modify { $0.provider = newValue } }
+        _modify { yield &storage.fields.provider }
     }
     public var app: String {
         get { storage.fields.app }
-        set { storage.modify { $0.app = newValue } }
+        _modify { yield &storage.fields.app }
     }
     public var environment: Device.Environment {
         get { storage.fields.environment }
-        set { storage.modify { $0.environment = newValue } }
+        _modify { yield &storage.fields.environment }
     }
     public var token: String {
         get { storage.fields.token }
-        set { storage.modify { $0.token = newValue } }
+        _modify { yield &storage.fields.token }
     }
     public var request: Request {
         get { storage.fields.request }
-        set { storage.modify { $0.request = newValue } }
+        _modify { yield &storage.fields.request }
     }
     public var createdAt: Timestamp {
         get { storage.fields.createdAt }
-        set { storage.modify { $0.createdAt = newValue } }
+        _modify { yield &storage.fields.createdAt }
     }
     /// After this the notification is not worth sending; the sender drops it as `expired`.
     public var expiresAt: Timestamp? {
         get { storage.fields.expiresAt }
-        set { storage.modify { $0.expiresAt = newValue } }
+        _modify { yield &storage.fields.expiresAt }
     }
     /// 1 for the worker's message; the sender counts retries up from it.
     public var attempt: Int {
         get { storage.fields.attempt }
-        set { storage.modify { $0.attempt = newValue } }
+        _modify { yield &storage.fields.attempt }
     }
     /// W3C trace context from the event's `traceparent` / `tracestate` extensions.
     public var traceParent: String? {
         get { storage.fields.traceParent }
-        set { storage.modify { $0.traceParent = newValue } }
+        _modify { yield &storage.fields.traceParent }
     }
     public var traceState: String? {
         get { storage.fields.traceState }
-        set { storage.modify { $0.traceState = newValue } }
+        _modify { yield &storage.fields.traceState }
     }
 
     /// The HTTP request, relative to the provider's endpoint (the sender picks the host: APNs
