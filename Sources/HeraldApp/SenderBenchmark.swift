@@ -27,6 +27,9 @@ public struct SenderBenchmark: Sendable {
     public var h2loadStreams = 256
     /// The APNs client's frame-level transport (the default), or async-http-client.
     public var usesFrameConnections = true
+    /// APNs requests in flight and frame connections; nil: the configuration's defaults.
+    public var concurrency: Int?
+    public var connections: Int?
 
     public init() {}
 
@@ -136,6 +139,8 @@ public struct SenderBenchmark: Sendable {
         configuration.providers = try await providers.providers()
         configuration.providers.expo.enabled = false
         configuration.providers.apns.usesFrameConnections = usesFrameConnections
+        if let concurrency { configuration.providers.apns.concurrency = concurrency }
+        if let connections { configuration.providers.apns.frameConnections = connections }
         let clients = try SenderApp.providerClients(configuration.providers, clock: WallClock())
         do {
             var report = try await measure(

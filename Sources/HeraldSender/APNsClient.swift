@@ -4,6 +4,8 @@ import HeraldEvents
 import HeraldPolicy
 import HeraldProviders
 import HeraldWorker
+import NIOCore
+import NIOHPACK
 import Synchronization
 
 /// The provider token for one APNs key: signed when first needed, then again about every 50 minutes
@@ -235,16 +237,26 @@ public final class APNsClient: Sendable {
                 let answers = await ProviderTransport.post(
                     connection.frames!,
                     origin: environment == .sandbox ? sandboxOrigin : productionOrigin,
-                    requests: indices.map {
-                        ProviderTransport.FrameRequest(
-                            path: messages[$0].request.path,
-                            headers: Self.headers(of: messages[$0], authorization: authorization),
-                            body: messages[$0].request.body
-                        )
-                    },
-                    unindexed: Self.uniquePerRequest,
+                    count: indices.count,
                     timeout: configuration.requestTimeout
-                )
+                ) { frames, index in
+                    let request = messages[indices[index]].request
+                    return frames.makeRequest(
+                        path: request.path,
+                        headerCount: request.headers.count + 1,
+                        body: ByteBuffer(bytes: request.body)
+                    ) { block in
+                        block.add(name: "authorization", value: authorization)
+                        for header in request.headers {
+                            let unique = Self.uniquePerRequest.contains(header.name)
+                            block.add(
+                                name: header.name,
+                                value: header.value,
+                                indexing: unique ? .nonIndexable : .indexable
+                            )
+                        }
+                    }
+                }
                 for (index, (answer, seconds)) in zip(indices, answers) {
                     // A retried call took both tries.
                     let seconds = seconds + calls[index].seconds

@@ -109,15 +109,29 @@ final class HTTP2FrameConnection: Sendable {
         unindexed: [String] = [],
         body: ByteBuffer
     ) -> Request {
+        makeRequest(method: method, path: path, headerCount: headers.count, body: body) { block in
+            for (name, value) in headers {
+                block.add(name: name, value: value, indexing: unindexed.contains(name) ? .nonIndexable : .indexable)
+            }
+        }
+    }
+
+    /// A `method` request for `path` whose headers (`headerCount` of them) `addHeaders` adds after
+    /// the pseudo-headers, straight into the header block: no list of pairs made for each request.
+    func makeRequest(
+        method: String = "POST",
+        path: String,
+        headerCount: Int,
+        body: ByteBuffer,
+        headers addHeaders: (inout HPACKHeaders) -> Void
+    ) -> Request {
         var hpack = HPACKHeaders()
-        hpack.reserveCapacity(headers.count + 4)
+        hpack.reserveCapacity(headerCount + 4)
         hpack.add(name: ":method", value: method)
         hpack.add(name: ":scheme", value: "https")
         hpack.add(name: ":authority", value: authority)
         hpack.add(name: ":path", value: path, indexing: .nonIndexable)
-        for (name, value) in headers {
-            hpack.add(name: name, value: value, indexing: unindexed.contains(name) ? .nonIndexable : .indexable)
-        }
+        addHeaders(&hpack)
         return Request(headers: hpack, body: body)
     }
 
@@ -211,6 +225,19 @@ final class HTTP2FrameClientHandler: ChannelDuplexHandler {
         var status: Int?
         var headers = HPACKHeaders()
         var body: ByteBuffer?
+
+        mutating func receive(_ block: HPACKHeaders) {
+            if status == nil, let status = block.first(name: ":status").flatMap({ Int($0) }) {
+                // 1xx answers are informational; the final status comes later.
+                if status >= 200 { self.status = status }
+            }
+            // Most answers are one header block: kept as it came, not copied into another.
+            if headers.isEmpty { headers = block } else { headers.add(contentsOf: block) }
+        }
+
+        mutating func receive(_ chunk: inout ByteBuffer) {
+            if body == nil { body = chunk } else { body!.writeBuffer(&chunk) }
+        }
     }
 
     /// How often streams past their deadline are looked for: one timer for the connection rather
@@ -348,22 +375,18 @@ final class HTTP2FrameClientHandler: ChannelDuplexHandler {
         if case .data(let payload) = frame.payload, let update = receiveWindow.received(payload) {
             context.writeAndFlush(wrapOutboundOut(update), promise: nil)
         }
+        // Streams are changed in place (`streams[id]?.receive`): copied out and stored back, each
+        // answer's frames retained and released every part of its stream.
         switch frame.payload {
         case .headers(let headers):
-            guard var stream = streams[frame.streamID] else { return }
-            if stream.status == nil, let status = headers.headers.first(name: ":status").flatMap({ Int($0) }) {
-                // 1xx answers are informational; the final status comes later.
-                if status >= 200 { stream.status = status }
-            }
-            stream.headers.add(contentsOf: headers.headers)
-            streams[frame.streamID] = stream
+            guard streams[frame.streamID]?.receive(headers.headers) != nil else { return }
             if headers.endStream { complete(frame.streamID) }
         case .data(let payload):
-            guard var stream = streams[frame.streamID] else { return }
             if case .byteBuffer(var chunk) = payload.data {
-                if stream.body == nil { stream.body = chunk } else { stream.body!.writeBuffer(&chunk) }
+                guard streams[frame.streamID]?.receive(&chunk) != nil else { return }
+            } else {
+                guard streams[frame.streamID] != nil else { return }
             }
-            streams[frame.streamID] = stream
             if payload.endStream { complete(frame.streamID) }
         case .rstStream(let code):
             fail(frame.streamID, HTTP2FrameConnection.ConnectionError.reset(code))

@@ -8,17 +8,18 @@ import NIOPosix
 import NIOSSL
 import Synchronization
 
-/// A provider's answer as bytes.
+/// A provider's answer as bytes: its status, body and `Retry-After`, the one header any
+/// classification reads (the rest are not copied out of the transport's header block).
 struct ProviderAnswer: Sendable {
     var status: Int
-    var headers: HTTPHeaders
     var body: [UInt8]
-
     /// `Retry-After` in seconds (the only form APNs, FCM and Expo send).
-    var retryAfter: Duration? {
-        headers.first(name: "retry-after").flatMap { Int64($0.trimmingCharacters(in: .whitespaces)) }.map {
-            .seconds($0)
-        }
+    var retryAfter: Duration?
+
+    init(status: Int, body: [UInt8], retryAfter: String?) {
+        self.status = status
+        self.body = body
+        self.retryAfter = retryAfter.flatMap { Int64($0.trimmingCharacters(in: .whitespaces)) }.map { .seconds($0) }
     }
 }
 
@@ -69,7 +70,13 @@ enum ProviderTransport {
             let response = try await client.execute(request, timeout: .nanoseconds(timeout.nanoseconds))
             var buffer = try await response.body.collect(upTo: maximumAnswerBytes)
             let bytes = buffer.readBytes(length: buffer.readableBytes) ?? []
-            return .success(ProviderAnswer(status: Int(response.status.code), headers: response.headers, body: bytes))
+            return .success(
+                ProviderAnswer(
+                    status: Int(response.status.code),
+                    body: bytes,
+                    retryAfter: response.headers.first(name: "retry-after")
+                )
+            )
         } catch let error as HTTPClientError where error == .deadlineExceeded || error == .readTimeout {
             return .failure(Classification.transport("timeout", "no answer within \(timeout)"))
         } catch let error as HTTPClientError where error == .connectTimeout {
@@ -104,55 +111,40 @@ enum ProviderTransport {
 }
 
 extension ProviderTransport {
-    /// One POST for ``post(_:origin:requests:timeout:)``.
-    struct FrameRequest: Sendable {
-        var path: String
-        var headers: [(String, String)]
-        var body: [UInt8]
-    }
-
-    /// POSTs `requests` together over one frame-level connection from `pool` to `origin` (nil: the
-    /// configured URL is not an https URL): an answer or a failure for each, in order, and the
-    /// seconds from its write to its answer. Headers named in `unindexed` stay out of HPACK's
-    /// dynamic table.
+    /// POSTs `count` requests together over one frame-level connection from `pool` to `origin`
+    /// (nil: the configured URL is not an https URL), `request` making the `index`th for the
+    /// connection taken: an answer or a failure for each, in order, and the seconds from its write
+    /// to its answer.
     static func post(
         _ pool: HTTP2FramePool,
         origin: HTTP2FramePool.Origin?,
-        requests: [FrameRequest],
-        unindexed: [String] = [],
-        timeout: Duration
+        count: Int,
+        timeout: Duration,
+        request: (_ connection: HTTP2FrameConnection, _ index: Int) -> HTTP2FrameConnection.Request
     ) async -> [(answer: Result<ProviderAnswer, DeliveryOutcome>, seconds: Double)] {
         guard let origin else {
             let outcome = DeliveryOutcome.configuration(.init("transport.bad_url", "not an https URL"))
-            return Array(repeating: (.failure(outcome), 0), count: requests.count)
+            return Array(repeating: (.failure(outcome), 0), count: count)
         }
         let connection: HTTP2FrameConnection
         do {
             connection = try await pool.connection(to: origin)
         } catch {
-            return Array(repeating: (.failure(frameFailure(error, timeout: timeout)), 0), count: requests.count)
+            return Array(repeating: (.failure(frameFailure(error, timeout: timeout)), 0), count: count)
         }
         let outcomes = await connection.send(
-            requests.map {
-                connection.makeRequest(
-                    path: $0.path,
-                    headers: $0.headers,
-                    unindexed: unindexed,
-                    body: ByteBuffer(bytes: $0.body)
-                )
-            },
+            (0..<count).map { request(connection, $0) },
             deadline: .now() + .nanoseconds(timeout.nanoseconds)
         )
         return outcomes.map { outcome in
             switch outcome.result {
             case .success(let answer):
-                var headers = HTTPHeaders()
-                for (name, value, _) in answer.headers where !name.hasPrefix(":") {
-                    headers.add(name: name, value: value)
-                }
                 var buffer = answer.body
                 let body = buffer.readBytes(length: buffer.readableBytes) ?? []
-                return (.success(ProviderAnswer(status: answer.status, headers: headers, body: body)), outcome.seconds)
+                let retryAfter = answer.headers.first(name: "retry-after")
+                return (
+                    .success(ProviderAnswer(status: answer.status, body: body, retryAfter: retryAfter)), outcome.seconds
+                )
             case .failure(let error):
                 return (.failure(frameFailure(error, timeout: timeout)), outcome.seconds)
             }

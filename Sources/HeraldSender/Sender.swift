@@ -17,6 +17,12 @@ public final class Sender: Service, Sendable {
     /// metadata: `provider`, `cause`, `calls`).
     public static let unansweredCallsMessage = "provider calls got no answer; retrying them"
 
+    /// Calls by provider and outcome class, counted in a batch.
+    private struct CallOutcome: Hashable {
+        var provider: PushProvider
+        var `class`: DeliveryOutcome.Class
+    }
+
     /// Calls that got no answer, counted by provider and cause for ``unansweredCallsMessage``.
     private struct TransportFailure: Hashable {
         var provider: String
@@ -225,10 +231,12 @@ public final class Sender: Service, Sendable {
         var deferred = 0
         // A redelivered event can put the same notification twice into one group (the worker gives
         // it the same id both times); the ledger knows neither yet, so the second rides on the first.
-        var seen = Set<String>()
+        var seen = Set<String>(minimumCapacity: decoded.count)
         for entry in decoded {
             let outbound = entry.outbound
-            if delivered.contains(outbound.notificationID) || !seen.insert(outbound.notificationID).inserted {
+            if (!delivered.isEmpty && delivered.contains(outbound.notificationID))
+                || !seen.insert(outbound.notificationID).inserted
+            {
                 skipped += 1
             } else if let expiresAt = outbound.expiresAt, expiresAt <= now {
                 expired += 1
@@ -294,13 +302,17 @@ public final class Sender: Service, Sendable {
         recordCircuits(sent.map { ($0.outbound.provider, $0.call.outcome) }, at: answeredAt)
         // Calls that got no answer, by provider and cause: logged once per batch, not per call.
         var transportFailures: [TransportFailure: Int] = [:]
+        // Counted by enum values and named once per batch: a name made for every call was one
+        // string built and hashed per call.
+        var callsByOutcome: [CallOutcome: Int] = [:]
+        var latencies: [PushProvider: LatencyHistogram] = [:]
         for entry in sent {
             let (message, outbound, outcome, seconds) = (
                 entry.message, entry.outbound, entry.call.outcome, entry.call.seconds
             )
             let provider = outbound.provider.rawValue
-            counters.callsByOutcome["\(provider) \(outcome.class.rawValue)", default: 0] += 1
-            counters.latencies[provider, default: LatencyHistogram()].observe(seconds)
+            callsByOutcome[CallOutcome(provider: outbound.provider, class: outcome.class), default: 0] += 1
+            latencies[outbound.provider, default: LatencyHistogram()].observe(seconds)
             if let reason = outcome.reason { counters.answersByReason[reason.code, default: 0] += 1 }
             switch outcome {
             case .delivered(let receipt):
@@ -374,6 +386,10 @@ public final class Sender: Service, Sendable {
                 records.append(deadLetter(message, attempt: outbound.attempt, reason, now: answeredAt))
             }
         }
+        for (key, calls) in callsByOutcome {
+            counters.callsByOutcome["\(key.provider.rawValue) \(key.class.rawValue)", default: 0] += calls
+        }
+        for (provider, histogram) in latencies { counters.latencies[provider.rawValue] = histogram }
         // A call with no answer may still have arrived: these are the retries that can deliver
         // twice, so an operator needs their cause.
         for (failure, calls) in transportFailures {

@@ -292,6 +292,12 @@ struct SenderBenchCommand: AsyncParsableCommand {
     @Option(help: "The APNs transport (providers.apns.transport): frames or async-http-client.")
     var transport = "frames"
 
+    @Option(help: "APNs requests in flight at once (providers.apns.concurrency). Default: the configuration's.")
+    var concurrency: Int?
+
+    @Option(help: "HTTP/2 connections to the simulator (providers.apns.connections). Default: the configuration's.")
+    var connections: Int?
+
     @OptionGroup var global: GlobalOptions
 
     func run() async throws {
@@ -300,6 +306,14 @@ struct SenderBenchCommand: AsyncParsableCommand {
         benchmark.calls = calls
         benchmark.h2loadClients = h2loadClients
         benchmark.h2loadStreams = h2loadStreams
+        if let concurrency {
+            guard concurrency > 0 else { throw ValidationError("--concurrency must be at least 1") }
+            benchmark.concurrency = concurrency
+        }
+        if let connections {
+            guard connections > 0 else { throw ValidationError("--connections must be at least 1") }
+            benchmark.connections = connections
+        }
         guard ["frames", "async-http-client"].contains(transport) else {
             throw ValidationError("--transport must be frames or async-http-client")
         }
