@@ -375,8 +375,8 @@ final class HTTP2FrameClientHandler: ChannelDuplexHandler {
         if case .data(let payload) = frame.payload, let update = receiveWindow.received(payload) {
             context.writeAndFlush(wrapOutboundOut(update), promise: nil)
         }
-        // Streams are changed in place (`streams[id]?.receive`): copied out and stored back, each
-        // answer's frames retained and released every part of its stream.
+        // A stream is changed where it is (`streams[id]?.receive`): copying it out and storing it
+        // back retained and released each of its parts for every frame of an answer.
         switch frame.payload {
         case .headers(let headers):
             guard streams[frame.streamID]?.receive(headers.headers) != nil else { return }
