@@ -221,6 +221,7 @@ let package = Package(
                 "HeraldProviders", "HeraldWorker", "HeraldEvents", "HeraldHTTP2",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "NIOHPACK", package: "swift-nio-http2"),
             ]
         ),
         .testTarget(

@@ -246,15 +246,7 @@ public final class APNsClient: Sendable {
                         headerCount: request.headers.count + 1,
                         body: ByteBuffer(bytes: request.body)
                     ) { block in
-                        block.add(name: "authorization", value: authorization)
-                        for header in request.headers {
-                            let unique = Self.uniquePerRequest.contains(header.name)
-                            block.add(
-                                name: header.name,
-                                value: header.value,
-                                indexing: unique ? .nonIndexable : .indexable
-                            )
-                        }
+                        Self.addHeaders(of: request, authorization: authorization, to: &block)
                     }
                 }
                 for (index, (answer, seconds)) in zip(indices, answers) {
@@ -277,6 +269,21 @@ public final class APNsClient: Sendable {
             unsent = expired
         }
         return calls
+    }
+
+    /// Adds what a frame-level request to APNs carries after its pseudo-headers: the provider token,
+    /// then the message's own headers, those new on every request (``uniquePerRequest``) kept out of
+    /// HPACK's dynamic table.
+    static func addHeaders(
+        of request: OutboundMessage.Request,
+        authorization: String,
+        to block: inout HPACKHeaders
+    ) {
+        block.add(name: "authorization", value: authorization)
+        for header in request.headers {
+            let unique = uniquePerRequest.contains(header.name)
+            block.add(name: header.name, value: header.value, indexing: unique ? .nonIndexable : .indexable)
+        }
     }
 
     /// Headers a request to APNs carries: the provider token and the message's own.

@@ -2,6 +2,7 @@ import HeraldEvents
 import HeraldSimulator
 import HeraldTestSupport
 import HeraldWorker
+import NIOHPACK
 import Testing
 
 @testable import HeraldSender
@@ -70,6 +71,21 @@ struct APNsBatchTests {
                 fixture.simulator.statistics.accepted == 150 - 15 - calls.filter { $0.outcome.class == .retry }.count
             )
         }
+    }
+
+    @Test("a frame request carries the provider token and the message's headers; apns-id stays out of HPACK's table")
+    func frameRequestHeaders() throws {
+        let message = try SimulatorFixture.message(.apns, token: ProviderAnswerTests.apnsToken(1), id: "h-1")
+        var block = HPACKHeaders()
+        APNsClient.addHeaders(of: message.request, authorization: "bearer provider-token", to: &block)
+        let headers = block.map { (name: $0.name, value: $0.value, indexing: $0.indexable) }
+        #expect(headers.first?.name == "authorization" && headers.first?.value == "bearer provider-token")
+        #expect(headers.first?.indexing == .indexable, "the token is the same on every request: one index byte")
+        #expect(headers.dropFirst().map(\.name) == message.request.headers.map(\.name))
+        #expect(headers.dropFirst().map(\.value) == message.request.headers.map(\.value))
+        let apnsID = try #require(headers.first { $0.name == "apns-id" })
+        #expect(apnsID.indexing == .nonIndexable)
+        #expect(headers.filter { $0.name != "apns-id" }.allSatisfy { $0.indexing == .indexable })
     }
 
     @Test("an expired provider token refused a batch: signed again once, and only the refused calls go again")
