@@ -82,12 +82,20 @@ public final class Renderer: Sendable {
         return result
     }
 
-    /// Checks that `event` has the kind's required fields with their declared types, without
-    /// collecting them: the worker's check before deciding.
+    /// An event's values of its kind's fields, found and type-checked once: the worker checks an
+    /// event's fields before deciding it, and renders it in each locale its recipients use from
+    /// the values the check found instead of finding them again.
+    public struct CheckedFields: Sendable {
+        let kind: String
+        let values: [FieldValue?]
+    }
+
+    /// Checks that `event` has the kind's required fields with their declared types, and keeps
+    /// their values for ``render(_:as:locale:timeZone:extra:useDigestSummary:fields:)``.
     ///
     /// - Throws: ``RenderError`` `.missingField` or `.fieldTypeMismatch`, naming the field.
-    public func checkFields(of event: CloudEvent, kind: NotificationKind) throws(RenderError) {
-        for field in kind.fields { _ = try fieldValue(field, of: event) }
+    public func checkedFields(of event: CloudEvent, kind: NotificationKind) throws(RenderError) -> CheckedFields {
+        CheckedFields(kind: kind.name, values: try fieldValues(of: event, kind: kind))
     }
 
     /// The kind's field values in the order of `kind.fields` (`nil` for a missing optional one):
@@ -155,6 +163,8 @@ public final class Renderer: Sendable {
     ///   - timeZone: the recipient's IANA time zone.
     ///   - extra: arguments beyond the kind's fields (a digest's `count`, `others`, `sender`).
     ///   - useDigestSummary: render the kind's digest summary as the body.
+    ///   - fields: `event`'s fields as ``checkedFields(of:kind:)`` found them for `kind`, if the
+    ///     caller has them; otherwise they are found here.
     /// - Throws: ``RenderError``.
     public func render(
         _ event: CloudEvent,
@@ -162,9 +172,16 @@ public final class Renderer: Sendable {
         locale requested: String?,
         timeZone: String,
         extra: [(name: String, value: FieldValue)] = [],
-        useDigestSummary: Bool = false
+        useDigestSummary: Bool = false,
+        fields: CheckedFields? = nil
     ) throws(RenderError) -> RenderedNotification {
-        let values = try fieldValues(of: event, kind: kind)
+        let values: [FieldValue?]
+        if let fields {
+            precondition(fields.kind == kind.name, "fields checked for \(fields.kind) rendered as \(kind.name)")
+            values = fields.values
+        } else {
+            values = try fieldValues(of: event, kind: kind)
+        }
         let (locale, isFallback) = catalog.resolveLocale(requested)
         if isFallback { fallbacks.add(1, ordering: .relaxed) }
         let formattingLocale =

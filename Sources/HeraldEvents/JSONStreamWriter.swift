@@ -42,6 +42,15 @@ public struct JSONStreamWriter: ~Copyable {
         }
     }
 
+    /// Drops a top-level document begun at `start` and left unfinished (its writing failed or was
+    /// abandoned part-way), so that the next document follows what came before it cleanly.
+    public mutating func discardDocument(from start: Int) {
+        precondition(start >= 0 && start <= output.count, "discarding from \(start) of \(output.count) bytes")
+        output.truncate(to: start)
+        depth = 0
+        hasMembers = 0
+    }
+
     /// Calls `body` with what has been written, without copying it.
     public func withBytes<Result, Failure: Error>(
         _ body: (UnsafeRawBufferPointer) throws(Failure) -> Result

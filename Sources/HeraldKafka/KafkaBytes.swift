@@ -21,6 +21,16 @@ public struct KafkaBytes: Sendable, Hashable, RandomAccessCollection, CustomStri
         self.init(Array(string.utf8))
     }
 
+    /// The bytes `range` of `arena`, sharing its storage: the values of many records written into
+    /// one array, each a part of it, instead of an array of its own each.
+    public init(_ arena: [UInt8], _ range: Range<Int>) {
+        precondition(
+            range.lowerBound >= 0 && range.upperBound <= arena.count,
+            "\(range) is outside \(arena.count) bytes"
+        )
+        self.init(base: arena, start: range.lowerBound, count: range.count)
+    }
+
     init(base: [UInt8], start: Int, count: Int) {
         self.base = base
         self.start = start

@@ -83,8 +83,10 @@ public struct DecisionRequest: Sendable {
     /// The clock's time of the decision (event time in replay).
     public var decidedAt: Timestamp
     /// The event as received, kept with a deferred or digested notification so it can be rendered
-    /// when it comes due.
-    public var payload: String
+    /// when it comes due. Written out only when a store keeps it: most decisions that could
+    /// digest do not, and writing an event out costs more than deciding it.
+    public var payload: String { makePayload() }
+    private let makePayload: @Sendable () -> String
     /// A deferred notification that came due and is decided again: it replaces its `deferred.*`
     /// ledger entry instead of being answered as a redelivery.
     public var resumesDeferral: Bool
@@ -93,13 +95,13 @@ public struct DecisionRequest: Sendable {
         key: DecisionKey,
         plan: DecisionPlan,
         decidedAt: Timestamp,
-        payload: String,
+        payload: @autoclosure @escaping @Sendable () -> String,
         resumesDeferral: Bool = false
     ) {
         self.key = key
         self.plan = plan
         self.decidedAt = decidedAt
-        self.payload = payload
+        self.makePayload = payload
         self.resumesDeferral = resumesDeferral
     }
 }

@@ -20,7 +20,7 @@ extension EventProcessor {
         let claimed = try await store.claimDue(now: now, limit: limit, lease: lease)
         guard !claimed.isEmpty else { return ([], []) }
         var counters = WorkerStatistics.Counters()
-        var records: [KafkaProducerRecord] = []
+        var records = RecordWriter()
         let directory = try await store.recipients(
             claimed.map {
                 switch $0.work {
@@ -57,7 +57,9 @@ extension EventProcessor {
         for (decision, (event, kind)) in zip(decisions, resumed) {
             counters.decisionsByReason[decision.label.rawValue, default: 0] += 1
             if let topic = topics.decisions {
-                records.append(Self.decisionRecord(decision, topic: topic, decidedAt: now))
+                records.append(topic: topic, key: KafkaBytes(decision.key.recipient)) { writer in
+                    Self.writeDecision(decision, decidedAt: now, into: &writer)
+                }
             }
             guard decision.reason == .sent, let recipient = directory[decision.key.recipient] else { continue }
             do {
@@ -114,7 +116,7 @@ extension EventProcessor {
         }
         let finished = counters
         statistics.update { $0.add(finished) }
-        return (records, claimed)
+        return (records.finish(), claimed)
     }
 
     /// The event kept with due work, and its kind; a dead letter if either is gone (the catalog
@@ -123,7 +125,7 @@ extension EventProcessor {
         _ payload: String,
         kind name: String,
         now: Timestamp,
-        into records: inout [KafkaProducerRecord],
+        into records: inout RecordWriter,
         _ counters: inout WorkerStatistics.Counters
     ) -> (CloudEvent, NotificationKind)? {
         let event: CloudEvent

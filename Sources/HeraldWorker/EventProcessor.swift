@@ -77,6 +77,8 @@ public final class EventProcessor: Sendable {
         var event: CloudEvent
         var kind: NotificationKind
         var recipients: [String]
+        /// The event's fields, checked before deciding and rendered from in each locale.
+        var fields: Renderer.CheckedFields
     }
 
     /// A batch the store has decided: what rendering and building need, so that they can run on
@@ -154,8 +156,8 @@ public final class EventProcessor: Sendable {
                 let recipients = try renderer.recipients(of: event, kind: kind)
                 // Fields are checked before anything is decided, so a malformed event counts
                 // against no limit.
-                try renderer.checkFields(of: event, kind: kind)
-                routed.append(Routed(index: index, event: event, kind: kind, recipients: recipients))
+                let fields = try renderer.checkedFields(of: event, kind: kind)
+                routed.append(Routed(index: index, event: event, kind: kind, recipients: recipients, fields: fields))
             } catch {
                 records.append(deadLetter(message, DeadLetterReason(error), now: now, counters: &counters))
             }
@@ -191,7 +193,7 @@ public final class EventProcessor: Sendable {
         for item in routed {
             let createdAt = item.event.time ?? now
             let expiresAt = OutboundBuilder.expiry(of: item.kind, createdAt: createdAt)
-            var payload: String?
+            let event = item.event
             for userID in item.recipients {
                 let recipient = directory[userID]
                 let plan = policy.plan(
@@ -206,9 +208,7 @@ public final class EventProcessor: Sendable {
                     now: now
                 )
                 // The event is kept only with work that may come due later.
-                if payload == nil && (plan.outcome.dueAt != nil || !plan.limits.isEmpty) {
-                    payload = item.event.structuredJSON()
-                }
+                let mayBeKept = plan.outcome.dueAt != nil || !plan.limits.isEmpty
                 requests.append(
                     DecisionRequest(
                         key: DecisionKey(
@@ -219,7 +219,7 @@ public final class EventProcessor: Sendable {
                         ),
                         plan: plan,
                         decidedAt: now,
-                        payload: payload ?? ""
+                        payload: mayBeKept ? event.structuredJSON() : ""
                     )
                 )
             }
@@ -270,7 +270,7 @@ public final class EventProcessor: Sendable {
     /// `batch.decisions[firstDecision]`.
     private func build(_ batch: DecidedBatch, routed: Range<Int>, firstDecision: Int) -> [KafkaProducerRecord] {
         let started = ContinuousClock.now
-        var records: [KafkaProducerRecord] = []
+        var records = RecordWriter()
         var counters = WorkerStatistics.Counters()
         var next = firstDecision
         for item in batch.routed[routed] {
@@ -280,7 +280,9 @@ public final class EventProcessor: Sendable {
                 next += 1
                 counters.decisionsByReason[decision.label.rawValue, default: 0] += 1
                 if let topic = topics.decisions {
-                    records.append(Self.decisionRecord(decision, topic: topic, decidedAt: batch.now))
+                    records.append(topic: topic, key: KafkaBytes(decision.key.recipient)) { writer in
+                        Self.writeDecision(decision, decidedAt: batch.now, into: &writer)
+                    }
                 }
                 guard decision.reason == .sent, let recipient = batch.directory[userID] else { continue }
                 do {
@@ -290,6 +292,7 @@ public final class EventProcessor: Sendable {
                         for: recipient,
                         eventID: item.event.id,
                         now: batch.now,
+                        fields: item.fields,
                         into: &records,
                         counters: &counters
                     )
@@ -305,12 +308,14 @@ public final class EventProcessor: Sendable {
         counters.buildTime = ContinuousClock.now - started
         let finished = counters
         statistics.update { $0.add(finished) }
-        return records
+        return records.finish()
     }
 
     /// Renders `event` for each of the recipient's devices (once per locale) and appends one
     /// outbound record per device.
     ///
+    /// - Parameter fields: `event`'s fields as checked before deciding, if they were (not for a
+    ///   digest, which renders from its events).
     /// - Throws: ``DeadLetterReason`` for a render failure or a payload over the provider's limit.
     func build(
         _ event: CloudEvent,
@@ -319,7 +324,8 @@ public final class EventProcessor: Sendable {
         eventID: String,
         now: Timestamp,
         digestOf digest: [CloudEvent]? = nil,
-        into records: inout [KafkaProducerRecord],
+        fields: Renderer.CheckedFields? = nil,
+        into records: inout RecordWriter,
         counters: inout WorkerStatistics.Counters
     ) throws(DeadLetterReason) {
         let createdAt = digest == nil ? (event.time ?? now) : now
@@ -329,8 +335,6 @@ public final class EventProcessor: Sendable {
         // An entry is used in place (`inout`), never copied out: a copy of a rendering retains each of
         // its strings, the kind's presentation included, and releases them again.
         var renders: [Render] = []
-        // One buffer for the recipient's outbound messages, each copied out once written.
-        var writer = JSONStreamWriter(capacity: 2048)
         let envelope = Envelope(
             eventID: eventID,
             createdAt: createdAt,
@@ -366,7 +370,13 @@ public final class EventProcessor: Sendable {
                     if let digest {
                         rendered = try renderer.renderDigest(digest, as: kind, locale: locale, timeZone: timeZone)
                     } else {
-                        rendered = try renderer.render(event, as: kind, locale: locale, timeZone: timeZone)
+                        rendered = try renderer.render(
+                            event,
+                            as: kind,
+                            locale: locale,
+                            timeZone: timeZone,
+                            fields: fields
+                        )
                     }
                 } catch {
                     throw DeadLetterReason(error)
@@ -381,10 +391,11 @@ public final class EventProcessor: Sendable {
                     )
                 )
             }
-            writer.truncate(to: 0)
-            guard let bodySize = try write(device, envelope, &renders[slot], into: &writer, counters: &counters) else {
-                continue
+            let written = try records.append(topic: topics.outbound, key: key, headers: Self.outboundHeaders) {
+                writer throws(DeadLetterReason) in
+                try write(device, envelope, &renders[slot], into: &writer, counters: &counters)
             }
+            guard let bodySize = written else { continue }
             built += 1
             switch device.provider {
             case .apns: builtByProvider.apns += 1
@@ -392,14 +403,6 @@ public final class EventProcessor: Sendable {
             case .expo: builtByProvider.expo += 1
             }
             counters.payloadSizes[device.provider.rawValue, default: SizeCounts()].add(bodySize)
-            records.append(
-                KafkaProducerRecord(
-                    topic: topics.outbound,
-                    key: key,
-                    value: KafkaBytes(writer.bytes),
-                    headers: Self.outboundHeaders
-                )
-            )
         }
     }
 
@@ -503,8 +506,8 @@ public final class EventProcessor: Sendable {
         return try result.get()
     }
 
-    static func decisionRecord(_ decision: Decision, topic: String, decidedAt: Timestamp) -> KafkaProducerRecord {
-        var writer = JSONStreamWriter(capacity: 256)
+    /// Writes `decision`'s record (on ``WorkerTopics/decisions``, keyed by its recipient).
+    static func writeDecision(_ decision: Decision, decidedAt: Timestamp, into writer: inout JSONStreamWriter) {
         writer.beginObject()
         writer.member("eventId", decision.key.eventID)
         writer.member("kind", decision.key.kind)
@@ -516,11 +519,6 @@ public final class EventProcessor: Sendable {
         if let dueAt = decision.dueAt { writer.member("dueAt", timestamp: dueAt) }
         writer.member("decidedAt", timestamp: decidedAt)
         writer.endObject()
-        return KafkaProducerRecord(
-            topic: topic,
-            key: KafkaBytes(decision.key.recipient),
-            value: KafkaBytes(writer.bytes)
-        )
     }
 }
 
