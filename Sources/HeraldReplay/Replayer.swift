@@ -111,14 +111,18 @@ public final class Replayer: Sendable {
                         state.firstEventTime = min(state.firstEventTime ?? time, time)
                         state.lastEventTime = max(state.lastEventTime ?? time, time)
                     }
-                    let full = state.batch.count >= configuration.batchSize
+                    let full = state.messages.count >= configuration.batchSize
                     var late = false
                     if let start = state.batchStart, let time = record.time {
                         late = time.epochMilliseconds - start.epochMilliseconds > configuration.tick.milliseconds
                     }
                     if full || late { try await flush(&state, into: output) }
                     if state.batchStart == nil { state.batchStart = record.time }
-                    state.batch.append(record)
+                    if let time = record.time { state.batchEnd = max(state.batchEnd ?? time, time) }
+                    // Split as they arrive: the processor takes messages and events apart, and a
+                    // second pass over the records would copy each of them once more.
+                    state.messages.append(record.message)
+                    state.events.append(record.event)
                     state.records += 1
                 }
             }
@@ -184,8 +188,12 @@ public final class Replayer: Sendable {
     }
 
     private struct RunState {
-        var batch: [ReplayRecord] = []
+        /// The batch being gathered: its records' messages and their decoded events.
+        var messages: [KafkaMessage] = []
+        var events: [CloudEvent?] = []
         var batchStart: Timestamp?
+        /// The latest event time in the batch, which the clock moves to before deciding it.
+        var batchEnd: Timestamp?
         /// Batches being built, in order; due work fired between them sits here too, already built.
         var building: [Task<Built, Never>] = []
         var tally = ReplayTally()
@@ -197,14 +205,15 @@ public final class Replayer: Sendable {
     /// Fires what came due before the batch, decides the batch, writes what has been built
     /// beyond the last ``buildDepth`` batches, and starts building this one.
     private func flush(_ state: inout RunState, into output: ReplayOutput) async throws {
-        guard !state.batch.isEmpty else { return }
-        let batch = state.batch
-        state.batch.removeAll(keepingCapacity: true)
-        let start = state.batchStart
-        state.batchStart = nil
+        guard !state.messages.isEmpty else { return }
+        let (messages, events) = (state.messages, state.events)
+        state.messages.removeAll(keepingCapacity: true)
+        state.events.removeAll(keepingCapacity: true)
+        let (start, end) = (state.batchStart, state.batchEnd)
+        (state.batchStart, state.batchEnd) = (nil, nil)
         let due = try await fireDue(until: start ?? clock.now())
-        for record in batch { if let time = record.time { clock.advance(to: time) } }
-        let decided = try await processor.decide(batch.map(\.message), decoded: batch.map(\.event))
+        if let end { clock.advance(to: end) }
+        let decided = try await processor.decide(messages, decoded: events)
         while state.building.count >= Self.buildDepth {
             try write(await state.building.removeFirst().value, to: output, tally: &state.tally)
         }

@@ -19,26 +19,28 @@ public protocol Directory: Sendable {
 /// A user as the worker needs them.
 public struct Recipient: Sendable, Hashable {
     public var userID: String {
-        get { storage.fields.userID }
+        _read { yield storage.fields.userID }
         _modify { yield &storage.fields.userID }
     }
     public var devices: [RegisteredDevice] {
-        get { storage.fields.devices }
+        _read { yield storage.fields.devices }
         _modify { yield &storage.fields.devices }
     }
     public var locale: String? {
-        get { storage.fields.locale }
+        _read { yield storage.fields.locale }
         _modify { yield &storage.fields.locale }
     }
     public var timeZone: String? {
-        get { storage.fields.timeZone }
+        _read { yield storage.fields.timeZone }
         _modify { yield &storage.fields.timeZone }
     }
     public var preferences: Preferences {
-        get { storage.fields.preferences }
+        _read { yield storage.fields.preferences }
         _modify { yield &storage.fields.preferences }
     }
 
+    // Read in place (`_read`): counting a recipient's devices, or passing on their preferences,
+    // retains nothing.
     // The fields live in one shared object, copied on the first write to a shared one: a recipient
     // is made once when the directory cache fills and copied for every event sent to them (into the
     // batch's directory, out of it, into each build), and a copy of the fields retained and released
