@@ -194,6 +194,9 @@ public final class EventProcessor: Sendable {
             let createdAt = item.event.time ?? now
             let expiresAt = OutboundBuilder.expiry(of: item.kind, createdAt: createdAt)
             let event = item.event
+            // An event with several recipients is written out once for all of them, when a store
+            // may keep it; one with a single recipient only when its store does keep it.
+            var shared: String?
             for userID in item.recipients {
                 let recipient = directory[userID]
                 let plan = policy.plan(
@@ -209,6 +212,8 @@ public final class EventProcessor: Sendable {
                 )
                 // The event is kept only with work that may come due later.
                 let mayBeKept = plan.outcome.dueAt != nil || !plan.limits.isEmpty
+                if mayBeKept && shared == nil && item.recipients.count > 1 { shared = event.structuredJSON() }
+                let written = shared
                 requests.append(
                     DecisionRequest(
                         key: DecisionKey(
@@ -219,7 +224,7 @@ public final class EventProcessor: Sendable {
                         ),
                         plan: plan,
                         decidedAt: now,
-                        payload: mayBeKept ? event.structuredJSON() : ""
+                        payload: mayBeKept ? (written ?? event.structuredJSON()) : ""
                     )
                 )
             }
