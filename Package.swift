@@ -67,6 +67,7 @@ let package = Package(
                 "HeraldPolicy",
                 "HeraldEvents",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "HeapModule", package: "swift-collections"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

@@ -11,8 +11,9 @@ import Glibc
 #endif
 
 /// `herald bench replay`: writes a recorded log of mixed events (the pipeline benchmark's, one
-/// event per millisecond of event time) to a file, seeds the directory into an in-memory store, and
-/// replays the log through the worker's code, streaming it from the file.
+/// event per millisecond of event time) to a file, seeds the directory into the store (replay's
+/// in-memory one, or an in-memory SQLite database), and replays the log through the worker's code,
+/// streaming it from the file.
 public struct ReplayBenchmark: Sendable {
     public var events = 1_000_000
     public var users = 100_000
@@ -22,6 +23,14 @@ public struct ReplayBenchmark: Sendable {
     public var catalogDirectory = "catalog"
     /// Where the outbound messages go; `/dev/null` measures replay without the disk.
     public var out = "/dev/null"
+    /// The store replay decides with: ``MemoryStore`` (replay's default), or an in-memory SQLite
+    /// database, to compare.
+    public var store = Store.memory
+
+    public enum Store: String, Sendable, CaseIterable {
+        case memory
+        case sqlite
+    }
 
     public init() {}
 
@@ -43,7 +52,11 @@ public struct ReplayBenchmark: Sendable {
         defer { unlink(path) }
         let logBytes = try writeLog(to: path)
         progress("wrote \(events) events (\(logBytes / 1_000_000) MB) to \(path)")
-        let store = try SQLiteStore(path: ":memory:")
+        let store: any StateStore =
+            switch self.store {
+            case .memory: MemoryStore()
+            case .sqlite: try SQLiteStore(path: ":memory:")
+            }
         _ = try await PipelineBenchmark.seedDirectory(store, users: users)
         progress("seeded \(users) users")
         let before = Self.status("VmRSS")

@@ -17,8 +17,8 @@ public enum ReplayRun {
         public var catalogDirectory: String
         /// A JSON Lines snapshot of directory events, loaded before the log.
         public var directorySnapshot: String?
-        /// `memory` (the default) or `sqlite:PATH`. Never a shared PostgreSQL: replay would write its
-        /// decisions into the ledger and throttle windows live workers use.
+        /// `memory` (the default: ``MemoryStore``) or `sqlite:PATH`. Never a shared PostgreSQL: replay
+        /// would write its decisions into the ledger and throttle windows live workers use.
         public var store = "memory"
         public var out: String
         public var decisions: String?
@@ -72,9 +72,9 @@ public enum ReplayRun {
                 "--store: memory or sqlite:PATH (replay never writes into a shared PostgreSQL store)"
             )
         }
-        let location: StoreLocation
+        let location: StoreLocation?
         do {
-            location = try StoreLocation(options.store == "memory" ? "sqlite::memory:" : options.store)
+            location = options.store == "memory" ? nil : try StoreLocation(options.store)
         } catch {
             throw ConfigurationError("--store: \(error.message)")
         }
@@ -83,7 +83,7 @@ public enum ReplayRun {
             decisions: options.decisions,
             deadLetters: options.deadLetters
         )
-        return try await location.withStore(logger: logger) { store in
+        let replay = { (store: any StateStore) async throws -> Outcome in
             var rejected: [String] = []
             if let snapshot = options.directorySnapshot {
                 rejected = try await DirectoryImport.run(file: snapshot, into: store).rejected
@@ -110,6 +110,8 @@ public enum ReplayRun {
             }
             return Outcome(report: report, elapsed: elapsed, rejectedSnapshotLines: rejected)
         }
+        guard let location else { return try await replay(MemoryStore()) }
+        return try await location.withStore(logger: logger, replay)
     }
 
     static func write(_ text: String, to path: String) throws {

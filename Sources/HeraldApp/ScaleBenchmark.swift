@@ -599,7 +599,8 @@ final class ScaleProcesses: @unchecked Sendable {
         process.arguments =
             ["run", "--role", role, "--config", configuration] + (role == "sender" ? ["--config", providers] : [])
         let log = logs.appendingPathComponent("\(role)-\(running.count).log")
-        FileManager.default.createFile(atPath: log.path, contents: nil)
+        // A file that cannot be created fails the open below, naming it.
+        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
         process.standardError = try FileHandle(forWritingTo: log)
         process.standardOutput = FileHandle.nullDevice
         process.standardInput = FileHandle.nullDevice

@@ -518,10 +518,14 @@ struct ReplayBenchCommand: AsyncParsableCommand {
         abstract: "Replay a recorded log of mixed events with the in-memory store, streaming it from a file.",
         discussion: """
             Writes --events events of the example kinds (one per millisecond of event time) to a temporary \
-            file, seeds --users users into an in-memory SQLite store, and replays the file through the worker's \
-            code. Reports events/s, notifications/s and resident memory before and after.
+            file, seeds --users users into the store (replay's in-memory store, or with --store sqlite an \
+            in-memory SQLite database), and replays the file through the worker's code. Reports events/s, \
+            notifications/s and resident memory before and after.
             """
     )
+
+    @Option(help: "The store: memory (replay's default) or sqlite (an in-memory SQLite database).")
+    var store = ReplayBenchmark.Store.memory
 
     @Option(help: "Events in the log.")
     var events = 1_000_000
@@ -557,12 +561,13 @@ struct ReplayBenchCommand: AsyncParsableCommand {
         benchmark.gzip = gzip
         benchmark.out = out
         benchmark.catalogDirectory = catalog
+        benchmark.store = store
         let report = try await benchmark.run(logger: logger) { line in
             FileHandle.standardError.write(Data("… \(line)\n".utf8))
         }
         let replay = report.replay
         print(
-            "herald bench replay: \(replay.records) events (\(report.logBytes / 1_000_000) MB\(gzip ? ", gzip" : "")), \(users) users, in-memory store"
+            "herald bench replay: \(replay.records) events (\(report.logBytes / 1_000_000) MB\(gzip ? ", gzip" : "")), \(users) users, \(store == .memory ? "in-memory store" : "in-memory SQLite")"
         )
         print(
             "  replay: \(String(format: "%.0f", report.eventsPerSecond)) events/s, \(String(format: "%.0f", report.outboundPerSecond)) notifications/s (\(replay.outbound) in \(String(format: "%.1f", report.seconds)) s)"
@@ -579,3 +584,5 @@ struct ReplayBenchCommand: AsyncParsableCommand {
         print("  notifications: " + PipelineBenchCommand.line(replay.outboundByProvider))
     }
 }
+
+extension ReplayBenchmark.Store: ExpressibleByArgument {}

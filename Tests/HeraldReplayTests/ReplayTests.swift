@@ -57,10 +57,12 @@ func replay(
     directory: String? = nil,
     parallelism: Int = 2,
     drain: Bool = true,
-    reportExtension: String = "json"
+    reportExtension: String = "json",
+    store: String = "memory"
 ) async throws -> Replayed {
     var options = ReplayRun.Options(sources: sources, catalogDirectory: catalog, out: scratch.file("\(name).out.jsonl"))
     options.directorySnapshot = directory
+    options.store = store
     options.decisions = scratch.file("\(name).decisions.jsonl")
     options.deadLetters = scratch.file("\(name).dlq.jsonl")
     options.report = scratch.file("\(name).report.\(reportExtension)")
@@ -135,15 +137,24 @@ struct ReplayTests {
         #expect(apns.p50 > 100 && apns.p50 <= apns.p99 && apns.p99 <= apns.max && apns.max <= 4096)
     }
 
-    @Test("the same log gives byte-identical outputs on every run and with any parallelism")
+    @Test("the same log gives byte-identical outputs on every run, with any parallelism and with either store")
     func determinism() async throws {
         let scratch = try Scratch()
         let source = RecordedLogFile(path: sampleLog)
         let first = try await replay([source], in: scratch, name: "p1", directory: sampleDirectory, parallelism: 1)
         let second = try await replay([source], in: scratch, name: "p4", directory: sampleDirectory, parallelism: 4)
         let again = try await replay([source], in: scratch, name: "p4b", directory: sampleDirectory, parallelism: 4)
+        let sqlite = try await replay(
+            [source],
+            in: scratch,
+            name: "sqlite",
+            directory: sampleDirectory,
+            store: "sqlite:" + scratch.file("replay.sqlite")
+        )
         #expect(first.outbound.count > 2000)
-        for (name, file, other) in [("parallelism 4", "p4", second), ("a second run", "p4b", again)] {
+        for (name, file, other) in [
+            ("parallelism 4", "p4", second), ("a second run", "p4b", again), ("the SQLite store", "sqlite", sqlite),
+        ] {
             #expect(
                 try scratch.read("p1.out.jsonl") == scratch.read("\(file).out.jsonl"),
                 "outbound differs with \(name)"

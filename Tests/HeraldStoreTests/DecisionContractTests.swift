@@ -170,6 +170,34 @@ struct DecisionContractTests {
         }
     }
 
+    @Test(
+        "a digest that collects more while it is claimed stays, and comes due again with only what came since",
+        arguments: StoreKind.allCases
+    )
+    func digestGrowsWhileClaimed(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store in
+            _ = try await store.decide((1...3).map { request("g\($0)", policy: tightMessages, now: noon) })
+            let flushAt = at("2026-11-21T12:01:30Z")  // the window's end, plus Policy.digestGrace
+            let claimed = try await store.claimDue(now: flushAt, limit: 10, lease: .seconds(30))
+            #expect(claimed.count == 1)
+            // A worker whose clock is behind adds to the same window meanwhile.
+            let late = try await store.decide([
+                request("g4", policy: tightMessages, now: at("2026-11-21T12:00:59Z"))
+            ])
+            #expect(late.map(\.reason) == [.throttledDigested])
+            try await store.complete(claimed)
+            #expect(try await store.nextDueAt() == flushAt)
+            let again = try await store.claimDue(now: flushAt, limit: 10, lease: .seconds(30))
+            guard case .digest(_, let items)? = again.first?.work, again.count == 1 else {
+                Issue.record("expected the digest again, got \(again)")
+                return
+            }
+            #expect(items.map(\.key.eventID) == ["g4"])
+            try await store.complete(again)
+            #expect(try await store.nextDueAt() == nil)
+        }
+    }
+
     @Test("a claim whose holder crashed comes back when its lease runs out", arguments: StoreKind.allCases)
     func leaseExpiry(_ kind: StoreKind) async throws {
         try await withStore(kind) { store in

@@ -175,6 +175,7 @@ public final class PostgresStore: StateStore, Service {
     /// server aborted it to break a deadlock or a serialization conflict (both leave no trace).
     ///
     /// - Parameter timeout: how long the call may take; by default the configured `callTimeout`.
+    @discardableResult
     func storeCall<R: Sendable>(
         _ operation: String,
         retries: Int = 5,

@@ -1,0 +1,213 @@
+import HeraldEvents
+import HeraldPolicy
+import Synchronization
+
+/// Herald's state in this process's memory, for `herald replay --store memory` and tests: nothing
+/// outlives the process, and no other process shares it.
+///
+/// It keeps the same state as ``SQLiteStore`` and passes the same contract suite, so a replay
+/// decides exactly as a worker on SQLite or PostgreSQL would (the replay-equals-live-worker test
+/// compares them). What it leaves out is what only a file or a server needs: a query per lookup,
+/// transactions, a journal. Replay decides every event once, in one process, and spent an eighth
+/// of its time in SQLite.
+///
+/// Each of the directory, the decisions and the deliveries is one ``Mutex``: a call is one critical
+/// section, so a batch's changes are seen whole or not at all, and nothing in one can fail halfway.
+/// The calls do no I/O and hold the lock only for the work itself.
+public final class MemoryStore: StateStore {
+    let directory = Mutex(DirectoryTables())
+    let decisions = Mutex(DecisionTables())
+    let deliveries = Mutex(DeliveryTables())
+
+    public init() {}
+
+    public func apply(_ events: [DirectoryEvent]) async throws(StoreError) {
+        directory.withLock { tables in
+            var touched = Set<String>()
+            for event in events { tables.apply(event) { touched.insert($0) } }
+            for userID in touched { tables.assemble(userID) }
+        }
+    }
+
+    public func recipients(_ userIDs: [String]) async throws(StoreError) -> [String: Recipient] {
+        directory.withLock { tables in
+            var result: [String: Recipient] = [:]
+            result.reserveCapacity(userIDs.count)
+            for userID in userIDs {
+                if let recipient = tables.recipients[userID] { result[userID] = recipient }
+            }
+            return result
+        }
+    }
+
+    public func analyze() async throws(StoreError) {}
+}
+
+/// The directory as ``SQLiteStore``'s `devices`, `invalid_tokens` and `users` tables hold it, with
+/// each user's ``Recipient`` assembled whenever a change touches them, so a lookup is one hash.
+struct DirectoryTables: Sendable {
+    /// A user's devices and profile.
+    ///
+    /// The devices a lookup returns are kept apart from invalidated ones, already in the order a
+    /// lookup gives them, so the recipient shares their array instead of holding a copy.
+    struct User: Sendable {
+        /// Not invalidated: oldest registration first, then by device id.
+        var devices: [RegisteredDevice] = []
+        /// Invalidated at or after they were registered; kept because a later invalidation moves
+        /// the time, and a registration of the same device replaces them.
+        var invalidated: [(device: RegisteredDevice, at: Timestamp)] = []
+        var profile: Profile?
+
+        func find(_ deviceID: String) -> RegisteredDevice? {
+            devices.first { $0.deviceID == deviceID } ?? invalidated.first { $0.device.deviceID == deviceID }?.device
+        }
+
+        mutating func remove(_ deviceID: String) {
+            devices.removeAll { $0.deviceID == deviceID }
+            invalidated.removeAll { $0.device.deviceID == deviceID }
+        }
+
+        mutating func insert(_ device: RegisteredDevice) {
+            let index = devices.firstIndex {
+                ($0.registeredAt, $0.deviceID) > (device.registeredAt, device.deviceID)
+            }
+            devices.insert(device, at: index ?? devices.endIndex)
+        }
+
+        var isEmpty: Bool { devices.isEmpty && invalidated.isEmpty && profile == nil }
+    }
+
+    /// A user's profile and preferences, each with the time of the change that set it.
+    struct Profile: Sendable {
+        var locale: String?
+        var timeZone: String?
+        var profileAt: Timestamp?
+        var preferences: Preferences?
+        var preferencesAt: Timestamp?
+    }
+
+    struct DeviceKey: Hashable, Sendable {
+        var userID: String
+        var deviceID: String
+    }
+
+    struct TokenKey: Hashable, Sendable {
+        var provider: PushProvider
+        var token: String
+    }
+
+    private var users: [String: User] = [:]
+    /// Which device holds each token: a token belongs to one device at a time.
+    private var holders: [TokenKey: DeviceKey] = [:]
+    /// The latest invalidation of each token: it applies to a registration no later than it.
+    private var invalidations: [TokenKey: Timestamp] = [:]
+    /// What a lookup answers, kept by ``assemble(_:)``.
+    private(set) var recipients: [String: Recipient] = [:]
+
+    /// Applies one change the way ``SQLiteStore`` does: by the change's time, so that order of
+    /// arrival does not matter. `touched` is told of every user whose recipient it may change.
+    mutating func apply(_ event: DirectoryEvent, touched: (String) -> Void) {
+        switch event {
+        case .deviceRegistered(let registration):
+            let token = TokenKey(provider: registration.provider, token: registration.token)
+            let own = DeviceKey(userID: registration.userID, deviceID: registration.deviceID)
+            let holder = holders[token].flatMap { $0 == own ? nil : $0 }
+            // A newer registration of the same token elsewhere wins over this one.
+            if let holder, let device = users[holder.userID]?.find(holder.deviceID),
+                device.registeredAt > registration.at
+            {
+                return
+            }
+            touched(own.userID)
+            // The token moves: it leaves whatever user or device had it before.
+            if let holder {
+                remove(holder)
+                touched(holder.userID)
+            }
+            if let existing = users[own.userID]?.find(own.deviceID) {
+                guard registration.at >= existing.registeredAt else { return }
+                remove(own)
+            }
+            let device = RegisteredDevice(
+                deviceID: registration.deviceID,
+                platform: registration.platform,
+                provider: registration.provider,
+                token: registration.token,
+                appID: registration.appID,
+                sandbox: registration.sandbox,
+                locale: registration.locale,
+                registeredAt: registration.at
+            )
+            // An invalidation at or after this registration still applies to it.
+            if let invalidatedAt = invalidations[token], invalidatedAt >= registration.at {
+                users[own.userID, default: User()].invalidated.append((device, invalidatedAt))
+            } else {
+                users[own.userID, default: User()].insert(device)
+            }
+            holders[token] = own
+        case .deviceUnregistered(let userID, let deviceID, let at):
+            touched(userID)
+            if let device = users[userID]?.find(deviceID), device.registeredAt <= at {
+                remove(DeviceKey(userID: userID, deviceID: deviceID))
+            }
+        case .tokenInvalidated(let provider, let token, let at):
+            let key = TokenKey(provider: provider, token: token)
+            invalidations[key] = max(invalidations[key] ?? at, at)
+            guard let holder = holders[key], var user = users[holder.userID] else { return }
+            if let index = user.devices.firstIndex(where: { $0.deviceID == holder.deviceID }),
+                user.devices[index].registeredAt <= at
+            {
+                user.invalidated.append((user.devices.remove(at: index), at))
+            } else if let index = user.invalidated.firstIndex(where: { $0.device.deviceID == holder.deviceID }),
+                user.invalidated[index].device.registeredAt <= at
+            {
+                user.invalidated[index].at = max(user.invalidated[index].at, at)
+            } else {
+                return
+            }
+            users[holder.userID] = user
+            touched(holder.userID)
+        case .profileUpdated(let userID, let locale, let timeZone, let at):
+            touched(userID)
+            var profile = users[userID]?.profile ?? Profile()
+            if let profileAt = profile.profileAt, at < profileAt { return }
+            profile.locale = locale ?? profile.locale
+            profile.timeZone = timeZone ?? profile.timeZone
+            profile.profileAt = at
+            users[userID, default: User()].profile = profile
+        case .preferencesUpdated(let userID, let preferences, let at):
+            touched(userID)
+            var profile = users[userID]?.profile ?? Profile()
+            if let preferencesAt = profile.preferencesAt, at < preferencesAt { return }
+            // Through the stored document, as the other stores keep them: a replay with this store
+            // sees exactly the preferences a worker reads back.
+            profile.preferences = PreferencesDocument.decode(PreferencesDocument.encode(preferences))
+            profile.preferencesAt = at
+            users[userID, default: User()].profile = profile
+        }
+    }
+
+    private mutating func remove(_ key: DeviceKey) {
+        guard let device = users[key.userID]?.find(key.deviceID) else { return }
+        users[key.userID]?.remove(key.deviceID)
+        if users[key.userID]?.isEmpty == true { users[key.userID] = nil }
+        let token = TokenKey(provider: device.provider, token: device.token)
+        if holders[token] == key { holders[token] = nil }
+    }
+
+    /// Rebuilds `userID`'s recipient from their devices and profile, as ``SQLiteStore`` assembles
+    /// it: devices not invalidated, oldest registration first; absent if neither is left.
+    mutating func assemble(_ userID: String) {
+        guard let user = users[userID], !user.devices.isEmpty || user.profile != nil else {
+            recipients[userID] = nil
+            return
+        }
+        recipients[userID] = Recipient(
+            userID: userID,
+            devices: user.devices,
+            locale: user.profile?.locale,
+            timeZone: user.profile?.timeZone,
+            preferences: user.profile?.preferences ?? Preferences()
+        )
+    }
+}
