@@ -584,7 +584,7 @@ public struct HeraldConfiguration: Sendable {
     }
 
     /// `500ms`, `5s`, `2m`, `1h`, `7d`, or a plain number of seconds.
-    static func duration(_ text: String) -> Duration? {
+    public static func duration(_ text: String) -> Duration? {
         let units: [(String, Int64)] = [
             ("ms", 1), ("s", 1000), ("m", 60_000), ("h", 3_600_000), ("d", 86_400_000),
         ]

@@ -30,6 +30,11 @@ public final class Replayer: Sendable {
         public var drain = true
         public var topics = WorkerTopics()
         public var unknownEventTypes = UnknownEventTypes.deadLetter
+        /// How long the decision ledger remembers, and how often what is older is purged, on event
+        /// time: what the worker's `store.retention` does on the wall clock. The ledger of a long
+        /// log holds about a retention's worth of decisions, not all of them, and an event
+        /// redelivered after the retention is decided again, as it would be live.
+        public var purge = PurgeSchedule()
 
         public init() {}
     }
@@ -200,6 +205,8 @@ public final class Replayer: Sendable {
         var records = 0
         var firstEventTime: Timestamp?
         var lastEventTime: Timestamp?
+        /// The event time of the last purge.
+        var purgedAt: Timestamp?
     }
 
     /// Fires what came due before the batch, decides the batch, writes what has been built
@@ -213,6 +220,7 @@ public final class Replayer: Sendable {
         (state.batchStart, state.batchEnd) = (nil, nil)
         let due = try await fireDue(until: start ?? clock.now())
         if let end { clock.advance(to: end) }
+        try await purgeIfDue(&state)
         let decided = try await processor.decide(messages, decoded: events)
         while state.building.count >= Self.buildDepth {
             try write(await state.building.removeFirst().value, to: output, tally: &state.tally)
@@ -225,6 +233,23 @@ public final class Replayer: Sendable {
                 return Built(records: records, tally: ReplayTally(records, topics: topics))
             }
         )
+    }
+
+    /// Purges the ledger as the worker's ``PurgeSchedule`` would: at the first batch, then every
+    /// interval of event time, of what was decided a retention before the clock.
+    private func purgeIfDue(_ state: inout RunState) async throws(StoreError) {
+        let schedule = configuration.purge
+        let now = clock.now()
+        guard schedule.interval > .zero else { return }
+        if let purgedAt = state.purgedAt,
+            now.epochMilliseconds - purgedAt.epochMilliseconds < schedule.interval.milliseconds
+        {
+            return
+        }
+        state.purgedAt = now
+        let before = Timestamp(epochMilliseconds: now.epochMilliseconds - schedule.retention.milliseconds)
+        let purged = try await store.purge(before: before)
+        statistics.update { $0.purgedDecisions += purged }
     }
 
     /// Produces the deferred notifications and digests due by `limit` (all of them for `nil`), each

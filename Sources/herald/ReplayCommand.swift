@@ -84,6 +84,12 @@ struct ReplayRunCommand: AsyncParsableCommand {
     @Flag(help: "Stop at the last event: do not produce deferred notifications and digests that come due after it.")
     var noDrain = false
 
+    @Option(
+        help:
+            "How long the decision ledger remembers, on event time, as store.retention does for the worker (500ms, 5s, 2m, 1h, 7d)."
+    )
+    var retention = "7d"
+
     @OptionGroup var global: GlobalOptions
 
     func validate() throws {
@@ -104,6 +110,11 @@ struct ReplayRunCommand: AsyncParsableCommand {
         if let speed, speed <= 0 { throw ValidationError("--speed: must be positive") }
         if batchSize < 1 { throw ValidationError("--batch-size: must be at least 1") }
         if let parallelism, parallelism < 1 { throw ValidationError("--parallelism: must be at least 1") }
+        guard let retention = HeraldConfiguration.duration(retention), retention > .zero else {
+            throw ValidationError(
+                "--retention: expected a duration longer than 0 such as 7d or 12h, got '\(retention)'"
+            )
+        }
     }
 
     var servers: [String] {
@@ -155,6 +166,8 @@ struct ReplayRunCommand: AsyncParsableCommand {
         options.configuration.batchSize = batchSize
         if let parallelism { options.configuration.parallelism = parallelism }
         options.configuration.drain = !noDrain
+        options.configuration.purge.retention =
+            HeraldConfiguration.duration(retention) ?? options.configuration.purge.retention
         let outcome = try await ReplayRun.run(options, logger: logger)
         for line in outcome.rejectedSnapshotLines { printError("\(directory ?? ""): \(line)") }
         let report = outcome.report

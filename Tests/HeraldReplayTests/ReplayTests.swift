@@ -58,11 +58,13 @@ func replay(
     parallelism: Int = 2,
     drain: Bool = true,
     reportExtension: String = "json",
-    store: String = "memory"
+    store: String = "memory",
+    retention: Duration? = nil
 ) async throws -> Replayed {
     var options = ReplayRun.Options(sources: sources, catalogDirectory: catalog, out: scratch.file("\(name).out.jsonl"))
     options.directorySnapshot = directory
     options.store = store
+    if let retention { options.configuration.purge.retention = retention }
     options.decisions = scratch.file("\(name).decisions.jsonl")
     options.deadLetters = scratch.file("\(name).dlq.jsonl")
     options.report = scratch.file("\(name).report.\(reportExtension)")
@@ -163,6 +165,40 @@ struct ReplayTests {
             #expect(first.deadLetters == other.deadLetters, "dead letters differ with \(name)")
             #expect(first.reportText == other.reportText, "the report differs with \(name)")
         }
+    }
+
+    @Test(
+        "the ledger forgets on event time: a record redelivered within the retention is a duplicate, after it is decided again"
+    )
+    func retentionOnEventTime() async throws {
+        let scratch = try Scratch()
+        let lines = try String(contentsOfFile: path("samples/dev/events.jsonl"), encoding: .utf8).split(separator: "\n")
+        let order = try #require(lines.first { $0.contains(#""id":"dev-001""#) })
+        // The order (12:00), another event two hours later, and the order's record again.
+        let later = order.replacingOccurrences(of: #""id":"dev-001""#, with: #""id":"dev-001-later""#)
+            .replacingOccurrences(of: "2026-11-21T12:00:00Z", with: "2026-11-21T14:00:00Z")
+        let log = scratch.file("redelivered.jsonl")
+        try [order, Substring(later), order].joined(separator: "\n").write(
+            toFile: log,
+            atomically: true,
+            encoding: .utf8
+        )
+        let directory = path("samples/dev/directory.jsonl")
+        func reasons(_ replayed: Replayed) -> [String] {
+            replayed.decisions.filter { $0.contains("dev-001\"") }.compactMap { line in
+                line.range(of: #""reason":""#).map { String(line[$0.upperBound...].prefix { $0 != "\"" }) }
+            }
+        }
+        let week = try await replay([RecordedLogFile(path: log)], in: scratch, name: "week", directory: directory)
+        #expect(reasons(week) == ["sent", "duplicate"])
+        let hour = try await replay(
+            [RecordedLogFile(path: log)],
+            in: scratch,
+            name: "hour",
+            directory: directory,
+            retention: .seconds(3600)
+        )
+        #expect(reasons(hour) == ["sent", "sent"])
     }
 
     @Test("gzip and kcat -J dumps replay to the same notifications as the plain log, and so does a topic range")

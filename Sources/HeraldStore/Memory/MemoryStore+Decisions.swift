@@ -251,10 +251,14 @@ struct DecisionTables: Sendable {
     }
 
     /// Forgets ledger entries decided before `before`, and windows that started and ended before it.
+    ///
+    /// In place: replay purges every interval of event time, and a filtered copy of the ledger
+    /// would hold two ledgers' memory for nothing when there is little to delete.
     mutating func purge(before: Timestamp) -> Int {
-        let count = ledger.count
-        ledger = ledger.filter { $0.value.decidedAt >= before }
-        windows = windows.filter { $0.key.windowStart >= before || $0.value.end >= before }
-        return count - ledger.count
+        let old = ledger.compactMap { $0.value.decidedAt < before ? $0.key : nil }
+        for key in old { ledger.removeValue(forKey: key) }
+        let ended = windows.compactMap { $0.key.windowStart < before && $0.value.end < before ? $0.key : nil }
+        for key in ended { windows.removeValue(forKey: key) }
+        return old.count
     }
 }
