@@ -89,8 +89,12 @@ public enum ReplayRun {
                 rejected = try await DirectoryImport.run(file: snapshot, into: store).rejected
                 try await store.analyze()
             }
+            var configuration = options.configuration
+            if options.decisions != nil && configuration.topics.decisions == nil {
+                configuration.topics.decisions = "herald.decisions"
+            }
             let replayer = Replayer(
-                configuration: options.configuration,
+                configuration: configuration,
                 catalog: catalog,
                 policy: Policy(catalog: catalog),
                 store: store,

@@ -45,6 +45,7 @@ public final class Replayer: Sendable {
     let clock: EventTimeClock
     let statistics = WorkerStatistics()
     let fallbacks = FallbackCounts()
+    let throttled = ThrottledCounts()
     let logger: Logger
 
     public init(
@@ -54,15 +55,15 @@ public final class Replayer: Sendable {
         store: any StateStore,
         logger: Logger
     ) {
-        var configuration = configuration
-        // Decision records feed the report, and the decisions file if one is asked for.
-        if configuration.topics.decisions == nil { configuration.topics.decisions = "herald.decisions" }
+        // Decision records are made only for a decisions file (`topics.decisions`): the report
+        // counts decisions from the worker's counters, and throttled recipients as they are decided.
         self.configuration = configuration
         self.store = store
         self.logger = logger
         let clock = EventTimeClock()
         self.clock = clock
         let fallbacks = fallbacks
+        let throttled = throttled
         self.processor = EventProcessor(
             catalog: catalog,
             policy: policy,
@@ -83,7 +84,8 @@ public final class Replayer: Sendable {
                     return
                 }
                 fallbacks.add(ReplayReport.Fallback(kind: kind, requested: requested ?? "", used: used))
-            }
+            },
+            onThrottled: { recipient in throttled.add(recipient) }
         )
     }
 
@@ -142,6 +144,7 @@ public final class Replayer: Sendable {
             pendingAtEnd = try await store.nextDueAt()
         }
         try output.finish()
+        state.tally.throttledByRecipient = throttled.counts
         return ReplayReport(
             sources: sources.map(\.name),
             records: state.records,
@@ -281,4 +284,16 @@ final class FallbackCounts: Sendable {
     func add(_ fallback: ReplayReport.Fallback) { storage.withLock { $0[fallback, default: 0] += 1 } }
 
     var counts: [ReplayReport.Fallback: Int] { storage.withLock { $0 } }
+}
+
+/// Throttled decisions by hashed recipient, counted from the build tasks.
+final class ThrottledCounts: Sendable {
+    private let storage = Mutex<[String: Int]>([:])
+
+    func add(_ recipient: String) {
+        let user = Redact.user(recipient)
+        storage.withLock { $0[user, default: 0] += 1 }
+    }
+
+    var counts: [String: Int] { storage.withLock { $0 } }
 }

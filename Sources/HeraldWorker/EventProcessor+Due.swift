@@ -55,7 +55,7 @@ extension EventProcessor {
         }
         let decisions = requests.isEmpty ? [] : try await store.decide(requests)
         for (decision, (event, kind)) in zip(decisions, resumed) {
-            counters.decisionsByReason[decision.label.rawValue, default: 0] += 1
+            counted(decision, &counters)
             if let topic = topics.decisions {
                 records.append(topic: topic, key: KafkaBytes(decision.key.recipient)) { writer in
                     Self.writeDecision(decision, decidedAt: now, into: &writer)

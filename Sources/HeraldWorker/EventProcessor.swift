@@ -47,6 +47,9 @@ public final class EventProcessor: Sendable {
     /// Told of each render whose requested locale the catalog lacks: (kind, requested locale — `nil`
     /// when neither device nor profile names one — and the locale used instead).
     let onFallbackLocale: (@Sendable (String, String?, String) -> Void)?
+    /// Told of the recipient of each decision labelled `throttled.*`, wherever it is made (a batch,
+    /// or due work decided again): replay's report counts them without `herald.decisions` records.
+    let onThrottled: (@Sendable (String) -> Void)?
 
     public init(
         catalog: Catalog,
@@ -57,9 +60,11 @@ public final class EventProcessor: Sendable {
         unknownEventTypes: UnknownEventTypes,
         statistics: WorkerStatistics,
         logger: Logger,
-        onFallbackLocale: (@Sendable (String, String?, String) -> Void)? = nil
+        onFallbackLocale: (@Sendable (String, String?, String) -> Void)? = nil,
+        onThrottled: (@Sendable (String) -> Void)? = nil
     ) {
         self.onFallbackLocale = onFallbackLocale
+        self.onThrottled = onThrottled
         self.catalog = catalog
         self.renderer = Renderer(catalog: catalog)
         self.policy = policy
@@ -283,7 +288,7 @@ public final class EventProcessor: Sendable {
             for userID in item.recipients {
                 let decision = batch.decisions[next]
                 next += 1
-                counters.decisionsByReason[decision.label.rawValue, default: 0] += 1
+                counted(decision, &counters)
                 if let topic = topics.decisions {
                     records.append(topic: topic, key: KafkaBytes(decision.key.recipient)) { writer in
                         Self.writeDecision(decision, decidedAt: batch.now, into: &writer)
@@ -314,6 +319,13 @@ public final class EventProcessor: Sendable {
         let finished = counters
         statistics.update { $0.add(finished) }
         return records.finish()
+    }
+
+    /// Counts `decision` by its label, and tells ``onThrottled`` of a throttled one.
+    func counted(_ decision: Decision, _ counters: inout WorkerStatistics.Counters) {
+        let label = decision.label
+        counters.decisionsByReason[label.rawValue, default: 0] += 1
+        if label == .throttledDropped || label == .throttledDigested { onThrottled?(decision.key.recipient) }
     }
 
     /// Renders `event` for each of the recipient's devices (once per locale) and appends one

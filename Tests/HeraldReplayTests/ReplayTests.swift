@@ -59,13 +59,14 @@ func replay(
     drain: Bool = true,
     reportExtension: String = "json",
     store: String = "memory",
-    retention: Duration? = nil
+    retention: Duration? = nil,
+    writeDecisions: Bool = true
 ) async throws -> Replayed {
     var options = ReplayRun.Options(sources: sources, catalogDirectory: catalog, out: scratch.file("\(name).out.jsonl"))
     options.directorySnapshot = directory
     options.store = store
     if let retention { options.configuration.purge.retention = retention }
-    options.decisions = scratch.file("\(name).decisions.jsonl")
+    options.decisions = writeDecisions ? scratch.file("\(name).decisions.jsonl") : nil
     options.deadLetters = scratch.file("\(name).dlq.jsonl")
     options.report = scratch.file("\(name).report.\(reportExtension)")
     options.configuration.parallelism = parallelism
@@ -75,7 +76,7 @@ func replay(
     return Replayed(
         report: outcome.report,
         outbound: try scratch.lines("\(name).out.jsonl"),
-        decisions: try scratch.lines("\(name).decisions.jsonl"),
+        decisions: writeDecisions ? try scratch.lines("\(name).decisions.jsonl") : [],
         deadLetters: try scratch.lines("\(name).dlq.jsonl"),
         reportText: try scratch.read("\(name).report.\(reportExtension)")
     )
@@ -153,6 +154,16 @@ struct ReplayTests {
             directory: sampleDirectory,
             store: "sqlite:" + scratch.file("replay.sqlite")
         )
+        // Without a decisions file no decision records are made; the report counts the same.
+        let withoutDecisions = try await replay(
+            [source],
+            in: scratch,
+            name: "nodecisions",
+            directory: sampleDirectory,
+            writeDecisions: false
+        )
+        #expect(withoutDecisions.outbound == first.outbound)
+        #expect(withoutDecisions.reportText == first.reportText)
         #expect(first.outbound.count > 2000)
         for (name, file, other) in [
             ("parallelism 4", "p4", second), ("a second run", "p4b", again), ("the SQLite store", "sqlite", sqlite),
