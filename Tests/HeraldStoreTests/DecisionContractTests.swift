@@ -170,16 +170,26 @@ struct DecisionContractTests {
         }
     }
 
+    /// Three messages to ana at noon, one over the limit: their digest, claimed when it comes due
+    /// (at the window's end, plus Policy.digestGrace).
+    private func claimedDigest(
+        _ store: any StateStore,
+        ids prefix: String
+    ) async throws -> (flushAt: Timestamp, claimed: [DueWork]) {
+        _ = try await store.decide((1...3).map { request("\(prefix)\($0)", policy: tightMessages, now: noon) })
+        let flushAt = at("2026-11-21T12:01:30Z")
+        let claimed = try await store.claimDue(now: flushAt, limit: 10, lease: .seconds(30))
+        #expect(claimed.count == 1)
+        return (flushAt, claimed)
+    }
+
     @Test(
         "a digest that collects more while it is claimed stays, and comes due again with only what came since",
         arguments: StoreKind.allCases
     )
     func digestGrowsWhileClaimed(_ kind: StoreKind) async throws {
         try await withStore(kind) { store in
-            _ = try await store.decide((1...3).map { request("g\($0)", policy: tightMessages, now: noon) })
-            let flushAt = at("2026-11-21T12:01:30Z")  // the window's end, plus Policy.digestGrace
-            let claimed = try await store.claimDue(now: flushAt, limit: 10, lease: .seconds(30))
-            #expect(claimed.count == 1)
+            let (flushAt, claimed) = try await claimedDigest(store, ids: "g")
             // A worker whose clock is behind adds to the same window meanwhile.
             let late = try await store.decide([
                 request("g4", policy: tightMessages, now: at("2026-11-21T12:00:59Z"))
@@ -201,10 +211,7 @@ struct DecisionContractTests {
     @Test("a claim whose holder crashed comes back when its lease runs out", arguments: StoreKind.allCases)
     func leaseExpiry(_ kind: StoreKind) async throws {
         try await withStore(kind) { store in
-            _ = try await store.decide((1...3).map { request("x\($0)", policy: tightMessages, now: noon) })
-            let flushAt = at("2026-11-21T12:01:30Z")  // the window's end, plus Policy.digestGrace
-            let first = try await store.claimDue(now: flushAt, limit: 10, lease: .seconds(30))
-            #expect(first.count == 1)
+            let (_, first) = try await claimedDigest(store, ids: "x")
             #expect(try await store.claimDue(now: at("2026-11-21T12:01:59Z"), limit: 10, lease: .seconds(30)).isEmpty)
             let retaken = try await store.claimDue(now: at("2026-11-21T12:02:00Z"), limit: 10, lease: .seconds(30))
             #expect(retaken.map(\.id) == first.map(\.id))
