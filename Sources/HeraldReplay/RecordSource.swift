@@ -106,11 +106,16 @@ public struct TopicRange: RecordSource {
 public enum ReplayError: Error, Sendable, CustomStringConvertible {
     case cannotRead(path: String, reason: String)
     case cannotWrite(path: String, reason: String)
+    /// The output has a decisions file, but the replayer makes no decision records
+    /// (`Replayer.Configuration.topics.decisions` is nil): the file would stay empty.
+    case decisionsNotRecorded
 
     public var description: String {
         switch self {
         case .cannotRead(let path, let reason): "cannot read \(path): \(reason)"
         case .cannotWrite(let path, let reason): "cannot write \(path): \(reason)"
+        case .decisionsNotRecorded:
+            "a decisions file needs decision records: set the replayer's topics.decisions (herald.decisions)"
         }
     }
 }

@@ -19,6 +19,9 @@ public final class ReplayOutput: @unchecked Sendable {
     private let deadLetters: LineFile?
 
     /// - Throws: ``ReplayError`` `.cannotWrite` naming the file.
+    /// Whether there is a decisions file to fill.
+    public var writesDecisions: Bool { decisions != nil }
+
     public init(outbound: String, decisions: String? = nil, deadLetters: String? = nil) throws(ReplayError) {
         self.outbound = try LineFile(path: outbound)
         self.decisions = try decisions.map { path throws(ReplayError) in try LineFile(path: path) }

@@ -110,6 +110,9 @@ public final class Replayer: Sendable {
     /// - Throws: ``StoreError`` or ``ReplayError`` (a source or an output that cannot be used):
     ///   poison records are reported, never thrown.
     public func run(_ sources: [any RecordSource], into output: ReplayOutput) async throws -> ReplayReport {
+        // Decision records are made only when asked for; a decisions file without them would
+        // stay empty, silently.
+        if output.writesDecisions && configuration.topics.decisions == nil { throw ReplayError.decisionsNotRecorded }
         var state = RunState()
         for source in sources {
             try await Self.readAhead(source) { chunk in

@@ -3,6 +3,7 @@ import HeraldApp
 import HeraldCatalog
 import HeraldEvents
 import HeraldKafka
+import HeraldPolicy
 import HeraldReplay
 import HeraldStore
 import HeraldTestSupport
@@ -210,6 +211,23 @@ struct ReplayTests {
             retention: .seconds(3600)
         )
         #expect(reasons(hour) == ["sent", "sent"])
+    }
+
+    @Test("a replayer asked for a decisions file without decision records refuses, naming the setting")
+    func decisionsFileNeedsRecords() async throws {
+        let scratch = try Scratch()
+        let catalog = try CatalogLoader.load(directory: path("catalog")).catalog
+        let replayer = Replayer(
+            configuration: Replayer.Configuration(),
+            catalog: catalog,
+            policy: Policy(catalog: catalog),
+            store: MemoryStore(),
+            logger: quietLogger
+        )
+        let output = try ReplayOutput(outbound: scratch.file("out.jsonl"), decisions: scratch.file("decisions.jsonl"))
+        await #expect(throws: ReplayError.self) {
+            _ = try await replayer.run([RecordedLogFile(path: sampleLog)], into: output)
+        }
     }
 
     @Test("gzip and kcat -J dumps replay to the same notifications as the plain log, and so does a topic range")
