@@ -109,4 +109,71 @@ struct ICUTests {
         #expect(newYork.format(epochMilliseconds: before) == "Mar 28, 2026, 8:30\u{202F}PM")
         #expect(throws: ICUError.self) { try ICUDateFormatter(locale: "en", timeZone: "Mars/Olympus", style: "short") }
     }
+
+    @Test("a message of inserted and selected arguments is formatted without ICU, exactly as ICU would")
+    func plainMessages() throws {
+        // Apostrophes quote in ICU ('' is one; '{' starts quoted text); selects nest; an argument
+        // is both selected on and inserted.
+        let pattern =
+            "It''s '{'{name}'}' {place, select, absent {} other {near {place}}}{tone, select, warm {, {name}''s {tone, select, warm {friend} other {?}}} cold {.} other { ({tone})}}"
+        let message = try ICUMessage(locale: "en", pattern: pattern)
+        #expect(message.isPlain)
+        let values: [[(name: String, value: ICUValue)]] = [
+            [("name", .string("Ana")), ("place", .string("absent")), ("tone", .string("warm"))],
+            [("name", .string("Ola")), ("place", .string("Oslo, Norway")), ("tone", .string("cold"))],
+            [("tone", .string("lukewarm")), ("name", .string("«Zoë» 😀")), ("place", .string("{place}"))],
+            [("name", .string("")), ("place", .string("warm")), ("tone", .string(""))],
+        ]
+        for arguments in values {
+            #expect(try message.format(arguments) == message.formatInICU(arguments))
+        }
+        #expect(try message.format(values[0]) == "It's {Ana} , Ana's friend")
+        #expect(try message.format(values[1]) == "It's {Ola} near Oslo, Norway.")
+
+        // Keywords match code unit for code unit, as in ICU: the Kelvin sign is canonically
+        // equivalent to "K", but selects `other`.
+        let kelvin = try ICUMessage(locale: "en", pattern: "{unit, select, K {kelvin} other {{unit}?}}")
+        #expect(kelvin.isPlain)
+        #expect(try kelvin.format([("unit", .string("\u{212A}"))]) == "\u{212A}?")
+        #expect(try kelvin.format([("unit", .string("K"))]) == "kelvin")
+
+        // Not a string, or not given: ICU formats it (a grouped number; the placeholder).
+        let inserted = try ICUMessage(locale: "en", pattern: "{count} from {sender}")
+        #expect(inserted.isPlain)
+        #expect(try inserted.format([("count", .integer(1234)), ("sender", .string("Ana"))]) == "1,234 from Ana")
+        #expect(try inserted.format([("count", .string("x"))]) == inserted.formatInICU([("count", .string("x"))]))
+
+        // Plurals depend on the locale's rules: ICU formats them.
+        let plural = try ICUMessage(locale: "en", pattern: "{n, plural, one {# item} other {# items}} for {name}")
+        #expect(!plural.isPlain)
+        #expect(try plural.format([("n", .integer(2)), ("name", .string("Ana"))]) == "2 items for Ana")
+    }
+
+    @Test("every message of the example catalog formats as ICU formats it, plain or not")
+    func examplePlainMessages() throws {
+        let catalog = try CatalogLoader.load(directory: exampleCatalog).catalog
+        let samples: [ICUValue] = [
+            .string("absent"), .string("card_declined"), .string("insufficient_funds"), .string("Oslo"),
+            .string("Ana «x» ''"), .integer(3), .integer(1),
+        ]
+        var plain = 0
+        for (locale, bundle) in catalog.bundles {
+            for (key, message) in bundle.messages {
+                let names = Array(message.argumentNames).sorted()
+                for offset in samples.indices {
+                    let arguments = names.enumerated().map { index, name in
+                        (name: name, value: samples[(index + offset) % samples.count])
+                    }
+                    // nil for a throw: ICU cannot format a non-number for a plural, plain or not.
+                    let formatted = try? message.format(arguments)
+                    let expected = try? message.formatInICU(arguments)
+                    #expect(formatted == expected, "\(locale) \(key) with \(arguments)")
+                }
+                if message.isPlain { plain += 1 }
+            }
+        }
+        // Most of the catalog's messages with arguments are plain: the example kinds' titles and
+        // bodies but for plurals and numbers.
+        #expect(plain >= 5 * 7)
+    }
 }

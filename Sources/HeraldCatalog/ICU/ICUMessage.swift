@@ -12,6 +12,9 @@ final class ICUMessage: @unchecked Sendable {
     let argumentNames: Set<String>
     /// The text of a message without arguments, formatted once.
     private let constantText: String?
+    /// The message as literal text around its arguments, if they are only inserted or selected
+    /// on: most messages, formatted without crossing into ICU.
+    private let plain: PlainMessage?
 
     /// One use of a named argument.
     struct ArgumentUse: Sendable, Equatable {
@@ -64,8 +67,13 @@ final class ICUMessage: @unchecked Sendable {
             constantText = withGrowingBuffer { output, capacity in
                 herald_message_format(handle, nil, 0, output, capacity, &error)
             }
+            plain = nil
         } else {
             constantText = nil
+            let names = argumentNames
+            plain = PlainMessage(pattern: pattern, arguments: uses) { values in
+                try? Self.formatWithICU(handle, names: names, uses: uses.count, values)
+            }
         }
     }
 
@@ -91,10 +99,31 @@ final class ICUMessage: @unchecked Sendable {
     /// - Throws: ``ICUError`` if ICU cannot format it (for example a decimal that is not a number).
     func format(_ values: [(name: String, value: ICUValue)]) throws(ICUError) -> String {
         if let constantText { return constantText }
+        if let text = plain?.format(values) { return text }
+        return try Self.formatWithICU(handle, names: argumentNames, uses: arguments.count, values)
+    }
+
+    /// Whether the message is formatted without ICU for string values.
+    var isPlain: Bool { plain != nil }
+
+    /// Formats the message in ICU, even if it is plain: what the plain form must match.
+    func formatInICU(_ values: [(name: String, value: ICUValue)]) throws(ICUError) -> String {
+        if let constantText { return constantText }
+        return try Self.formatWithICU(handle, names: argumentNames, uses: arguments.count, values)
+    }
+
+    /// Formats the message `handle` in ICU. `names` are the argument names it uses, `uses` how many
+    /// times it uses one.
+    private static func formatWithICU(
+        _ handle: OpaquePointer,
+        names: Set<String>,
+        uses: Int,
+        _ values: [(name: String, value: ICUValue)]
+    ) throws(ICUError) -> String {
         // Only what the message uses crosses into ICU (each value is converted to UTF-16 there);
         // skipped in place rather than filtered into an array of their own.
-        let checkNames = values.count > arguments.count
-        func isUsed(_ name: String) -> Bool { !checkNames || argumentNames.contains(name) }
+        let checkNames = values.count > uses
+        func isUsed(_ name: String) -> Bool { !checkNames || names.contains(name) }
         // All names and strings go into one temporary buffer, so the C arguments point into a
         // single allocation that lives for the whole call.
         var size = 0
