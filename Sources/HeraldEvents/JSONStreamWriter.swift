@@ -120,22 +120,43 @@ public struct JSONStreamWriter: ~Copyable {
     public mutating func string(_ value: String) {
         // A native string's bytes are read in place (a small one's from a copy on the stack);
         // only a bridged string needs making native first.
-        if value.utf8.withContiguousStorageIfAvailable({ string(UnsafeRawBufferPointer($0)) }) == nil {
+        if value.utf8.withContiguousStorageIfAvailable({ string(utf8: UnsafeRawBufferPointer($0)) }) == nil {
             var value = value
-            value.withUTF8 { string(UnsafeRawBufferPointer($0)) }
+            value.withUTF8 { string(utf8: UnsafeRawBufferPointer($0)) }
         }
     }
 
-    /// A string given as its UTF-8 bytes (valid UTF-8: a `String`'s own).
-    private mutating func string(_ utf8: UnsafeRawBufferPointer) {
+    /// A string value of `first` and `second` joined (`"/3/device/"` and a token), written without
+    /// joining them first.
+    public mutating func string(_ first: String, _ second: String) {
         output.append(UInt8(ascii: "\""))
+        characters(first)
+        characters(second)
+        output.append(UInt8(ascii: "\""))
+    }
+
+    /// A string given as its UTF-8 bytes, which must be valid UTF-8 (a `String`'s own, or ASCII).
+    public mutating func string(utf8: UnsafeRawBufferPointer) {
+        output.append(UInt8(ascii: "\""))
+        characters(utf8)
+        output.append(UInt8(ascii: "\""))
+    }
+
+    /// A string's characters, escaped, without the quotes.
+    private mutating func characters(_ value: String) {
+        if value.utf8.withContiguousStorageIfAvailable({ characters(UnsafeRawBufferPointer($0)) }) == nil {
+            var value = value
+            value.withUTF8 { characters(UnsafeRawBufferPointer($0)) }
+        }
+    }
+
+    private mutating func characters(_ utf8: UnsafeRawBufferPointer) {
         // Most strings need no escaping: check the bytes once and copy them in one go.
         if JSONWriter.needsEscaping(utf8) {
             for byte in utf8 { escape(byte) }
         } else {
             output.append(utf8)
         }
-        output.append(UInt8(ascii: "\""))
     }
 
     private mutating func escape(_ byte: UInt8) {

@@ -78,30 +78,78 @@ public enum APNsPayloadBuilder {
         for device: Device,
         pushType requested: PushType? = nil
     ) throws(PayloadError) -> APNsRequest {
-        guard isValidToken(device.token) else {
-            throw PayloadError(code: .invalidToken, message: "an APNs device token is 64 or more hex digits")
-        }
-        let pushType = resolved(requested, for: message)
-        let silent = pushType == .background
+        try checkToken(device.token)
         var headers: [APNsRequest.Header] = []
         headers.reserveCapacity(6)
-        headers.append(.init(name: "apns-push-type", value: pushType.rawValue))
-        headers.append(.init(name: "apns-priority", value: silent || !message.highPriority ? "5" : "10"))
-        if let ttl = message.timeToLive {
-            let expiration = message.createdAt.epochMilliseconds / 1000 + Int64(ttl)
-            headers.append(.init(name: "apns-expiration", value: String(expiration)))
+        forEachHeader(message, appID: device.appID, pushType: requested) { name, value in
+            headers.append(.init(name: name, value: value.string))
         }
-        if let collapseKey = message.collapseKey, !collapseKey.isEmpty {
-            headers.append(.init(name: "apns-collapse-id", value: collapseID(collapseKey)))
-        }
-        headers.append(.init(name: "apns-topic", value: device.appID + pushType.topicSuffix))
-        headers.append(.init(name: "apns-id", value: StableHash.uuid(from: message.notificationID)))
         return APNsRequest(
             host: device.environment == .sandbox ? "api.sandbox.push.apple.com" : "api.push.apple.com",
             path: "/3/device/\(device.token)",
             headers: headers,
             body: []
         )
+    }
+
+    /// - Throws: ``PayloadError`` `.invalidToken` unless `token` looks like an APNs device token.
+    public static func checkToken(_ token: String) throws(PayloadError) {
+        guard isValidToken(token) else {
+            throw PayloadError(code: .invalidToken, message: "an APNs device token is 64 or more hex digits")
+        }
+    }
+
+    /// One `apns-*` header's value, as ``forEachHeader(_:appID:pushType:_:)`` hands it over: made
+    /// of parts borrowed where they are, so that a caller that writes the headers out (the worker,
+    /// into its outbound JSON) makes no string for them.
+    public enum HeaderValue {
+        case text(String)
+        case integer(Int64)
+        /// Two texts joined: the topic, the app's bundle id and the push type's suffix.
+        case joined(String, String)
+        /// The UUID ``StableHash`` derives from a notification id (`apns-id`).
+        case uuid(derivedFrom: String)
+
+        /// The value as the header's text.
+        public var string: String {
+            switch self {
+            case .text(let text): text
+            case .integer(let number): String(number)
+            case .joined(let first, let second): first + second
+            case .uuid(let text): StableHash.uuid(from: text)
+            }
+        }
+
+        /// Writes the value as a JSON string.
+        public func write(to writer: inout JSONStreamWriter) {
+            switch self {
+            case .text(let text): writer.string(text)
+            case .integer(let number): writer.string(String(number))
+            case .joined(let first, let second): writer.string(first, second)
+            case .uuid(let text): StableHash.withUUID(from: text) { writer.string(utf8: $0) }
+            }
+        }
+    }
+
+    /// Calls `body` with each `apns-*` header of the request for `message` to an app, in order.
+    public static func forEachHeader(
+        _ message: PushMessage,
+        appID: String,
+        pushType requested: PushType? = nil,
+        _ body: (String, HeaderValue) -> Void
+    ) {
+        let pushType = resolved(requested, for: message)
+        let silent = pushType == .background
+        body("apns-push-type", .text(pushType.rawValue))
+        body("apns-priority", .text(silent || !message.highPriority ? "5" : "10"))
+        if let ttl = message.timeToLive {
+            body("apns-expiration", .integer(message.createdAt.epochMilliseconds / 1000 + Int64(ttl)))
+        }
+        if let collapseKey = message.collapseKey, !collapseKey.isEmpty {
+            body("apns-collapse-id", .text(collapseID(collapseKey)))
+        }
+        body("apns-topic", .joined(appID, pushType.topicSuffix))
+        body("apns-id", .uuid(derivedFrom: message.notificationID))
     }
 
     /// Writes the body into `writer`, within the push type's limit: where a message that carries

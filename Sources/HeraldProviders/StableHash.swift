@@ -26,11 +26,17 @@ enum StableHash {
     /// A version-8 (RFC 9562, application-defined) UUID derived from `text`, in upper case as APNs
     /// prints them. Written byte by byte: it is computed for every APNs request.
     static func uuid(from text: String) -> String {
+        withUUID(from: text) { String(decoding: $0, as: UTF8.self) }
+    }
+
+    /// Calls `body` with ``uuid(from:)``'s 36 ASCII bytes, on the stack: the worker writes them
+    /// into its outbound JSON without making a string of them.
+    static func withUUID<Result>(from text: String, _ body: (UnsafeRawBufferPointer) -> Result) -> Result {
         var high = fnv1a(text)
         var low = fnv1a(text, seed: 0x8422_2325_cbf2_9ce4 ^ high)
         high = (high & 0xFFFF_FFFF_FFFF_0FFF) | 0x0000_0000_0000_8000  // version 8
         low = (low & 0x3FFF_FFFF_FFFF_FFFF) | 0x8000_0000_0000_0000  // RFC 4122 variant
-        return String(unsafeUninitializedCapacity: 36) { buffer in
+        return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 36) { buffer in
             var index = 0
             func put(_ value: UInt64, nibbles: Int) {
                 for shift in stride(from: (nibbles - 1) * 4, through: 0, by: -4) {
@@ -51,7 +57,7 @@ enum StableHash {
             put(low >> 48, nibbles: 4)
             dash()
             put(low, nibbles: 12)
-            return index
+            return body(UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(buffer)[0..<index]))
         }
     }
 

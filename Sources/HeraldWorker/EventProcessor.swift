@@ -460,7 +460,7 @@ public final class EventProcessor: Sendable {
         )
         let bodySize: Int
         do {
-            let outbound = try OutboundBuilder.envelope(
+            bodySize = try OutboundBuilder.write(
                 render.message,
                 of: render.rendered,
                 eventID: envelope.eventID,
@@ -468,9 +468,9 @@ public final class EventProcessor: Sendable {
                 expiresAt: envelope.expiresAt,
                 recipient: envelope.recipient,
                 device: device,
-                trace: envelope.trace
+                trace: envelope.trace,
+                into: &writer
             )
-            bodySize = try OutboundBuilder.write(outbound, body: render.message, into: &writer)
         } catch  where error.code == .invalidToken {
             // The directory holds a token no provider accepts; the event is fine.
             counters.skippedDevices += 1

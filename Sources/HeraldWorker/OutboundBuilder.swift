@@ -53,6 +53,9 @@ public enum OutboundBuilder {
     /// FCM's and Expo's request headers, the same for every call: made once, not per device.
     static let fcmHeaders = [OutboundMessage.Header("content-type", "application/json; charset=UTF-8")]
     static let expoHeaders = [OutboundMessage.Header("content-type", "application/json")]
+    /// FCM's path; the sender puts the project in front: /v1/projects/{project}/messages:send.
+    static let fcmPath = "messages:send"
+    static let expoPath = "/--/api/v2/push/send"
 
     /// When a notification of `kind` created at `createdAt` stops being worth sending, if ever.
     public static func expiry(of kind: NotificationKind, createdAt: Timestamp) -> Timestamp? {
@@ -89,10 +92,9 @@ public enum OutboundBuilder {
                 body: []
             )
         case .fcm:
-            // The sender puts the project in front: /v1/projects/{project}/messages:send.
-            request = OutboundMessage.Request(path: "messages:send", headers: fcmHeaders, body: [])
+            request = OutboundMessage.Request(path: fcmPath, headers: fcmHeaders, body: [])
         case .expo:
-            request = OutboundMessage.Request(path: "/--/api/v2/push/send", headers: expoHeaders, body: [])
+            request = OutboundMessage.Request(path: expoPath, headers: expoHeaders, body: [])
         }
         return OutboundMessage(
             notificationID: message.notificationID,
@@ -132,6 +134,73 @@ public enum OutboundBuilder {
         return size
     }
 
+    /// Writes the outbound message for `device` into `writer` straight from its parts: the same
+    /// bytes as ``envelope(_:of:eventID:createdAt:expiresAt:recipient:device:trace:)`` written by
+    /// ``write(_:body:into:)``, without making the message, its request and its headers (and
+    /// retaining their strings) for every device. `message` is
+    /// ``pushMessage(_:eventID:createdAt:recipient:token:)`` for this device. On a throw what was
+    /// written is incomplete.
+    ///
+    /// - Returns: the request body's size in bytes.
+    /// - Throws: ``PayloadError`` (`.invalidToken`, `.payloadTooLarge`).
+    public static func write(
+        _ message: PushMessage,
+        of rendered: RenderedNotification,
+        eventID: String,
+        createdAt: Timestamp,
+        expiresAt: Timestamp?,
+        recipient: String,
+        device registered: RegisteredDevice,
+        trace: (parent: String?, state: String?) = (nil, nil),
+        into writer: inout JSONStreamWriter
+    ) throws(PayloadError) -> Int {
+        let provider = registered.provider
+        if provider == .apns { try APNsPayloadBuilder.checkToken(registered.token) }
+        let environment: Device.Environment = registered.sandbox ? .sandbox : .production
+        var size = 0
+        try OutboundMessage.encode(
+            notificationID: message.notificationID,
+            eventID: eventID,
+            kind: rendered.kind,
+            category: rendered.category,
+            locale: rendered.locale,
+            recipient: recipient,
+            provider: provider,
+            app: registered.appID,
+            environment: environment,
+            token: registered.token,
+            createdAt: createdAt,
+            expiresAt: expiresAt,
+            attempt: 1,
+            trace: trace,
+            into: &writer
+        ) { writer throws(PayloadError) in
+            writer.member("method", "POST")
+            writer.key("path")
+            switch provider {
+            case .apns: writer.string("/3/device/", registered.token)
+            case .fcm: writer.string(fcmPath)
+            case .expo: writer.string(expoPath)
+            }
+            writer.key("headers")
+            writer.beginObject()
+            switch provider {
+            case .apns:
+                APNsPayloadBuilder.forEachHeader(message, appID: registered.appID) { name, value in
+                    writer.key(name)
+                    value.write(to: &writer)
+                }
+            case .fcm: for header in fcmHeaders { writer.member(header.name, header.value) }
+            case .expo: for header in expoHeaders { writer.member(header.name, header.value) }
+            }
+            writer.endObject()
+            writer.key("body")
+            let device = Device(token: registered.token, appID: registered.appID, environment: environment)
+            size = try writeBody(message, provider: provider, device: device, into: &writer)
+        }
+        return size
+    }
+
     /// The provider's request body for `message` to the device `outbound` is for.
     ///
     /// - Throws: ``PayloadError`` (`.invalidToken`, `.payloadTooLarge`).
@@ -147,7 +216,16 @@ public enum OutboundBuilder {
         into writer: inout JSONStreamWriter
     ) throws(PayloadError) -> Int {
         let device = Device(token: outbound.token, appID: outbound.app, environment: outbound.environment)
-        switch outbound.provider {
+        return try writeBody(message, provider: outbound.provider, device: device, into: &writer)
+    }
+
+    private static func writeBody(
+        _ message: PushMessage,
+        provider: PushProvider,
+        device: Device,
+        into writer: inout JSONStreamWriter
+    ) throws(PayloadError) -> Int {
+        switch provider {
         case .apns: return try APNsPayloadBuilder.writeBody(message, into: &writer)
         case .fcm: return try FCMPayloadBuilder.write(message, for: device, into: &writer)
         case .expo: return try ExpoPayloadBuilder.write(message, for: device, into: &writer)

@@ -179,11 +179,62 @@ public struct OutboundMessage: Sendable, Hashable {
     }
 
     /// Writes the message as JSON after what `writer` holds, with `writeBody` writing the request
-    /// body (JSON) where it goes instead of `request.body`: the worker builds the body in place.
-    /// If `writeBody` throws, what was written is incomplete.
+    /// body (JSON) where it goes instead of `request.body`. If `writeBody` throws, what was
+    /// written is incomplete.
     func encode<Failure: Error>(
         into writer: inout JSONStreamWriter,
         body writeBody: (inout JSONStreamWriter) throws(Failure) -> Void
+    ) throws(Failure) {
+        let fields = storage.fields
+        try Self.encode(
+            notificationID: fields.notificationID,
+            eventID: fields.eventID,
+            kind: fields.kind,
+            category: fields.category,
+            locale: fields.locale,
+            recipient: fields.recipient,
+            provider: fields.provider,
+            app: fields.app,
+            environment: fields.environment,
+            token: fields.token,
+            createdAt: fields.createdAt,
+            expiresAt: fields.expiresAt,
+            attempt: fields.attempt,
+            trace: (fields.traceParent, fields.traceState),
+            into: &writer
+        ) { writer throws(Failure) in
+            writer.member("method", fields.request.method)
+            writer.member("path", fields.request.path)
+            writer.key("headers")
+            writer.beginObject()
+            for header in fields.request.headers { writer.member(header.name, header.value) }
+            writer.endObject()
+            writer.key("body")
+            try writeBody(&writer)
+        }
+    }
+
+    /// Writes a message as JSON from its fields, borrowed where they are, with `writeRequest`
+    /// writing the request object's members (`method`, `path`, `headers`, `body`): the worker writes
+    /// its messages this way, without making an ``OutboundMessage`` (and retaining its strings) for
+    /// each. The one layout of the schema: ``encoded()`` writes through it too.
+    static func encode<Failure: Error>(
+        notificationID: String,
+        eventID: String,
+        kind: String,
+        category: String,
+        locale: String?,
+        recipient: String,
+        provider: PushProvider,
+        app: String,
+        environment: Device.Environment,
+        token: String,
+        createdAt: Timestamp,
+        expiresAt: Timestamp?,
+        attempt: Int,
+        trace: (parent: String?, state: String?),
+        into writer: inout JSONStreamWriter,
+        request writeRequest: (inout JSONStreamWriter) throws(Failure) -> Void
     ) throws(Failure) {
         writer.beginObject()
         writer.member("schema", Self.schema)
@@ -202,23 +253,16 @@ public struct OutboundMessage: Sendable, Hashable {
         writer.endObject()
         writer.key("request")
         writer.beginObject()
-        writer.member("method", request.method)
-        writer.member("path", request.path)
-        writer.key("headers")
-        writer.beginObject()
-        for header in request.headers { writer.member(header.name, header.value) }
-        writer.endObject()
-        writer.key("body")
-        try writeBody(&writer)
+        try writeRequest(&writer)
         writer.endObject()
         writer.member("createdAt", timestamp: createdAt)
         if let expiresAt { writer.member("expiresAt", timestamp: expiresAt) }
         writer.member("attempt", integer: Int64(attempt))
-        if traceParent != nil || traceState != nil {
+        if trace.parent != nil || trace.state != nil {
             writer.key("trace")
             writer.beginObject()
-            if let traceParent { writer.member("traceparent", traceParent) }
-            if let traceState { writer.member("tracestate", traceState) }
+            if let parent = trace.parent { writer.member("traceparent", parent) }
+            if let state = trace.state { writer.member("tracestate", state) }
             writer.endObject()
         }
         writer.endObject()

@@ -180,6 +180,21 @@ struct OutboundMessageTests {
                 #expect(size == built.request.body.count)
                 #expect(size <= 4096 && (!long || size > 3000), "\(device.provider): \(size) bytes")
                 #expect(try OutboundMessage(decoding: writer.bytes) == built)
+                // The worker's way: the same bytes straight from the parts, without the message.
+                writer.truncate(to: 0)
+                let direct = try OutboundBuilder.write(
+                    push,
+                    of: rendered,
+                    eventID: event.id,
+                    createdAt: createdAt,
+                    expiresAt: nil,
+                    recipient: "ana",
+                    device: device,
+                    trace: trace,
+                    into: &writer
+                )
+                #expect(writer.bytes == built.encoded(), "\(device.provider) long: \(long), from parts")
+                #expect(direct == size)
             }
         }
         // Bad tokens: FCM's is found as its body is written, APNs' as its envelope is made.
@@ -190,5 +205,20 @@ struct OutboundMessageTests {
         #expect(badToken?.code == .invalidToken)
         let badAPNsToken = #expect(throws: PayloadError.self) { try envelope(push, device(.apns, "not-hex")) }
         #expect(badAPNsToken?.code == .invalidToken)
+        for bad in [device(.apns, "not-hex"), device(.fcm, "has space")] {
+            let fromParts = #expect(throws: PayloadError.self) {
+                try OutboundBuilder.write(
+                    push,
+                    of: rendered,
+                    eventID: event.id,
+                    createdAt: createdAt,
+                    expiresAt: nil,
+                    recipient: "ana",
+                    device: bad,
+                    into: &writer
+                )
+            }
+            #expect(fromParts?.code == .invalidToken, "\(bad.provider)")
+        }
     }
 }
