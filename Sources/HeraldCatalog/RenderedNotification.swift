@@ -1,19 +1,123 @@
+import HeraldEvents
+
 /// One notification as a phone would show it, in one locale, before any provider payload is built.
+/// One notification as a phone would show it, in one locale, before any provider payload is built.
+///
+/// Its fields live in one shared object, copied on the first write to a shared one: a rendering is
+/// kept for each locale a recipient's devices use and handed to the payload builders, and a copy
+/// of a dozen strings retained and released each of them.
 public struct RenderedNotification: Sendable, Hashable {
-    public var kind: String
-    public var category: String
-    public var app: String
+    public var kind: String {
+        _read { yield storage.fields.kind }
+        _modify { yield &storage.fields.kind }
+    }
+    public var category: String {
+        _read { yield storage.fields.category }
+        _modify { yield &storage.fields.category }
+    }
+    public var app: String {
+        _read { yield storage.fields.app }
+        _modify { yield &storage.fields.app }
+    }
     /// The bundle locale used, after fallback.
-    public var locale: String
+    public var locale: String {
+        _read { yield storage.fields.locale }
+        _modify { yield &storage.fields.locale }
+    }
     /// Whether the requested locale was missing and a fallback was used.
-    public var usedFallbackLocale: Bool
-    public var title: String
-    public var subtitle: String?
-    public var body: String
-    public var deepLink: DeepLink?
+    public var usedFallbackLocale: Bool {
+        _read { yield storage.fields.usedFallbackLocale }
+        _modify { yield &storage.fields.usedFallbackLocale }
+    }
+    public var title: String {
+        _read { yield storage.fields.title }
+        _modify { yield &storage.fields.title }
+    }
+    public var subtitle: String? {
+        _read { yield storage.fields.subtitle }
+        _modify { yield &storage.fields.subtitle }
+    }
+    public var body: String {
+        _read { yield storage.fields.body }
+        _modify { yield &storage.fields.body }
+    }
+    public var deepLink: DeepLink? {
+        _read { yield storage.fields.deepLink }
+        _modify { yield &storage.fields.deepLink }
+    }
     /// Data for the app, as strings, in a stable order.
-    public var data: [(key: String, value: String)]
-    public var presentation: Presentation
+    public var data: [KeyValue] {
+        _read { yield storage.fields.data }
+        _modify { yield &storage.fields.data }
+    }
+    /// The kind's presentation, as the catalog has it: its collapse key and thread id are
+    /// templates; ``collapseKey`` and ``threadID`` are this notification's.
+    public var presentation: Presentation {
+        _read { yield storage.fields.presentation }
+        _modify { yield &storage.fields.presentation }
+    }
+    /// The kind's collapse key with this event's values; nil without one or without a value.
+    public var collapseKey: String? {
+        _read { yield storage.fields.collapseKey }
+        _modify { yield &storage.fields.collapseKey }
+    }
+    /// The kind's iOS thread id with this event's values; nil without one or without a value.
+    public var threadID: String? {
+        _read { yield storage.fields.threadID }
+        _modify { yield &storage.fields.threadID }
+    }
+
+    private var storage: SharedFields<Fields>
+
+    private struct Fields: Sendable {
+        var kind: String
+        var category: String
+        var app: String
+        var locale: String
+        var usedFallbackLocale: Bool
+        var title: String
+        var subtitle: String?
+        var body: String
+        var deepLink: DeepLink?
+        var data: [KeyValue]
+        var presentation: Presentation
+        var collapseKey: String?
+        var threadID: String?
+    }
+
+    public init(
+        kind: String,
+        category: String,
+        app: String,
+        locale: String,
+        usedFallbackLocale: Bool,
+        title: String,
+        subtitle: String?,
+        body: String,
+        deepLink: DeepLink?,
+        data: [KeyValue],
+        presentation: Presentation,
+        collapseKey: String? = nil,
+        threadID: String? = nil
+    ) {
+        storage = SharedFields(
+            Fields(
+                kind: kind,
+                category: category,
+                app: app,
+                locale: locale,
+                usedFallbackLocale: usedFallbackLocale,
+                title: title,
+                subtitle: subtitle,
+                body: body,
+                deepLink: deepLink,
+                data: data,
+                presentation: presentation,
+                collapseKey: collapseKey,
+                threadID: threadID
+            )
+        )
+    }
 
     /// A deep link in each of the app's forms (the URLs are built when asked for).
     public struct DeepLink: Sendable, Hashable {
@@ -36,7 +140,7 @@ public struct RenderedNotification: Sendable, Hashable {
     public static func == (lhs: RenderedNotification, rhs: RenderedNotification) -> Bool {
         lhs.kind == rhs.kind && lhs.locale == rhs.locale && lhs.title == rhs.title && lhs.subtitle == rhs.subtitle
             && lhs.body == rhs.body && lhs.deepLink == rhs.deepLink
-            && lhs.data.map(\.key) == rhs.data.map(\.key) && lhs.data.map(\.value) == rhs.data.map(\.value)
+            && lhs.data == rhs.data && lhs.collapseKey == rhs.collapseKey && lhs.threadID == rhs.threadID
     }
 
     public func hash(into hasher: inout Hasher) {

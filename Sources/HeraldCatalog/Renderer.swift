@@ -248,20 +248,20 @@ public final class Renderer: Sendable {
                 universalLinkHost: app?.universalLinkHost
             )
         }
-        var data: [(key: String, value: String)] = []
+        var data: [KeyValue] = []
         data.reserveCapacity(5 + presentation.dataFields.count)
-        data.append(("notificationType", kind.name))
-        data.append(("eventId", event.id))
-        if let link = rendered.deepLink { data.append(("deepLinkPath", link.path)) }
-        if let time = event.time { data.append(("timestamp", time.description)) }
+        data.append(KeyValue("notificationType", kind.name))
+        data.append(KeyValue("eventId", event.id))
+        if let link = rendered.deepLink { data.append(KeyValue("deepLinkPath", link.path)) }
+        if let time = event.time { data.append(KeyValue("timestamp", time.description)) }
         for name in presentation.dataFields {
-            if let value = plain(name) { data.append((name, value)) }
+            if let value = plain(name) { data.append(KeyValue(name, value)) }
         }
-        data.append(("version", "1"))
+        data.append(KeyValue("version", "1"))
         rendered.data = data
         // A placeholder without a value leaves the option out rather than sending a broken key.
-        rendered.presentation.collapseKey = kind.collapseKeyTemplate?.render(plain)
-        rendered.presentation.threadID = kind.threadIDTemplate?.render(plain)
+        rendered.collapseKey = kind.collapseKeyTemplate?.render(plain)
+        rendered.threadID = kind.threadIDTemplate?.render(plain)
         return rendered
     }
 

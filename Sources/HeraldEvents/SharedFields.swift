@@ -5,7 +5,7 @@
 ///
 /// `fields.name` reads one field where it is; a change through `fields` (`fields.list.append(x)`)
 /// copies the fields first when another value shares them, then changes them in place.
-public struct SharedFields<Fields: Hashable & Sendable>: Hashable, Sendable {
+public struct SharedFields<Fields: Sendable>: Sendable {
     @usableFromInline
     final class Box: @unchecked Sendable {
         // Changed only through `fields`' modify accessor, when no other value shares the box.
@@ -30,6 +30,9 @@ public struct SharedFields<Fields: Hashable & Sendable>: Hashable, Sendable {
         }
     }
 
+}
+
+extension SharedFields: Equatable, Hashable where Fields: Hashable {
     @inlinable
     public static func == (lhs: Self, rhs: Self) -> Bool { lhs.box === rhs.box || lhs.box.fields == rhs.box.fields }
 

@@ -229,8 +229,8 @@ public enum APNsPayloadBuilder {
         )
         if let deepLink = kept.deepLink { writer.member("deepLink", deepLink) }
         // "aps" is APNs' own key; a data entry of that name would be ignored or break the payload.
-        for entry in kept.data where entry.key != "aps" && entry.key != "deepLink" {
-            writer.member(entry.key, entry.value)
+        kept.data.forEachEntry { key, value in
+            if key != "aps" && key != "deepLink" { writer.member(key, value) }
         }
         writer.endObject()
     }

@@ -78,8 +78,8 @@ public enum ExpoPayloadBuilder {
         writer.beginObject()
         writer.member(FCMPayloadBuilder.notificationIDKey, message.notificationID)
         if let deepLink = kept.deepLink { writer.member("deepLink", deepLink) }
-        for entry in kept.data where entry.key != "deepLink" && entry.key != FCMPayloadBuilder.notificationIDKey {
-            writer.member(entry.key, entry.value)
+        kept.data.forEachEntry { key, value in
+            if key != "deepLink" && key != FCMPayloadBuilder.notificationIDKey { writer.member(key, value) }
         }
         writer.endObject()
         writer.key("sound")

@@ -94,8 +94,8 @@ public enum FCMPayloadBuilder {
             writer.beginObject()
             writer.member(notificationIDKey, message.notificationID)
             if let deepLink = kept.deepLink { writer.member("deepLink", deepLink) }
-            for entry in kept.data where entry.key != "deepLink" && entry.key != notificationIDKey {
-                writer.member(entry.key, entry.value)
+            kept.data.forEachEntry { key, value in
+                if key != "deepLink" && key != notificationIDKey { writer.member(key, value) }
             }
             writer.endObject()
         }

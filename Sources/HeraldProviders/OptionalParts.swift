@@ -10,8 +10,9 @@ struct OptionalParts {
     init(_ message: PushMessage, dropped: Int, subtitleIsDroppable: Bool, dataFilter: (String) -> Bool = { _ in true })
     {
         var remaining = dropped
-        let filtered =
-            message.data.allSatisfy { dataFilter($0.key) } ? message.data : message.data.filter { dataFilter($0.key) }
+        var keepsAll = true
+        message.data.forEachEntry { key, _ in keepsAll = keepsAll && dataFilter(key) }
+        let filtered = keepsAll ? message.data : message.data.filter { dataFilter($0.key) }
         let removedData = min(remaining, filtered.count)
         data = filtered.dropLast(removedData)
         remaining -= removedData

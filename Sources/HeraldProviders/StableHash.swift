@@ -11,9 +11,13 @@ enum StableHash {
     /// Continues an FNV-1a hash with `text`'s UTF-8.
     @inline(__always)
     static func add(_ text: String, to hash: inout UInt64) {
-        var text = text
-        text.withUTF8 { bytes in
+        // A native string's bytes are read where they are: `withUTF8` needs a copy of the string
+        // (`var`), which retains it, four times per notification id.
+        let done: Void? = text.utf8.withContiguousStorageIfAvailable { bytes in
             for byte in bytes { add(byte, to: &hash) }
+        }
+        if done == nil {
+            for byte in text.utf8 { add(byte, to: &hash) }
         }
     }
 
