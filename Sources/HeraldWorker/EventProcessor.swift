@@ -324,7 +324,7 @@ public final class EventProcessor: Sendable {
     /// Counts `decision` by its label, and tells ``onThrottled`` of a throttled one.
     func counted(_ decision: Decision, _ counters: inout WorkerStatistics.Counters) {
         let label = decision.label
-        counters.decisionsByReason[label.rawValue, default: 0] += 1
+        counters.decisionsByPosition[label.position] += 1
         if label == .throttledDropped || label == .throttledDigested { onThrottled?(decision.key.recipient) }
     }
 
@@ -360,20 +360,16 @@ public final class EventProcessor: Sendable {
             trace: (event.extensions["traceparent"], event.extensions["tracestate"])
         )
         let key = KafkaBytes(recipient.userID)
-        // Counted per recipient rather than per device: each count is a dictionary update.
+        // Counted per recipient rather than per device (per locale, by locale): each count is a
+        // dictionary update.
         var built = 0
-        var builtByProvider = (apns: 0, fcm: 0, expo: 0)
         defer {
             if built > 0 {
                 counters.outboundByKind[kind.name, default: 0] += built
                 counters.outboundByCategory[kind.category, default: 0] += built
-                // Three calls rather than a loop over an array literal: no allocation per recipient.
-                func add(_ provider: PushProvider, _ count: Int) {
-                    if count > 0 { counters.outboundByProvider[provider.rawValue, default: 0] += count }
-                }
-                add(.apns, builtByProvider.apns)
-                add(.fcm, builtByProvider.fcm)
-                add(.expo, builtByProvider.expo)
+            }
+            for index in renders.indices where renders[index].built > 0 {
+                counters.outboundByLocale[renders[index].rendered.locale, default: 0] += renders[index].built
             }
         }
         for device in recipient.devices {
@@ -414,12 +410,10 @@ public final class EventProcessor: Sendable {
             }
             guard let bodySize = written else { continue }
             built += 1
-            switch device.provider {
-            case .apns: builtByProvider.apns += 1
-            case .fcm: builtByProvider.fcm += 1
-            case .expo: builtByProvider.expo += 1
-            }
-            counters.payloadSizes[device.provider.rawValue, default: SizeCounts()].add(bodySize)
+            renders[slot].built += 1
+            let provider = device.provider.position
+            counters.outboundByProviderPosition[provider] += 1
+            counters.payloadSizesByProviderPosition[provider].add(bodySize)
         }
     }
 
@@ -428,6 +422,8 @@ public final class EventProcessor: Sendable {
         var locale: String?
         var rendered: RenderedNotification
         var message: PushMessage
+        /// Outbound messages written from it.
+        var built = 0
     }
 
     /// What a recipient's outbound messages share.
@@ -482,7 +478,6 @@ public final class EventProcessor: Sendable {
         } catch {
             throw DeadLetterReason(error)
         }
-        counters.outboundByLocale[render.rendered.locale, default: 0] += 1
         return bodySize
     }
 
@@ -550,6 +545,15 @@ extension WorkerStatistics.Counters {
         outboundByLocale.merge(other.outboundByLocale, uniquingKeysWith: +)
         outboundByCategory.merge(other.outboundByCategory, uniquingKeysWith: +)
         for (provider, sizes) in other.payloadSizes { payloadSizes[provider, default: SizeCounts()].merge(sizes) }
+        for (position, count) in other.decisionsByPosition.enumerated() where count > 0 {
+            decisionsByReason[DecisionReason.allCases[position].rawValue, default: 0] += count
+        }
+        for (position, provider) in PushProvider.byPosition.enumerated() {
+            let count = other.outboundByProviderPosition[position]
+            if count > 0 { outboundByProvider[provider.rawValue, default: 0] += count }
+            let sizes = other.payloadSizesByProviderPosition[position]
+            if sizes.total > 0 { payloadSizes[provider.rawValue, default: SizeCounts()].merge(sizes) }
+        }
         deadLettersByCode.merge(other.deadLettersByCode, uniquingKeysWith: +)
         ignoredEvents += other.ignoredEvents
         directoryChanges += other.directoryChanges

@@ -1,3 +1,4 @@
+import HeraldPolicy
 import Synchronization
 
 /// What the worker has done, by label, for `/metrics` and the end-of-run summary. Counters only go
@@ -32,6 +33,15 @@ public final class WorkerStatistics: Sendable {
         public init() {}
         /// Seconds from an event's Kafka timestamp to its outbound records being acknowledged.
         public var latencies = LatencyHistogram()
+
+        // What a build counts for every decision and device, by position rather than by label:
+        // an array increment instead of hashing a string. `add(_:)` folds them into the
+        // dictionaries above, which are what the worker's counters hold and what readers see.
+        /// Decisions by ``DecisionReason/position`` of their label.
+        var decisionsByPosition = [Int](repeating: 0, count: DecisionReason.allCases.count)
+        /// Outbound messages and their body sizes by ``PushProvider/position``.
+        var outboundByProviderPosition = [0, 0, 0]
+        var payloadSizesByProviderPosition = [SizeCounts(), SizeCounts(), SizeCounts()]
     }
 
     private let counters = Mutex(Counters())
@@ -108,5 +118,37 @@ public struct SizeCounts: Sendable {
             if seen >= rank { return size }
         }
         return counts.keys.max() ?? 0
+    }
+}
+
+extension DecisionReason {
+    /// Its place in `allCases`, found without a search.
+    var position: Int {
+        switch self {
+        case .sent: 0
+        case .suppressedPreference: 1
+        case .suppressedQuietHours: 2
+        case .deferredQuietHours: 3
+        case .deferredThrottle: 4
+        case .throttledDropped: 5
+        case .throttledDigested: 6
+        case .duplicate: 7
+        case .noDevices: 8
+        case .expired: 9
+        case .invalidEvent: 10
+        }
+    }
+}
+
+extension PushProvider {
+    static let byPosition: [PushProvider] = [.apns, .fcm, .expo]
+
+    /// Its place in ``byPosition``.
+    var position: Int {
+        switch self {
+        case .apns: 0
+        case .fcm: 1
+        case .expo: 2
+        }
     }
 }
