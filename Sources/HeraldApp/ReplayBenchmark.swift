@@ -54,7 +54,8 @@ public struct ReplayBenchmark: Sendable {
         progress("wrote \(events) events (\(logBytes / 1_000_000) MB) to \(path)")
         let store: any StateStore =
             switch self.store {
-            case .memory: MemoryStore()
+            // Room for the ledger as `herald replay` makes it, from the log's size.
+            case .memory: MemoryStore(expectedDecisions: ReplayRun.expectedDecisions([RecordedLogFile(path: path)]))
             case .sqlite: try SQLiteStore(path: ":memory:")
             }
         _ = try await PipelineBenchmark.seedDirectory(store, users: users)

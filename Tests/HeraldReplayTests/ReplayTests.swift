@@ -213,6 +213,28 @@ struct ReplayTests {
         #expect(reasons(hour) == ["sent", "sent"])
     }
 
+    @Test("the memory store's ledger gets room from the logs' sizes: a decision per 250 bytes, gzip six times that")
+    func ledgerRoomFromLogSize() throws {
+        let scratch = try Scratch()
+        let bytes = [UInt8](repeating: UInt8(ascii: "x"), count: 25_000)
+        for name in ["plain.jsonl", "packed.jsonl.gz"] {
+            #expect(FileManager.default.createFile(atPath: scratch.file(name), contents: Data(bytes)))
+        }
+        let plain = RecordedLogFile(path: scratch.file("plain.jsonl"))
+        let packed = RecordedLogFile(path: scratch.file("packed.jsonl.gz"))
+        #expect(ReplayRun.expectedDecisions([plain]) == 100)
+        #expect(ReplayRun.expectedDecisions([plain, packed]) == 700)
+        // A file that cannot be read adds nothing: reading it fails later, with its own error.
+        #expect(ReplayRun.expectedDecisions([RecordedLogFile(path: scratch.file("missing.jsonl"))]) == 0)
+        // A log of 1.1 GB (sparse: no disk used) is capped at four million.
+        let large = scratch.file("large.jsonl")
+        #expect(FileManager.default.createFile(atPath: large, contents: nil))
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: large))
+        try handle.truncate(atOffset: 1_100_000_000)
+        try handle.close()
+        #expect(ReplayRun.expectedDecisions([RecordedLogFile(path: large)]) == 4_000_000)
+    }
+
     @Test("a replayer asked for a decisions file without decision records refuses, naming the setting")
     func decisionsFileNeedsRecords() async throws {
         let scratch = try Scratch()

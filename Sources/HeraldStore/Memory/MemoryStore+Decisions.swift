@@ -104,6 +104,10 @@ struct DecisionTables: Sendable {
     }
 
     private var ledger: [LedgerKey: Entry] = [:]
+
+    init(expectedDecisions: Int = 0) {
+        ledger.reserveCapacity(expectedDecisions)
+    }
     private var windows: [ThrottleKey: Window] = [:]
     private var due: [Int64: Due] = [:]
     /// The due work, earliest first, with stale entries among it.

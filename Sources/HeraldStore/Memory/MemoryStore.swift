@@ -16,10 +16,12 @@ import Synchronization
 /// The calls do no I/O and hold the lock only for the work itself.
 public final class MemoryStore: StateStore {
     let directory = Mutex(DirectoryTables())
-    let decisions = Mutex(DecisionTables())
+    let decisions: Mutex<DecisionTables>
     let deliveries = Mutex(DeliveryTables())
 
-    public init() {}
+    public init(expectedDecisions: Int = 0) {
+        decisions = Mutex(DecisionTables(expectedDecisions: expectedDecisions))
+    }
 
     public func apply(_ events: [DirectoryEvent]) async throws(StoreError) {
         directory.withLock { tables in
