@@ -364,10 +364,7 @@ public final class EventProcessor: Sendable {
         // dictionary update.
         var built = 0
         defer {
-            if built > 0 {
-                counters.outboundByKind[kind.name, default: 0] += built
-                counters.outboundByCategory[kind.category, default: 0] += built
-            }
+            if built > 0 { counters.countOutbound(built, kind: kind.name, category: kind.category) }
             for index in renders.indices where renders[index].built > 0 {
                 counters.outboundByLocale[renders[index].rendered.locale, default: 0] += renders[index].built
             }
@@ -545,6 +542,10 @@ extension WorkerStatistics.Counters {
         outboundByLocale.merge(other.outboundByLocale, uniquingKeysWith: +)
         outboundByCategory.merge(other.outboundByCategory, uniquingKeysWith: +)
         for (provider, sizes) in other.payloadSizes { payloadSizes[provider, default: SizeCounts()].merge(sizes) }
+        for (kind, category, count) in other.outboundByKindList {
+            outboundByKind[kind, default: 0] += count
+            outboundByCategory[category, default: 0] += count
+        }
         for (position, count) in other.decisionsByPosition.enumerated() where count > 0 {
             decisionsByReason[DecisionReason.allCases[position].rawValue, default: 0] += count
         }

@@ -42,6 +42,18 @@ public final class WorkerStatistics: Sendable {
         /// Outbound messages and their body sizes by ``PushProvider/position``.
         var outboundByProviderPosition = [0, 0, 0]
         var payloadSizesByProviderPosition = [SizeCounts(), SizeCounts(), SizeCounts()]
+        /// Outbound messages by kind (and its category), for the few kinds a build meets: a short
+        /// list compared in order, where a kind's name is mostly the same string each time.
+        var outboundByKindList: [(kind: String, category: String, count: Int)] = []
+
+        /// Counts `count` outbound messages of `kind` in `category`.
+        mutating func countOutbound(_ count: Int, kind: String, category: String) {
+            if let index = outboundByKindList.firstIndex(where: { $0.kind == kind }) {
+                outboundByKindList[index].count += count
+            } else {
+                outboundByKindList.append((kind, category, count))
+            }
+        }
     }
 
     private let counters = Mutex(Counters())
