@@ -44,14 +44,20 @@ public final class Catalog: Sendable {
     public func resolveLocale(_ requested: String?) -> (locale: String, isFallback: Bool) {
         guard let requested, !requested.isEmpty else { return (settings.defaultLocale, true) }
         if bundles[requested] != nil { return (requested, false) }
-        let tag = requested.utf8.contains(UInt8(ascii: "_")) ? requested.replacingUnderscores() : requested
-        if bundles[tag] != nil { return (tag, false) }
-        // `nb-NO` → `nb`: runs for most renders, so prefixes of the tag rather than split and joined
-        // parts (a tag's prefix is short enough to be a small string: no allocation).
-        var shorter = tag[...]
-        while let dash = shorter.lastIndex(of: "-") {
+        let tag: String
+        if requested.utf8.contains(UInt8(ascii: "_")) {
+            tag = requested.replacingUnderscores()
+            if bundles[tag] != nil { return (tag, false) }
+        } else {
+            tag = requested
+        }
+        // `nb-NO` → `nb`: runs for most renders, so prefixes of the tag's bytes rather than split
+        // and joined parts or Characters (a tag's prefix is short enough to be a small string: no
+        // allocation).
+        var shorter = tag.utf8[...]
+        while let dash = shorter.lastIndex(of: UInt8(ascii: "-")) {
             shorter = shorter[..<dash]
-            let candidate = String(shorter)
+            let candidate = String(Substring(shorter))
             if bundles[candidate] != nil { return (candidate, true) }
         }
         if let caseInsensitive = bundles.keys.first(where: { $0.lowercased() == tag.lowercased() }) {
