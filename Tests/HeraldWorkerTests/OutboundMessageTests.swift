@@ -155,6 +155,24 @@ struct OutboundMessageTests {
                 trace: trace
             )
         }
+        /// The worker's way: the message written straight from its parts.
+        func writeFromParts(
+            _ push: PushMessage,
+            _ device: RegisteredDevice,
+            into writer: inout JSONStreamWriter
+        ) throws(PayloadError) -> Int {
+            try OutboundBuilder.write(
+                push,
+                of: rendered,
+                eventID: event.id,
+                createdAt: createdAt,
+                expiresAt: nil,
+                recipient: "ana",
+                device: device,
+                trace: trace,
+                into: &writer
+            )
+        }
         // Once as rendered, once with a body too long for any provider (shortened to fit).
         for long in [false, true] {
             if long { rendered.body = String(repeating: "Lang tekst med æøå og 😀. ", count: 400) }
@@ -182,17 +200,7 @@ struct OutboundMessageTests {
                 #expect(try OutboundMessage(decoding: writer.bytes) == built)
                 // The worker's way: the same bytes straight from the parts, without the message.
                 writer.truncate(to: 0)
-                let direct = try OutboundBuilder.write(
-                    push,
-                    of: rendered,
-                    eventID: event.id,
-                    createdAt: createdAt,
-                    expiresAt: nil,
-                    recipient: "ana",
-                    device: device,
-                    trace: trace,
-                    into: &writer
-                )
+                let direct = try writeFromParts(push, device, into: &writer)
                 #expect(writer.bytes == built.encoded(), "\(device.provider) long: \(long), from parts")
                 #expect(direct == size)
             }
@@ -206,18 +214,7 @@ struct OutboundMessageTests {
         let badAPNsToken = #expect(throws: PayloadError.self) { try envelope(push, device(.apns, "not-hex")) }
         #expect(badAPNsToken?.code == .invalidToken)
         for bad in [device(.apns, "not-hex"), device(.fcm, "has space")] {
-            let fromParts = #expect(throws: PayloadError.self) {
-                try OutboundBuilder.write(
-                    push,
-                    of: rendered,
-                    eventID: event.id,
-                    createdAt: createdAt,
-                    expiresAt: nil,
-                    recipient: "ana",
-                    device: bad,
-                    into: &writer
-                )
-            }
+            let fromParts = #expect(throws: PayloadError.self) { try writeFromParts(push, bad, into: &writer) }
             #expect(fromParts?.code == .invalidToken, "\(bad.provider)")
         }
     }
