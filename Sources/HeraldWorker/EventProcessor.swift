@@ -360,8 +360,8 @@ public final class EventProcessor: Sendable {
             trace: (event.extensions["traceparent"], event.extensions["tracestate"])
         )
         let key = KafkaBytes(recipient.userID)
-        // Counted per recipient rather than per device (per locale, by locale): each count is a
-        // dictionary update.
+        // Counted once per recipient (kinds and categories) and per rendering (locales) rather than
+        // per device: the dictionaries are keyed by strings, and each update hashes one.
         var built = 0
         defer {
             if built > 0 { counters.countOutbound(built, kind: kind.name, category: kind.category) }
