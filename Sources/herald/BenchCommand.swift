@@ -207,6 +207,12 @@ struct DecisionBenchCommand: AsyncParsableCommand {
     @Option(help: "Users whose recipient record SQLite keeps in memory between lookups (0: none).")
     var directoryCache = SQLiteStore.defaultDirectoryCacheCapacity
 
+    @Option(
+        name: .customLong("sqlite-mmap-mb"),
+        help: "How much of the SQLite file is read through a memory map (store.sqlite_mmap_mb; 0: none)."
+    )
+    var sqliteMemoryMapMegabytes = HeraldConfiguration().sqliteMemoryMapMegabytes
+
     @Flag(
         name: .customLong("random-event-ids"),
         help: """
@@ -219,7 +225,9 @@ struct DecisionBenchCommand: AsyncParsableCommand {
     @OptionGroup var global: GlobalOptions
 
     func validate() throws {
-        guard directoryCache >= 0 else { throw ValidationError("--directory-cache must not be negative") }
+        guard directoryCache >= 0, sqliteMemoryMapMegabytes >= 0 else {
+            throw ValidationError("--directory-cache and --sqlite-mmap-mb must not be negative")
+        }
         guard devices >= 2, decisions >= 1, batchSize >= 1, rounds >= 1 else {
             throw ValidationError("--devices must be at least 2; --decisions, --batch-size and --rounds at least 1")
         }
@@ -234,7 +242,12 @@ struct DecisionBenchCommand: AsyncParsableCommand {
         benchmark.batchSize = batchSize
         benchmark.rounds = rounds
         benchmark.randomEventIDs = randomEventIDs
-        let report = try await withBenchStore(store, directoryCache: directoryCache, logger: logger) { store, name in
+        let report = try await withBenchStore(
+            store,
+            directoryCache: directoryCache,
+            sqliteMemoryMapMegabytes: sqliteMemoryMapMegabytes,
+            logger: logger
+        ) { store, name in
             try await benchmark.run(store: store, storeName: name) { line in
                 FileHandle.standardError.write(Data("… \(line)\n".utf8))
             }
@@ -258,7 +271,7 @@ struct DecisionBenchCommand: AsyncParsableCommand {
         )
         print("  seeding the directory took \(String(format: "%.1f", report.seedSeconds)) s")
         print(
-            "  directory cache: \(directoryCache) users; "
+            "  directory cache: \(directoryCache) users; SQLite memory map \(sqliteMemoryMapMegabytes) MB; "
                 + "peak RSS \(String(format: "%.0f", ProcessUsage.peakResidentMegabytes())) MB"
         )
         print(

@@ -212,7 +212,7 @@ struct RecipientRecordTests {
         }
         if megabytes == Int.max {
             // A setting past SQLite's limit is capped there, never wrapped into a negative size.
-            #expect(mapped >= Int64(SQLiteStore.defaultMemoryMapMegabytes) << 20)
+            #expect(mapped >= Int64(SQLiteStore.maximumMemoryMapMegabytes) << 20)
         } else {
             #expect(mapped == Int64(megabytes) << 20)
         }

@@ -34,7 +34,7 @@ struct ConfigurationTests {
             store:
               url: sqlite:/var/lib/herald/state.sqlite
               retention: 3d
-              sqlite_mmap_mb: 0
+              sqlite_mmap_mb: 256
             """
         )
         let configuration = try HeraldConfiguration.load(
@@ -51,8 +51,8 @@ struct ConfigurationTests {
         #expect(configuration.worker.dueWorkInterval == .milliseconds(500))
         #expect(configuration.store == "sqlite:/var/lib/herald/state.sqlite")
         #expect(configuration.purge == PurgeSchedule(retention: .seconds(3 * 86_400), interval: .zero))
-        #expect(configuration.sqliteMemoryMapMegabytes == 0)
-        #expect(HeraldConfiguration().sqliteMemoryMapMegabytes == 2047)
+        #expect(configuration.sqliteMemoryMapMegabytes == 256)
+        #expect(HeraldConfiguration().sqliteMemoryMapMegabytes == 0, "no memory map unless configured")
         #expect(configuration.worker.topics.outbound == "herald.outbound", "unset keys keep their defaults")
     }
 

@@ -38,11 +38,11 @@ final class SQLiteConnection: @unchecked Sendable {
         try execute("PRAGMA synchronous = NORMAL")
         try execute("PRAGMA foreign_keys = ON")
         try execute("PRAGMA busy_timeout = 5000")
-        // Read pages through a memory map rather than copying each one in with pread: a directory
-        // of a million devices is a few hundred megabytes, and mapped pages are the kernel's to
-        // drop (they count in the process's resident memory all the same). The page cache then
-        // mostly holds written pages; 32 MiB ran the pipeline benchmark as fast as 128 MiB did,
-        // with 65 MB less resident memory.
+        // A memory map (if configured) reads pages without copying each one in with pread, which
+        // makes lookups in a directory of a million devices cheaper; mapped pages count in the
+        // process's resident memory, so the default is none (``SQLiteStore/defaultMemoryMapMegabytes``).
+        // A 32 MiB page cache ran the pipeline benchmark as fast as 128 MiB did, with 65 MB less
+        // resident memory.
         // Clamped before the shift, which would otherwise wrap a huge setting into a negative size;
         // SQLite then caps it at its own limit.
         let megabytes = Int64(min(max(memoryMapMegabytes, 0), Int(Int64.max >> 20)))
