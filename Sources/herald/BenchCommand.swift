@@ -189,8 +189,7 @@ struct DecisionBenchCommand: AsyncParsableCommand {
             """
     )
 
-    @Option(help: "The state store (default: a temporary SQLite file, removed afterwards).")
-    var store: String?
+    @OptionGroup var storeOptions: BenchStoreOptions
 
     @Option(help: "Devices in the directory.")
     var devices = 1_000_000
@@ -204,15 +203,6 @@ struct DecisionBenchCommand: AsyncParsableCommand {
     @Option(help: "Rounds (the median is reported).")
     var rounds = 3
 
-    @Option(help: "Users whose recipient record SQLite keeps in memory between lookups (0: none).")
-    var directoryCache = SQLiteStore.defaultDirectoryCacheCapacity
-
-    @Option(
-        name: .customLong("sqlite-mmap-mb"),
-        help: "How much of the SQLite file is read through a memory map (store.sqlite_mmap_mb; 0: none)."
-    )
-    var sqliteMemoryMapMegabytes = HeraldConfiguration().sqliteMemoryMapMegabytes
-
     @Flag(
         name: .customLong("random-event-ids"),
         help: """
@@ -225,9 +215,6 @@ struct DecisionBenchCommand: AsyncParsableCommand {
     @OptionGroup var global: GlobalOptions
 
     func validate() throws {
-        guard directoryCache >= 0, sqliteMemoryMapMegabytes >= 0 else {
-            throw ValidationError("--directory-cache and --sqlite-mmap-mb must not be negative")
-        }
         guard devices >= 2, decisions >= 1, batchSize >= 1, rounds >= 1 else {
             throw ValidationError("--devices must be at least 2; --decisions, --batch-size and --rounds at least 1")
         }
@@ -242,12 +229,7 @@ struct DecisionBenchCommand: AsyncParsableCommand {
         benchmark.batchSize = batchSize
         benchmark.rounds = rounds
         benchmark.randomEventIDs = randomEventIDs
-        let report = try await withBenchStore(
-            store,
-            directoryCache: directoryCache,
-            sqliteMemoryMapMegabytes: sqliteMemoryMapMegabytes,
-            logger: logger
-        ) { store, name in
+        let report = try await storeOptions.withStore(logger: logger) { store, name in
             try await benchmark.run(store: store, storeName: name) { line in
                 FileHandle.standardError.write(Data("… \(line)\n".utf8))
             }
@@ -271,7 +253,8 @@ struct DecisionBenchCommand: AsyncParsableCommand {
         )
         print("  seeding the directory took \(String(format: "%.1f", report.seedSeconds)) s")
         print(
-            "  directory cache: \(directoryCache) users; SQLite memory map \(sqliteMemoryMapMegabytes) MB; "
+            "  directory cache: \(storeOptions.directoryCache) users; "
+                + "SQLite memory map \(storeOptions.sqliteMemoryMapMegabytes) MB; "
                 + "peak RSS \(String(format: "%.0f", ProcessUsage.peakResidentMegabytes())) MB"
         )
         print(
@@ -368,8 +351,7 @@ struct PipelineBenchCommand: AsyncParsableCommand {
             """
     )
 
-    @Option(help: "The state store (default: a temporary SQLite file, removed afterwards).")
-    var store: String?
+    @OptionGroup var storeOptions: BenchStoreOptions
 
     @Option(help: "Events to stream through the worker.")
     var events = 1_000_000
@@ -392,15 +374,6 @@ struct PipelineBenchCommand: AsyncParsableCommand {
     @Option(help: "The catalog directory.")
     var catalog = "catalog"
 
-    @Option(help: "Users whose recipient record SQLite keeps in memory (store.directory_cache).")
-    var directoryCache = HeraldConfiguration().directoryCache
-
-    @Option(
-        name: .customLong("sqlite-mmap-mb"),
-        help: "How much of the SQLite file is read through a memory map (store.sqlite_mmap_mb; 0: none)."
-    )
-    var sqliteMemoryMapMegabytes = HeraldConfiguration().sqliteMemoryMapMegabytes
-
     @Flag(
         help:
             "Run the embedded broker in this process instead of a child process (`herald broker`); the peak RSS then includes the broker's."
@@ -415,9 +388,7 @@ struct PipelineBenchCommand: AsyncParsableCommand {
                 "--events must be at least 1, --users at least 2, --partitions and --batch-size at least 1, --window at least --batch-size"
             )
         }
-        guard rawMessages >= 0, directoryCache >= 0, sqliteMemoryMapMegabytes >= 0 else {
-            throw ValidationError("--raw-messages, --directory-cache and --sqlite-mmap-mb must not be negative")
-        }
+        guard rawMessages >= 0 else { throw ValidationError("--raw-messages must not be negative") }
     }
 
     func run() async throws {
@@ -434,12 +405,7 @@ struct PipelineBenchCommand: AsyncParsableCommand {
         if !brokerInProcess {
             benchmark.brokerExecutable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().path
         }
-        let report = try await withBenchStore(
-            store,
-            directoryCache: directoryCache,
-            sqliteMemoryMapMegabytes: sqliteMemoryMapMegabytes,
-            logger: logger
-        ) { store, name in
+        let report = try await storeOptions.withStore(logger: logger) { store, name in
             try await benchmark.run(store: store, storeName: name, logger: logger) { line in
                 FileHandle.standardError.write(Data("… \(line)\n".utf8))
             }
@@ -495,33 +461,51 @@ struct PipelineBenchCommand: AsyncParsableCommand {
     }
 }
 
-/// Runs `body` with the store named by `--store`, or with a temporary SQLite file that is removed
-/// afterwards.
-func withBenchStore<R: Sendable>(
-    _ store: String?,
-    directoryCache: Int,
-    sqliteMemoryMapMegabytes: Int = SQLiteStore.defaultMemoryMapMegabytes,
-    logger: Logger,
-    _ body: (any StateStore, String) async throws -> R
-) async throws -> R {
-    let temporary = store == nil ? NSTemporaryDirectory() + "herald-bench-\(getpid()).sqlite" : nil
-    defer {
-        if let temporary {
-            for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: temporary + suffix) }
+/// The store options the benchmarks that decide share, with the worker's defaults.
+struct BenchStoreOptions: ParsableArguments {
+    @Option(help: "The state store (default: a temporary SQLite file, removed afterwards).")
+    var store: String?
+
+    @Option(help: "Users whose recipient record SQLite keeps in memory (store.directory_cache; 0: none).")
+    var directoryCache = HeraldConfiguration().directoryCache
+
+    @Option(
+        name: .customLong("sqlite-mmap-mb"),
+        help: "How much of the SQLite file is read through a memory map (store.sqlite_mmap_mb; 0: none)."
+    )
+    var sqliteMemoryMapMegabytes = HeraldConfiguration().sqliteMemoryMapMegabytes
+
+    func validate() throws {
+        guard directoryCache >= 0, sqliteMemoryMapMegabytes >= 0 else {
+            throw ValidationError("--directory-cache and --sqlite-mmap-mb must not be negative")
         }
     }
-    let location: StoreLocation
-    do {
-        location = try StoreLocation(store ?? "sqlite:\(temporary!)")
-    } catch {
-        throw ValidationError("--store: \(error.message)")
-    }
-    return try await location.withStore(
-        logger: logger,
-        directoryCache: directoryCache,
-        sqliteMemoryMapMegabytes: sqliteMemoryMapMegabytes
-    ) { store in
-        try await body(store, "\(location)")
+
+    /// Runs `body` with the store named by `--store`, or with a temporary SQLite file that is
+    /// removed afterwards.
+    func withStore<R: Sendable>(
+        logger: Logger,
+        _ body: (any StateStore, String) async throws -> R
+    ) async throws -> R {
+        let temporary = store == nil ? NSTemporaryDirectory() + "herald-bench-\(getpid()).sqlite" : nil
+        defer {
+            if let temporary {
+                for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: temporary + suffix) }
+            }
+        }
+        let location: StoreLocation
+        do {
+            location = try StoreLocation(store ?? "sqlite:\(temporary!)")
+        } catch {
+            throw ValidationError("--store: \(error.message)")
+        }
+        return try await location.withStore(
+            logger: logger,
+            directoryCache: directoryCache,
+            sqliteMemoryMapMegabytes: sqliteMemoryMapMegabytes
+        ) { store in
+            try await body(store, "\(location)")
+        }
     }
 }
 
