@@ -339,7 +339,7 @@ extension HTTP2FrameConnectionTests {
                 deadline: .now() + .seconds(10),
                 promise: channel.eventLoop.makePromise()
             )
-            channel.pipeline.writeAndFlush(NIOAny(batch), promise: nil)
+            channel.pipeline.syncOperations.writeAndFlush(NIOAny(batch), promise: nil)
         }
         // Each request is written at once (headers and body), the flush waits for the loop.
         #expect(flushes.writes == 10)
@@ -399,7 +399,7 @@ extension HTTP2FrameConnectionTests {
             HTTP2FrameClientHandler(firstStreamID: last - 6, retiringStreamID: last) { retired.set() }
         )
         let first = Self.batch(2, on: channel)
-        channel.pipeline.writeAndFlush(NIOAny(first), promise: nil)
+        channel.pipeline.syncOperations.writeAndFlush(NIOAny(first), promise: nil)
         channel.embeddedEventLoop.run()
         #expect(try Self.openedStreams(channel) == [last - 6, last - 4])
         #expect(!retired.isSet)
@@ -407,7 +407,7 @@ extension HTTP2FrameConnectionTests {
         // Three more would need an id past the last: none is opened, each fails as refused by a
         // closing connection (retried), and the pool is told to connect afresh. No trap.
         let second = Self.batch(3, on: channel)
-        channel.pipeline.writeAndFlush(NIOAny(second), promise: nil)
+        channel.pipeline.syncOperations.writeAndFlush(NIOAny(second), promise: nil)
         channel.embeddedEventLoop.run()
         #expect(try Self.openedStreams(channel).isEmpty)
         #expect(retired.isSet)
@@ -428,14 +428,14 @@ extension HTTP2FrameConnectionTests {
         )
         try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 443)).wait()
         let first = Self.batch(2, on: channel)
-        channel.pipeline.writeAndFlush(NIOAny(first), promise: nil)
+        channel.pipeline.syncOperations.writeAndFlush(NIOAny(first), promise: nil)
         channel.embeddedEventLoop.run()
         #expect(try Self.openedStreams(channel) == [101, 103])
         #expect(retired.isSet)
         #expect(channel.isActive)
 
         let second = Self.batch(1, on: channel)
-        channel.pipeline.writeAndFlush(NIOAny(second), promise: nil)
+        channel.pipeline.syncOperations.writeAndFlush(NIOAny(second), promise: nil)
         channel.embeddedEventLoop.run()
         #expect(try Self.openedStreams(channel).isEmpty)
         #expect(throws: HTTP2FrameConnection.ConnectionError.goingAway) {
