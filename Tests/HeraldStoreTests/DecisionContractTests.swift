@@ -110,6 +110,33 @@ struct DecisionContractTests {
         }
     }
 
+    @Test(
+        "a notification a later limit holds back counts against none of the limits before it",
+        arguments: StoreKind.allCases
+    )
+    func heldBackByLaterLimit(_ kind: StoreKind) async throws {
+        let twoLimits = Policy(categories: [
+            "messages": CategoryPolicy(throttle: [
+                ThrottleRule(name: "hourly", limit: 2, window: .seconds(3600), overLimit: .drop),
+                ThrottleRule(name: "burst", limit: 1, window: .seconds(60), overLimit: .drop),
+            ])
+        ])
+        try await withStore(kind) { store in
+            let first = try await store.decide([
+                request("m1", policy: twoLimits, now: noon),
+                request("m2", policy: twoLimits, now: noon),
+            ])
+            #expect(first.map(\.label) == [.sent, .throttledDropped])
+            // m2 was dropped by the burst limit, so the hourly window holds one: the next minute
+            // has room for one more, and then the hour is full.
+            let second = try await store.decide([
+                request("m3", policy: twoLimits, now: at("2026-11-21T12:01:05Z")),
+                request("m4", policy: twoLimits, now: at("2026-11-21T12:02:10Z")),
+            ])
+            #expect(second.map(\.label) == [.sent, .throttledDropped])
+        }
+    }
+
     @Test("the same events decided again give identical decisions and count once", arguments: StoreKind.allCases)
     func redelivery(_ kind: StoreKind) async throws {
         try await withStore(kind) { store in
@@ -528,7 +555,7 @@ struct PostgresStoreTests {
                 for _ in 0..<4 { group.addTask { try await store.migrate() } }
                 try await group.waitForAll()
             }
-            #expect(try await store.schemaVersion() == 5)
+            #expect(try await store.schemaVersion() == 6)
         }
     }
 
