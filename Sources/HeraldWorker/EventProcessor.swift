@@ -86,6 +86,21 @@ public final class EventProcessor: Sendable {
         var fields: Renderer.CheckedFields
     }
 
+    /// A batch decoded and routed, its directory changes applied and its recipients looked up: what
+    /// the store's decide step needs. The worker prepares the next batch while the store decides
+    /// this one.
+    public struct PreparedBatch: Sendable {
+        let messages: [KafkaMessage]
+        /// Dead letters for messages that could not be decoded or routed.
+        var records: [KafkaProducerRecord]
+        var routed: [Routed]
+        /// The recipients of `routed` as they were when the batch was prepared.
+        var directory: [String: Recipient]
+        /// One per (routed event, recipient), in order.
+        var requests: [DecisionRequest]
+        var now: Timestamp
+    }
+
     /// A batch the store has decided: what rendering and building need, so that they can run on
     /// another core while the store decides the next batch.
     public struct DecidedBatch: Sendable {
@@ -109,8 +124,8 @@ public final class EventProcessor: Sendable {
         build(try await decide(messages))
     }
 
-    /// The store's part of processing `messages`: decode and route them, apply directory changes,
-    /// look up the recipients and decide, in one call each for the whole batch.
+    /// The store's part of processing `messages`: ``prepare(_:decoded:)`` and then
+    /// ``decide(_:)``.
     ///
     /// - Parameter decoded: the events of `messages` where the caller has decoded them already
     ///   (replay reads their times first); `nil` entries are decoded here.
@@ -120,6 +135,19 @@ public final class EventProcessor: Sendable {
         _ messages: [KafkaMessage],
         decoded: [CloudEvent?]? = nil
     ) async throws(StoreError) -> DecidedBatch {
+        try await decide(try await prepare(messages, decoded: decoded))
+    }
+
+    /// Decodes and routes `messages`, applies their directory changes and looks up their
+    /// recipients (one store call each for the whole batch), and plans each decision. Nothing is
+    /// decided yet: the directory is all this changes.
+    ///
+    /// - Throws: ``StoreError`` when the store cannot be reached; the batch can be prepared again
+    ///   (directory changes apply by their time, so applying them twice changes nothing).
+    public func prepare(
+        _ messages: [KafkaMessage],
+        decoded: [CloudEvent?]? = nil
+    ) async throws(StoreError) -> PreparedBatch {
         let started = ContinuousClock.now
         var records: [KafkaProducerRecord] = []
         var counters = WorkerStatistics.Counters()
@@ -170,21 +198,42 @@ public final class EventProcessor: Sendable {
         counters.directoryChanges = changes.count
         if !changes.isEmpty { try await store.apply(changes) }
         var directory: [String: Recipient] = [:]
-        var decisions: [Decision] = []
+        var requests: [DecisionRequest] = []
         if !routed.isEmpty {
             directory = try await store.recipients(routed.flatMap(\.recipients))
-            decisions = try await store.decide(requests(for: routed, directory: directory, now: now))
+            requests = self.requests(for: routed, directory: directory, now: now)
         }
         counters.decideTime = ContinuousClock.now - started
         let finished = counters
         statistics.update { $0.add(finished) }
-        return DecidedBatch(
+        return PreparedBatch(
             messages: messages,
             records: records,
             routed: routed,
             directory: directory,
-            decisions: decisions,
+            requests: requests,
             now: now
+        )
+    }
+
+    /// Decides a prepared batch: one store call, which records the decisions in the ledger and
+    /// counts them against throttle windows. Batches must be decided in the order they were
+    /// prepared.
+    ///
+    /// - Throws: ``StoreError`` when the store cannot be reached; the batch can be decided again,
+    ///   with the same result for what was already decided.
+    public func decide(_ batch: PreparedBatch) async throws(StoreError) -> DecidedBatch {
+        let started = ContinuousClock.now
+        let decisions = batch.requests.isEmpty ? [] : try await store.decide(batch.requests)
+        let elapsed = ContinuousClock.now - started
+        statistics.update { $0.decideTime += elapsed }
+        return DecidedBatch(
+            messages: batch.messages,
+            records: batch.records,
+            routed: batch.routed,
+            directory: batch.directory,
+            decisions: decisions,
+            now: batch.now
         )
     }
 

@@ -110,23 +110,42 @@ public final class Worker: Service, Sendable {
         logger.info("worker stopped")
     }
 
-    /// The store decides batch `n + 1` while batch `n` is rendered and built on another core; the
-    /// builds enqueue their records in consumption order (``Turnstile``), and at most two are in
-    /// flight, so a slow build slows consumption instead of piling up decided batches.
+    /// Three batches move at once, each a stage behind the one before: batch `n + 2` is decoded,
+    /// routed and looked up while the store decides batch `n + 1` and batch `n` is rendered and
+    /// built. The store decides in consumption order (``Turnstile``), and the builds enqueue their
+    /// records in that order too; a slow build or a full producer queue slows consumption instead
+    /// of piling up batches. With PostgreSQL the look-up of one batch overlaps the `decide` round
+    /// trip of the one before it.
     private func consume() async throws {
         let (consumer, producer, processor, statistics) = (consumer, producer, processor, statistics)
         let parallelism = configuration.buildParallelism
-        let turns = Turnstile()
+        let deciding = Turnstile()
+        let enqueueing = Turnstile()
         var turn = 0
         try await withThrowingDiscardingTaskGroup { tasks in
             for await batch in consumer.messages {
-                await turns.wait(until: turn - 1)
-                let decided = try await decideWithRetry(batch)
+                await enqueueing.wait(until: turn - 2)
+                let prepared = try await retryingStore { () async throws(StoreError) in
+                    try await processor.prepare(batch)
+                }
                 let current = turn
                 turn += 1
                 tasks.addTask {
+                    await deciding.wait(until: current)
+                    let decided: EventProcessor.DecidedBatch
+                    do {
+                        decided = try await self.retryingStore { () async throws(StoreError) in
+                            try await processor.decide(prepared)
+                        }
+                        deciding.finish(current)
+                    } catch {
+                        // Given up (the worker stops): the turns after it must not wait forever.
+                        deciding.finish(current)
+                        enqueueing.finish(current)
+                        throw error
+                    }
                     let records = await processor.build(decided, parts: parallelism)
-                    await turns.wait(until: current)
+                    await enqueueing.wait(until: current)
                     let enqueued: Result<KafkaDeliveries, KafkaError>
                     do throws(KafkaError) {
                         enqueued = .success(try await producer.enqueue(records))
@@ -134,7 +153,7 @@ public final class Worker: Service, Sendable {
                         enqueued = .failure(error)
                     }
                     // Finished also when enqueueing failed: the turns after it must not wait forever.
-                    turns.finish(current)
+                    enqueueing.finish(current)
                     if let failure = await (try enqueued.get()).failures().first {
                         // Not marked done: the batch is redelivered to whoever takes the partitions.
                         consumer.triggerShutdown()
@@ -155,14 +174,14 @@ public final class Worker: Service, Sendable {
         }
     }
 
-    /// Decides `batch`, waiting and trying again while the store is unreachable: the partition
+    /// Runs a store step, waiting and trying again while the store is unreachable: the partition
     /// waits (and readiness says so) rather than skipping events.
-    private func decideWithRetry(_ batch: [KafkaMessage]) async throws -> EventProcessor.DecidedBatch {
+    private func retryingStore<Result>(_ step: () async throws(StoreError) -> Result) async throws -> Result {
         while true {
             do {
-                let decided = try await processor.decide(batch)
+                let result = try await step()
                 readiness.storeAnswered(true)
-                return decided
+                return result
             } catch {
                 // Cancelled, the store call was interrupted rather than failed: give up the batch.
                 if Task.isCancelled { throw CancellationError() }
