@@ -104,15 +104,10 @@ public final class EventProcessor: Sendable {
     /// A batch the store has decided: what rendering and building need, so that they can run on
     /// another core while the store decides the next batch.
     public struct DecidedBatch: Sendable {
-        let messages: [KafkaMessage]
-        /// Dead letters for messages that could not be decoded or routed.
-        var records: [KafkaProducerRecord]
-        var routed: [Routed]
-        /// The recipients of `routed` as they were when the batch was decided.
-        var directory: [String: Recipient]
+        /// The batch as it was prepared; its requests are decided and dropped.
+        var prepared: PreparedBatch
         /// One per (routed event, recipient), in order.
         var decisions: [Decision]
-        var now: Timestamp
     }
 
     /// The records for `messages`, in order: directory changes are applied first, then each domain
@@ -227,14 +222,9 @@ public final class EventProcessor: Sendable {
         let decisions = batch.requests.isEmpty ? [] : try await store.decide(batch.requests)
         let elapsed = ContinuousClock.now - started
         statistics.update { $0.decideTime += elapsed }
-        return DecidedBatch(
-            messages: batch.messages,
-            records: batch.records,
-            routed: batch.routed,
-            directory: batch.directory,
-            decisions: decisions,
-            now: batch.now
-        )
+        var prepared = batch
+        prepared.requests = []
+        return DecidedBatch(prepared: prepared, decisions: decisions)
     }
 
     private func requests(
@@ -288,7 +278,7 @@ public final class EventProcessor: Sendable {
 
     /// Renders and builds the records of a decided batch: pure work, no store.
     public func build(_ batch: DecidedBatch) -> [KafkaProducerRecord] {
-        batch.records + build(batch, routed: batch.routed.indices, firstDecision: 0)
+        batch.prepared.records + build(batch, routed: batch.prepared.routed.indices, firstDecision: 0)
     }
 
     /// ``build(_:)`` split into up to `parts` runs of consecutive events built concurrently, joined
@@ -296,15 +286,15 @@ public final class EventProcessor: Sendable {
     /// store leaves idle. The parts run on ``BuildThreads``.
     public func build(_ batch: DecidedBatch, parts: Int) async -> [KafkaProducerRecord] {
         // Below this many events a part costs more to schedule than it saves.
-        let parts = min(parts, batch.routed.count / 64)
+        let parts = min(parts, batch.prepared.routed.count / 64)
         guard parts > 1 else { return build(batch) }
         var ranges: [(routed: Range<Int>, firstDecision: Int)] = []
         var firstDecision = 0
         var lower = 0
         for part in 0..<parts {
-            let upper = batch.routed.count * (part + 1) / parts
+            let upper = batch.prepared.routed.count * (part + 1) / parts
             ranges.append((lower..<upper, firstDecision))
-            for item in batch.routed[lower..<upper] { firstDecision += item.recipients.count }
+            for item in batch.prepared.routed[lower..<upper] { firstDecision += item.recipients.count }
             lower = upper
         }
         let built = await withTaskGroup(of: (Int, [KafkaProducerRecord]).self) { group in
@@ -319,7 +309,7 @@ public final class EventProcessor: Sendable {
             for await (part, records) in group { built[part] = records }
             return built
         }
-        var records = batch.records
+        var records = batch.prepared.records
         records.reserveCapacity(records.count + built.reduce(0) { $0 + $1.count })
         for part in built { records += part }
         return records
@@ -332,7 +322,7 @@ public final class EventProcessor: Sendable {
         var records = RecordWriter()
         var counters = WorkerStatistics.Counters()
         var next = firstDecision
-        for item in batch.routed[routed] {
+        for item in batch.prepared.routed[routed] {
             var failure: DeadLetterReason?
             for userID in item.recipients {
                 let decision = batch.decisions[next]
@@ -340,17 +330,17 @@ public final class EventProcessor: Sendable {
                 counted(decision, &counters)
                 if let topic = topics.decisions {
                     records.append(topic: topic, key: KafkaBytes(decision.key.recipient)) { writer in
-                        Self.writeDecision(decision, decidedAt: batch.now, into: &writer)
+                        Self.writeDecision(decision, decidedAt: batch.prepared.now, into: &writer)
                     }
                 }
-                guard decision.reason == .sent, let recipient = batch.directory[userID] else { continue }
+                guard decision.reason == .sent, let recipient = batch.prepared.directory[userID] else { continue }
                 do {
                     try build(
                         item.event,
                         kind: item.kind,
                         for: recipient,
                         eventID: item.event.id,
-                        now: batch.now,
+                        now: batch.prepared.now,
                         fields: item.fields,
                         into: &records,
                         counters: &counters
@@ -361,7 +351,14 @@ public final class EventProcessor: Sendable {
             }
             // The event's other recipients got theirs; the dead letter says which part failed.
             if let failure {
-                records.append(deadLetter(batch.messages[item.index], failure, now: batch.now, counters: &counters))
+                records.append(
+                    deadLetter(
+                        batch.prepared.messages[item.index],
+                        failure,
+                        now: batch.prepared.now,
+                        counters: &counters
+                    )
+                )
             }
         }
         counters.buildTime = ContinuousClock.now - started
