@@ -273,7 +273,7 @@ public struct ScaleBenchmark: Sendable {
             "herald_outbound_dead_letters_total", "herald_sends_skipped_delivered_total",
         ])
         let decidedEvents = observed.snapshot.decidedEvents
-        return Report(
+        let report = Report(
             workers: workers,
             senders: senders,
             events: events,
@@ -297,6 +297,9 @@ public struct ScaleBenchmark: Sendable {
             completed: completed,
             logDirectory: work.path
         )
+        // The processes' logs and configuration are kept only for a run that needs looking into.
+        if report.passed { try? FileManager.default.removeItem(at: work) }
+        return report
     }
 
     /// The worker's and the sender's configuration, as a deployment writes it.

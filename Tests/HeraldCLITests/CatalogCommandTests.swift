@@ -15,6 +15,7 @@ struct CatalogCommandTests {
 
         let broken = FileManager.default.temporaryDirectory.appendingPathComponent("herald-cli-\(UUID().uuidString)")
         try FileManager.default.copyItem(atPath: "\(repositoryRoot)/catalog", toPath: broken.path)
+        defer { try? FileManager.default.removeItem(at: broken) }
         let bundle = broken.appendingPathComponent("messages/en.json")
         let text = try String(contentsOf: bundle, encoding: .utf8)
             .replacingOccurrences(of: "{sender} sent you", with: "{sendr} sent you")

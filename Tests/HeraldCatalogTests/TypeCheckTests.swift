@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 
 @testable import HeraldCatalog
@@ -7,6 +8,7 @@ import Testing
 struct TypeCheckTests {
     func diagnostics(_ edits: [String: (String) -> String?]) throws -> [CatalogDiagnostic] {
         let directory = try brokenCatalog(edits)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
         do {
             let (_, warnings) = try CatalogLoader.load(directory: directory)
             return warnings

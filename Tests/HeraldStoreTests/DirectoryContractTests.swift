@@ -140,6 +140,7 @@ struct DirectoryContractTests {
     func persistence() async throws {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("herald-\(UUID().uuidString).sqlite")
             .path
+        defer { for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) } }
         do {
             let directory = try SQLiteStore(path: path)
             try await directory.apply([registered("ana", "phone", token: "t1", at: "2026-11-01T10:00:00Z")])
