@@ -148,6 +148,76 @@ struct WorkerEndToEndTests {
         }
     }
 
+    @Test(
+        "small batches of one user's messages past the throttle limit: the first 100 are sent, in consumption order",
+        arguments: [StoreKind.sqlite, .postgres]
+    )
+    func throttledInConsumptionOrder(_ kind: StoreKind) async throws {
+        // The worker prepares one batch while the store decides the one before it, and every other
+        // decide answers late: the limit must still be counted in the order the events were
+        // consumed, batch after batch.
+        let pipeline = try Pipeline()
+        try await withStore(kind) { store in
+            let clock = TestClock("2026-11-21T12:00:00Z")  // 13:00 in Oslo: no quiet hours
+            let uneven = UnevenLatencyStore(store)
+            let worker = try pipeline.worker(store: uneven, clock: clock, batchSize: 5)
+            let user = exampleUsers[0]
+            let total = 130
+            try await pipeline.withCollector(["herald.outbound"]) { received in
+                try await withRunningServices([worker]) {
+                    try await pipeline.produce(
+                        recipientRecords(
+                            user.user,
+                            provider: user.provider,
+                            token: user.token,
+                            locale: user.locale,
+                            timeZone: user.timeZone
+                        )
+                    )
+                    try await eventually("the directory holds the user") {
+                        try await store.recipients([user.user])[user.user]?.devices.isEmpty == false
+                    }
+                    // Keyed by the user: one partition, consumed in this order.
+                    try await pipeline.produce(
+                        (0..<total).map { number in
+                            KafkaProducerRecord(
+                                topic: "messages.events",
+                                key: KafkaBytes(user.user),
+                                value: KafkaBytes(
+                                    cloudEvent(
+                                        id: "msg-\(number)",
+                                        type: "message.received",
+                                        source: "/chat",
+                                        time: "2026-11-21T11:59:00Z",
+                                        data: object([
+                                            ("recipientIds", .array([.string(user.user)])),
+                                            ("chatId", .string("chat-1")), ("senderName", .string("Ana")),
+                                            ("preview", .string("message \(number)")),
+                                        ])
+                                    )
+                                )
+                            )
+                        }
+                    )
+                    try await eventually("every message is decided") {
+                        worker.statistics.snapshot.decisionsByReason.values.reduce(0, +) >= total
+                    }
+                    try await eventually("the sent messages' provider calls") { received.count >= 100 }
+                    try await Task.sleep(for: .milliseconds(300))
+                }
+                #expect(
+                    worker.statistics.snapshot.decisionsByReason == ["sent": 100, "throttled.digested": total - 100]
+                )
+                let sent = Set(received.all.compactMap(\.outbound).map(\.eventID))
+                #expect(sent == Set((0..<100).map { "msg-\($0)" }))
+                // The store saw the messages in their order, in more than a few calls.
+                let decided = uneven.decidedBatches.flatMap { $0.map(\.eventID) }
+                #expect(decided == (0..<total).map { "msg-\($0)" })
+                #expect(uneven.decidedBatches.count > 10)
+            }
+        }
+    }
+
     @Test("each poison class lands in the dead-letter topic with its code, and the partition keeps moving")
     func poisonEvents() async throws {
         let pipeline = try Pipeline()
