@@ -55,6 +55,7 @@ struct CatalogCommandTests {
 
         let badEvent = FileManager.default.temporaryDirectory.appendingPathComponent("bad-\(UUID().uuidString).json")
         try #"{"specversion":"1.0","id":"1","source":"/s"}"#.write(to: badEvent, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(at: badEvent) }
         let failed = try run(herald, ["render", "--catalog", "\(repositoryRoot)/catalog", "--event", badEvent.path])
         #expect(failed.status == 1)
         #expect(failed.error.contains("event.missing_attribute"))
