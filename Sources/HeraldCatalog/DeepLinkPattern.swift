@@ -28,22 +28,40 @@ public struct DeepLinkPattern: Sendable, Hashable {
     /// segment, a query or a fragment; a value of only dots is encoded too, because dot-segment
     /// removal happens before percent-decoding.
     static func encodeSegment(_ value: String) -> String {
-        let allDots = value.allSatisfy { $0 == "." }
-        var encoded = ""
+        var allDots = true
+        var keptAsIs = true
         for byte in value.utf8 {
-            switch byte {
-            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
-                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "_"), UInt8(ascii: "~"):
-                encoded.unicodeScalars.append(Unicode.Scalar(byte))
-            case UInt8(ascii: ".") where !allDots:
-                encoded.append(".")
-            default:
-                let hex = Array("0123456789ABCDEF".utf8)
-                encoded.unicodeScalars.append("%")
-                encoded.unicodeScalars.append(Unicode.Scalar(hex[Int(byte >> 4)]))
-                encoded.unicodeScalars.append(Unicode.Scalar(hex[Int(byte & 0x0F)]))
+            if byte != UInt8(ascii: ".") {
+                allDots = false
+                if !isUnreserved(byte) { keptAsIs = false }
             }
         }
-        return encoded
+        // Most values are ids of unreserved characters: the value itself, with no new string
+        // built byte by byte for every rendering.
+        if keptAsIs && !allDots { return value }
+        let hex = Array("0123456789ABCDEF".utf8)
+        var encoded: [UInt8] = []
+        encoded.reserveCapacity(value.utf8.count * 3)
+        for byte in value.utf8 {
+            if isUnreserved(byte) || (byte == UInt8(ascii: ".") && !allDots) {
+                encoded.append(byte)
+            } else {
+                encoded.append(UInt8(ascii: "%"))
+                encoded.append(hex[Int(byte >> 4)])
+                encoded.append(hex[Int(byte & 0x0F)])
+            }
+        }
+        return String(decoding: encoded, as: UTF8.self)
+    }
+
+    /// RFC 3986's unreserved characters but the dot, which ``encodeSegment(_:)`` treats apart.
+    private static func isUnreserved(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+            UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "_"), UInt8(ascii: "~"):
+            true
+        default:
+            false
+        }
     }
 }

@@ -95,7 +95,8 @@ struct RenderTests {
         let kind = catalog.kind(named: "order.confirmed")!
         for (orderId, path) in [
             ("../x?y=1", "/orders/..%2Fx%3Fy%3D1"), ("..", "/orders/%2E%2E"), ("a b#c", "/orders/a%20b%23c"),
-            ("ord-7", "/orders/ord-7"), ("ø/å", "/orders/%C3%B8%2F%C3%A5"),
+            ("ord-7", "/orders/ord-7"), ("ø/å", "/orders/%C3%B8%2F%C3%A5"), ("v1.2", "/orders/v1.2"),
+            (".", "/orders/%2E"), ("~a_Z-9", "/orders/~a_Z-9"),
         ] {
             var event = try sampleEvent("order.confirmed")
             guard case .object(var data) = event.data else { return }
