@@ -99,7 +99,7 @@ struct RenderTests {
             (".", "/orders/%2E"), ("~a_Z-9", "/orders/~a_Z-9"),
         ] {
             var event = try sampleEvent("order.confirmed")
-            guard case .object(var data) = event.data else { return }
+            var data = try dataObject(of: event)
             data.members = data.members.map { $0.key == "orderId" ? ($0.key, .string(orderId)) : $0 }
             event.data = .object(data)
             let link = try renderer.render(event, as: kind, locale: "en", timeZone: "UTC").deepLink
@@ -220,7 +220,7 @@ struct RenderTests {
         let promo = catalog.kind(named: "promo.offer")!
         var event = try sampleEvent("promo.offer")
         #expect(try renderer.recipients(of: event, kind: promo) == ["u-1024", "u-2048"])
-        guard case .object(var data) = event.data else { return }
+        var data = try dataObject(of: event)
         data.members = data.members.map {
             $0.key == "userIds" ? ($0.key, .array([.string("a"), .string("b"), .string("a")])) : $0
         }
@@ -238,7 +238,7 @@ struct RenderTests {
     func fieldErrors() throws {
         let kind = catalog.kind(named: "order.confirmed")!
         var event = try sampleEvent("order.confirmed")
-        guard case .object(var data) = event.data else { return }
+        var data = try dataObject(of: event)
         data.members = data.members.map { $0.key == "itemCount" ? ($0.key, .string("three")) : $0 }
         event.data = .object(data)
         let mismatch = #expect(throws: RenderError.self) {
@@ -249,7 +249,7 @@ struct RenderTests {
         #expect(mismatch?.message.contains("three") == false, "event data never appears in errors")
 
         var withoutOrder = try sampleEvent("order.confirmed")
-        guard case .object(var original) = withoutOrder.data else { return }
+        var original = try dataObject(of: withoutOrder)
         original.members.removeAll { $0.key == "orderId" }
         withoutOrder.data = .object(original)
         event = withoutOrder
@@ -259,4 +259,11 @@ struct RenderTests {
         #expect(missing?.code == .missingField)
         #expect(missing?.message.contains("orderId") == true)
     }
+}
+
+/// `event`'s data as an object: a test whose sample has none fails here, rather than returning
+/// early and passing with nothing checked.
+private func dataObject(of event: CloudEvent) throws -> JSONObject {
+    let object: JSONObject? = if case .object(let data) = event.data { data } else { nil }
+    return try #require(object, "the sample event's data is not a JSON object")
 }
