@@ -7,7 +7,7 @@ APT_PACKAGES := librdkafka-dev libicu-dev libsqlite3-dev zlib1g-dev postgresql k
 DEPLOY_TOOLS := prometheus docker-compose
 SUDO := $(shell [ "$$(id -u)" = "0" ] || echo sudo)
 
-.PHONY: run test build release deps format lint bench-kafka bench-decisions bench-pipeline bench-replay bench-scale broker clean
+.PHONY: run test build release deps format lint bench-kafka bench-decisions bench-pipeline bench-replay bench-sender bench-scale broker clean
 
 ## run: build and run the whole pipeline on embedded defaults (`herald dev`): the sample events in,
 ## notifications out, as a phone would show them, then a summary.
@@ -58,6 +58,11 @@ bench-pipeline: release
 ## bench-replay: 1,000,000 recorded events replayed with the in-memory store.
 bench-replay: release
 	.build/release/herald bench replay
+
+## bench-sender: 200,000 APNs calls through the sender against the provider simulator, after h2load
+## against the same simulator for the ratio.
+bench-sender: release
+	.build/release/herald bench sender
 
 ## bench-scale: worker and sender processes on one PostgreSQL: 100,000 events with 1, 2 and 3 workers,
 ## then 3 workers with one killed midway; lost and duplicated deliveries counted at the simulator.
