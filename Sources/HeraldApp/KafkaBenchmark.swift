@@ -107,17 +107,18 @@ public struct KafkaBenchmark: Sendable {
         return Report(rounds: results, peakResidentMegabytes: ProcessUsage.peakResidentMegabytes())
     }
 
-    /// One variant's passthrough of `messages` on `cluster`, outside the rounds: the baseline another
-    /// benchmark compares itself with in the same run.
+    /// One variant's passthrough of `messages` on `cluster`, outside `run`'s rounds: the baseline
+    /// another benchmark compares itself with in the same run. Each `round` uses topics of its own.
     func measure(
         _ variant: Variant,
+        round: Int,
         on cluster: any BenchmarkCluster,
         logger: Logger
     ) async throws -> Measurement {
         let (payload, idOffset) = Self.samplePayload(size: messageSize)
         return try await measure(
             variant,
-            round: 0,
+            round: round,
             cluster: cluster,
             payload: payload,
             idOffset: idOffset,
@@ -174,7 +175,7 @@ public struct KafkaBenchmark: Sendable {
         }
     }
 
-    /// The topics a variant's passthrough reads and writes in a round (0: outside the rounds).
+    /// The topics a variant's passthrough reads and writes in a round.
     static func topics(_ variant: Variant, round: Int) -> (input: String, output: String) {
         let name = variant == .wrapper ? "wrapper" : "raw"
         return ("bench.\(round).\(name).in", "bench.\(round).\(name).out")

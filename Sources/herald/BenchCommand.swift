@@ -368,8 +368,11 @@ struct PipelineBenchCommand: AsyncParsableCommand {
     @Option(help: "How far the feeder may run ahead of the worker, in events.")
     var window = 20_000
 
-    @Option(help: "Messages through the raw passthrough the pipeline is compared with (0: skip it).")
+    @Option(help: "Messages through each round of the raw passthrough the pipeline is compared with (0: skip it).")
     var rawMessages = 400_000
+
+    @Option(help: "Rounds of the raw passthrough; the ratio is taken against their median.")
+    var rawRounds = 5
 
     @Option(help: "The catalog directory.")
     var catalog = "catalog"
@@ -388,7 +391,9 @@ struct PipelineBenchCommand: AsyncParsableCommand {
                 "--events must be at least 1, --users at least 2, --partitions and --batch-size at least 1, --window at least --batch-size"
             )
         }
-        guard rawMessages >= 0 else { throw ValidationError("--raw-messages must not be negative") }
+        guard rawMessages >= 0, rawRounds >= 1 else {
+            throw ValidationError("--raw-messages must not be negative, --raw-rounds must be at least 1")
+        }
     }
 
     func run() async throws {
@@ -401,6 +406,7 @@ struct PipelineBenchCommand: AsyncParsableCommand {
         benchmark.batchSize = batchSize
         benchmark.window = window
         benchmark.rawMessages = rawMessages
+        benchmark.rawRounds = rawRounds
         benchmark.catalogDirectory = catalog
         if !brokerInProcess {
             benchmark.brokerExecutable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().path
@@ -443,11 +449,12 @@ struct PipelineBenchCommand: AsyncParsableCommand {
         if let broker = report.brokerPeakResidentMegabytes {
             print("  peak RSS of the embedded broker's process: \(String(format: "%.0f", broker)) MB")
         }
-        if let raw = report.raw, let ratio = report.ratio {
+        if let median = report.rawMedian, let ratio = report.ratio {
+            let rounds = report.raw.map { String(format: "%.0f", $0.messagesPerSecond) }.joined(separator: ", ")
             print(
-                "  raw librdkafka passthrough: \(String(format: "%.0f", raw.messagesPerSecond)) messages/s (\(raw.messages) messages)"
+                "  raw librdkafka passthrough: median \(String(format: "%.0f", median.messagesPerSecond)) messages/s of \(report.raw.count) rounds of \(median.messages) messages (\(rounds))"
             )
-            print("  ratio: \(String(format: "%.3f", ratio)) of the raw passthrough")
+            print("  ratio: \(String(format: "%.3f", ratio)) of the raw passthrough's median")
         }
         print("  decisions: " + Self.line(counters.decisionsByReason))
         print("  outbound: " + Self.line(counters.outboundByProvider))

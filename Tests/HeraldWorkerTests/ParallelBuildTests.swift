@@ -124,6 +124,7 @@ struct ParallelBuildTests {
         benchmark.batchSize = 200
         benchmark.window = 1000
         benchmark.rawMessages = 2000
+        benchmark.rawRounds = 3
         benchmark.catalogDirectory = repositoryRoot.appendingPathComponent("catalog").path
         let store = try SQLiteStore(path: ":memory:")
         var logger = Logger(label: "test")
@@ -139,7 +140,12 @@ struct ParallelBuildTests {
         #expect(report.outbound >= sent && report.outbound <= 3 * sent)
         #expect(report.counters.latencies.count == 3000)
         #expect(report.eventsPerSecond > 0)
-        #expect((report.ratio ?? 0) > 0)
+        #expect(report.raw.count == 3)
+        #expect(report.raw.allSatisfy { $0.messages == 2000 && $0.messagesPerSecond > 0 })
+        // The ratio is taken against the middle round, not the fastest or the slowest.
+        let rates = report.raw.map(\.messagesPerSecond).sorted()
+        #expect(report.rawMedian?.messagesPerSecond == rates[1])
+        #expect(report.ratio == report.eventsPerSecond / rates[1])
     }
 }
 
