@@ -116,23 +116,25 @@ public final class Replayer: Sendable {
         var state = RunState()
         for source in sources {
             try await Self.readAhead(source) { chunk in
-                for record in chunk {
-                    if let time = record.time {
+                // By index: `for record in` copies each record out, retaining and releasing all of it.
+                for index in chunk.indices {
+                    let time = chunk[index].time
+                    if let time {
                         state.firstEventTime = min(state.firstEventTime ?? time, time)
                         state.lastEventTime = max(state.lastEventTime ?? time, time)
                     }
                     let full = state.messages.count >= configuration.batchSize
                     var late = false
-                    if let start = state.batchStart, let time = record.time {
+                    if let start = state.batchStart, let time {
                         late = time.epochMilliseconds - start.epochMilliseconds > configuration.tick.milliseconds
                     }
                     if full || late { try await flush(&state, into: output) }
-                    if state.batchStart == nil { state.batchStart = record.time }
-                    if let time = record.time { state.batchEnd = max(state.batchEnd ?? time, time) }
+                    if state.batchStart == nil { state.batchStart = time }
+                    if let time { state.batchEnd = max(state.batchEnd ?? time, time) }
                     // Split as they arrive: the processor takes messages and events apart, and a
                     // second pass over the records would copy each of them once more.
-                    state.messages.append(record.message)
-                    state.events.append(record.event)
+                    state.messages.append(chunk[index].message)
+                    state.events.append(chunk[index].event)
                     state.records += 1
                 }
             }
