@@ -40,9 +40,23 @@ public struct KafkaBenchmark: Sendable {
         public var bytes: Int
         public var elapsed: Duration
 
+        public init(variant: Variant, messages: Int, bytes: Int, elapsed: Duration) {
+            self.variant = variant
+            self.messages = messages
+            self.bytes = bytes
+            self.elapsed = elapsed
+        }
+
         public var seconds: Double { elapsed.inSeconds }
         public var messagesPerSecond: Double { Double(messages) / seconds }
         public var megabytesPerSecond: Double { Double(bytes) / seconds / 1_000_000 }
+
+        /// The median of `measurements` by message rate — the lower middle one of an even count, so
+        /// that it is a round that ran — or `nil` for none.
+        public static func median(of measurements: [Measurement]) -> Measurement? {
+            let sorted = measurements.sorted { $0.messagesPerSecond < $1.messagesPerSecond }
+            return sorted.isEmpty ? nil : sorted[(sorted.count - 1) / 2]
+        }
     }
 
     /// One round: both variants, one after the other.

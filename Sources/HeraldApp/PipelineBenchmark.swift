@@ -73,12 +73,8 @@ public struct PipelineBenchmark: Sendable {
         /// The raw passthrough's rounds, in the order they ran; empty: not measured.
         public var raw: [KafkaBenchmark.Measurement]
 
-        /// The median round of the raw passthrough by message rate (the lower middle one of an even
-        /// count), or `nil` if it was not measured.
-        public var rawMedian: KafkaBenchmark.Measurement? {
-            let sorted = raw.sorted { $0.messagesPerSecond < $1.messagesPerSecond }
-            return sorted.isEmpty ? nil : sorted[(sorted.count - 1) / 2]
-        }
+        /// The median round of the raw passthrough by message rate, or `nil` if it was not measured.
+        public var rawMedian: KafkaBenchmark.Measurement? { KafkaBenchmark.Measurement.median(of: raw) }
 
         public var eventsPerSecond: Double { Double(events) / seconds }
         public var outbound: Int { counters.outboundByProvider.values.reduce(0, +) }

@@ -140,12 +140,33 @@ struct ParallelBuildTests {
         #expect(report.outbound >= sent && report.outbound <= 3 * sent)
         #expect(report.counters.latencies.count == 3000)
         #expect(report.eventsPerSecond > 0)
-        #expect(report.raw.count == 3)
+        try #require(report.raw.count == 3)
         #expect(report.raw.allSatisfy { $0.messages == 2000 && $0.messagesPerSecond > 0 })
         // The ratio is taken against the middle round, not the fastest or the slowest.
         let rates = report.raw.map(\.messagesPerSecond).sorted()
         #expect(report.rawMedian?.messagesPerSecond == rates[1])
         #expect(report.ratio == report.eventsPerSecond / rates[1])
+    }
+}
+
+@Suite("Benchmark medians")
+struct BenchmarkMedianTests {
+    static func measurement(_ messagesPerSecond: Int) -> KafkaBenchmark.Measurement {
+        KafkaBenchmark.Measurement(variant: .raw, messages: messagesPerSecond, bytes: 0, elapsed: .seconds(1))
+    }
+
+    @Test("the raw passthrough's median is the middle round by rate, whatever order the rounds ran in")
+    func medianOfRounds() {
+        let rates = { (rounds: [Int]) in
+            KafkaBenchmark.Measurement.median(of: rounds.map(Self.measurement)).map { Int($0.messagesPerSecond) }
+        }
+        // An outlier on either side does not move it.
+        #expect(rates([900_000, 500_000, 620_000, 610_000, 100]) == 610_000)
+        #expect(rates([3, 1, 2]) == 2)
+        // An even count: the lower middle round, one that ran, not an average of two.
+        #expect(rates([40, 10, 30, 20]) == 20)
+        #expect(rates([7]) == 7)
+        #expect(rates([]) == nil)
     }
 }
 
