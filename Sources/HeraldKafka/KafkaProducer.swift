@@ -110,6 +110,7 @@ public final class KafkaProducer: Service, Sendable {
             if !records.isEmpty { state.tickets[id] = ticket }
             return id
         }
+        if !records.isEmpty { client.lend(records, ticket: id) }
         var topicName = ""
         var topic: RDKafkaProducerClient.Topic?
         for (index, record) in zip(0..., records) {
@@ -145,12 +146,13 @@ public final class KafkaProducer: Service, Sendable {
     }
 
     private func complete(ticket: DeliveryTicket, id: UInt, index: Int, with error: KafkaError) {
-        state.withLock { state in
-            if ticket.fail(index, error) {
-                state.tickets[id] = nil
-                ticket.resumeWaiters()
-            }
+        let finished = state.withLock { state in
+            guard ticket.fail(index, error) else { return false }
+            state.tickets[id] = nil
+            ticket.resumeWaiters()
+            return true
         }
+        if finished { client.giveBack(CollectionOfOne(id)) }
     }
 
     /// Waits until deliveries free space. Returns false if the producer closed instead.
@@ -236,6 +238,7 @@ public final class KafkaProducer: Service, Sendable {
         guard !batch.isEmpty else { return }
         undelivered.subtract(batch.reports.count, ordering: .relaxed)
         deliveryGeneration.add(1, ordering: .releasing)
+        var finishedTickets: [UInt] = []
         let waiters = state.withLock { state in
             var currentID: UInt = 0
             var current: DeliveryTicket?
@@ -264,6 +267,7 @@ public final class KafkaProducer: Service, Sendable {
                         )
                     }
                 if finished {
+                    finishedTickets.append(id)
                     state.tickets[id] = nil
                     // Resuming a continuation only schedules the waiting task; it is safe under the lock.
                     ticket.resumeWaiters()
@@ -273,5 +277,6 @@ public final class KafkaProducer: Service, Sendable {
             return state.spaceWaiters
         }
         for waiter in waiters { waiter.resume(returning: true) }
+        if !finishedTickets.isEmpty { client.giveBack(finishedTickets) }
     }
 }

@@ -77,6 +77,68 @@ struct KafkaFlowControlTests {
         #expect(partition0 == Array(0..<110), "in order, without gaps or repeats")
     }
 
+    @Test("librdkafka reads values in place: records the caller dropped at enqueue arrive intact after an outage")
+    func valuesLentUntilDelivered() async throws {
+        let env = try KafkaTestEnvironment(topics: ["lent": 2])
+        let producer = try env.makeProducer()
+        let consumer = try env.makeConsumer(group: "lent", topics: ["lent"])
+        let received = ReceivedMessages()
+        // Values of 1–3 KiB written into shared arenas as the worker writes them, so that a value
+        // freed too early is overwritten by the churn below rather than left as it was.
+        func value(_ index: Int) -> [UInt8] {
+            let text = "lent-\(index)-"
+            return Array(String(repeating: text, count: (1024 + index % 2048) / text.utf8.count + 1).utf8)
+        }
+        try await withRunningServices([producer, consumer]) {
+            let consuming = consume(consumer, into: received)
+            try env.cluster.setBrokerDown(1)
+            // Made and handed over in a function of its own: only the producer keeps them afterwards.
+            func enqueue() async throws -> KafkaDeliveries {
+                var records: [KafkaProducerRecord] = []
+                var arena: [UInt8] = []
+                var ranges: [Range<Int>] = []
+                for index in 0..<400 {
+                    let bytes = value(index)
+                    ranges.append(arena.count..<(arena.count + bytes.count))
+                    arena += bytes
+                    if arena.count >= 8192 || index == 399 {
+                        for range in ranges {
+                            records.append(
+                                KafkaProducerRecord(
+                                    topic: "lent",
+                                    key: KafkaBytes("k\(records.count)"),
+                                    value: KafkaBytes(arena, range)
+                                )
+                            )
+                        }
+                        arena = []
+                        ranges = []
+                    }
+                }
+                return try await producer.enqueue(records)
+            }
+            let deliveries = try await enqueue()
+            // Churn the heap while the messages wait for the broker: freed buffers get reused.
+            var churn: [[UInt8]] = []
+            for round in 0..<2_000 {
+                churn.append([UInt8](repeating: UInt8(truncatingIfNeeded: round) | 0x80, count: 1024 + round % 8192))
+                if churn.count > 64 { churn.removeFirst(32) }
+            }
+            try await Task.sleep(for: .seconds(1))
+            try env.cluster.setBrokerUp(1)
+            let results = try await withTimeout(.seconds(60), "deliveries after the outage") { await deliveries.wait() }
+            #expect(results.allSatisfy { (try? $0.get()) != nil })
+            #expect(await eventually(within: .seconds(60)) { received.count >= 400 })
+            consumer.triggerShutdown()
+            await consuming.value
+        }
+        var byKey: [String: [UInt8]] = [:]
+        for message in received.all { byKey[message.key!.string] = message.value.map { Array($0) } }
+        try #require(byKey.count == 400)
+        let damaged = (0..<400).filter { byKey["k\($0)"] != value($0) }
+        #expect(damaged.isEmpty, "values that arrived changed: \(damaged.prefix(5))")
+    }
+
     @Test("a full producer queue makes enqueue wait, neither failing nor growing without bound")
     func producerBackpressure() async throws {
         let env = try KafkaTestEnvironment(topics: ["pressure": 1])

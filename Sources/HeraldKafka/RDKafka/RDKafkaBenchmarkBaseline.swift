@@ -73,6 +73,7 @@ package enum RDKafkaBenchmarkBaseline {
                         producer,
                         topicHandle,
                         partition,
+                        RD_KAFKA_MSG_F_COPY,
                         keyBytes.isEmpty ? nil : keyBytes.baseAddress,
                         keyBytes.count,
                         bytes.baseAddress,
@@ -172,7 +173,18 @@ package enum RDKafkaBenchmarkBaseline {
         // start-up cost, not passthrough throughput (the wrapper variant warms up the same way).
         let warmUp = Array("warm-up".utf8)
         warmUp.withUnsafeBytes { bytes in
-            _ = herald_produce_topic(producer, outputHandle, 0, nil, 0, bytes.baseAddress, bytes.count, nil, nil)
+            _ = herald_produce_topic(
+                producer,
+                outputHandle,
+                0,
+                RD_KAFKA_MSG_F_COPY,
+                nil,
+                0,
+                bytes.baseAddress,
+                bytes.count,
+                nil,
+                nil
+            )
         }
         rd_kafka_flush(producer, 30_000)
         state.delivered = 0
@@ -207,6 +219,7 @@ package enum RDKafkaBenchmarkBaseline {
                             producer,
                             outputHandle,
                             message.pointee.partition,
+                            RD_KAFKA_MSG_F_COPY,
                             message.pointee.key,
                             message.pointee.key_len,
                             message.pointee.payload,

@@ -15,6 +15,16 @@ final class RDKafkaProducerClient: @unchecked Sendable {
     /// One librdkafka topic handle per topic name, so producing neither converts the name to a C
     /// string nor makes librdkafka look the topic up by name for every message.
     private let topics = Mutex<[String: Topic]>([:])
+    /// The records whose keys and values librdkafka reads in place (see ``produce(_:to:opaque:)``),
+    /// by ticket. Held beside the handle, whose `deinit` destroys it before they are released.
+    private let lent = Mutex<LentRecords>(LentRecords())
+
+    private struct LentRecords {
+        var byTicket: [UInt: ArraySlice<KafkaProducerRecord>] = [:]
+        /// Set by ``purge()``: a purged message is reported while a request holding it may still
+        /// be on its way out, so from then on records are kept until the handle is destroyed.
+        var keepUntilDestroyed = false
+    }
 
     /// A librdkafka topic handle, valid until the producer is destroyed.
     struct Topic: @unchecked Sendable {
@@ -80,8 +90,31 @@ final class RDKafkaProducerClient: @unchecked Sendable {
         }
     }
 
+    /// Keeps `records` alive while librdkafka reads their keys and values in place: until
+    /// ``giveBack(_:)`` is called with `ticket` (after every one of them is reported), or the handle
+    /// is destroyed. Called before the first of them is produced.
+    func lend(_ records: ArraySlice<KafkaProducerRecord>, ticket: UInt) {
+        lent.withLock { $0.byTicket[ticket] = records }
+    }
+
+    /// Ends the loans of `tickets`, whose messages have all been reported.
+    func giveBack(_ tickets: some Sequence<UInt>) {
+        // Taken out under the lock, their buffers are freed after it.
+        let returned: [ArraySlice<KafkaProducerRecord>] = lent.withLock { lent in
+            if lent.keepUntilDestroyed { return [] }
+            return tickets.compactMap { lent.byTicket.removeValue(forKey: $0) }
+        }
+        _ = returned.count
+    }
+
     /// Enqueues one record to `topic` (the handle of `record.topic`) without blocking. `opaque` comes
     /// back in its delivery report.
+    ///
+    /// The key and value are not copied (no `RD_KAFKA_MSG_F_COPY`): librdkafka reads them in place
+    /// when it writes a produce request, so the record must have been lent (``lend(_:ticket:)``).
+    /// A copy per message cost an allocation of its size, a copy of its bytes, and a free on the
+    /// delivery thread, for bytes librdkafka copies into the request anyway. The pointers are those
+    /// of the records' arrays, which are never mutated, so they stay where they are while lent.
     func produce(_ record: KafkaProducerRecord, to topic: Topic, opaque: UInt) -> ProduceResult {
         var headers: OpaquePointer?
         if !record.headers.isEmpty {
@@ -102,6 +135,7 @@ final class RDKafkaProducerClient: @unchecked Sendable {
                     handle,
                     topic.handle,
                     record.partition ?? herald_partition_unassigned(),
+                    0,
                     key.baseAddress,
                     key.count,
                     value.baseAddress,
@@ -131,6 +165,7 @@ final class RDKafkaProducerClient: @unchecked Sendable {
 
     /// Fails every message still queued or in flight; their reports arrive with the next poll.
     func purge() {
+        lent.withLock { $0.keepUntilDestroyed = true }
         _ = rd_kafka_purge(handle, Int32(RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT))
     }
 
@@ -182,14 +217,15 @@ final class RDKafkaProducerClient: @unchecked Sendable {
     }
 }
 
+/// Where an empty key or value points: librdkafka keeps the pointer (it reads no byte of it), so it
+/// must not be a stack address.
+nonisolated(unsafe) private let emptyPayload = UnsafeMutableRawPointer.allocate(byteCount: 1, alignment: 1)
+
 /// Calls `body` with the bytes of `value`: a null pointer for `nil`, and a non-null pointer with
 /// length zero for an empty value, which Kafka keeps distinct from null.
 private func withOptionalBytes<R>(_ value: KafkaBytes?, _ body: (UnsafeRawBufferPointer) -> R) -> R {
     guard let value else { return body(UnsafeRawBufferPointer(start: nil, count: 0)) }
-    if value.isEmpty {
-        var zero: UInt8 = 0
-        return withUnsafeBytes(of: &zero) { body(UnsafeRawBufferPointer(start: $0.baseAddress, count: 0)) }
-    }
+    if value.isEmpty { return body(UnsafeRawBufferPointer(start: emptyPayload, count: 0)) }
     return value.withUnsafeBytes(body)
 }
 
