@@ -526,6 +526,32 @@ struct DecisionContractTests {
         }
     }
 
+    @Test(
+        "purge goes by decision time, whether the event has a time, had it before or after, or is old but newly decided",
+        arguments: StoreKind.allCases
+    )
+    func purgeByDecisionTime(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store in
+            let receipt: (String, Timestamp, Timestamp?) -> DecisionRequest = { event, now, time in
+                request(event, kind: "receipt", category: "transactional", now: now, eventTime: time)
+            }
+            let late = at("2026-11-21T13:00:00Z")
+            let requests = [
+                receipt("timed", noon, at("2026-11-21T11:00:00Z")),
+                receipt("untimed", noon, nil),
+                // A producer's clock ahead of ours: the event's time is after its decision's.
+                receipt("ahead", noon, at("2026-11-21T14:00:00Z")),
+                // An old event decided after the purge's horizon (a replay, a lagging consumer).
+                receipt("old-but-new", late, at("2026-11-21T10:00:00Z")),
+                receipt("untimed-new", late, nil),
+            ]
+            for request in requests { _ = try await store.decide([request]) }
+            #expect(try await store.purge(before: at("2026-11-21T12:30:00Z")) == 3)
+            let again = try await store.decide(requests)
+            #expect(again.map(\.redelivered) == [false, false, false, true, true])
+        }
+    }
+
     @Test("purge deletes a backlog of several chunks, and only what is old enough", arguments: StoreKind.allCases)
     func purgeBacklog(_ kind: StoreKind) async throws {
         try await withStore(kind) { store in

@@ -165,6 +165,15 @@ public final class SQLiteStore: StateStore, @unchecked Sendable {
         DROP INDEX due_deferred;
         CREATE UNIQUE INDEX due_deferred ON due_work (event_time, event_id, kind, recipient) WHERE type = 'deferred';
         """,
+        // 11: no index of every ledger entry by its decision time. An entry is decided at or after
+        // its event's time, so the purge finds it by its key (event time first) instead; only
+        // entries without an event time, or with one later than their decision (a producer's clock
+        // ahead of ours), are indexed by decision time. The full index was a second B-tree insert
+        // per decision: a quarter of `decide` (4.0 against 3.0 µs per decision, `bench decisions`).
+        """
+        CREATE INDEX decisions_untimed_by_time ON decisions (decided_at) WHERE event_time = 0 OR event_time > decided_at;
+        DROP INDEX decisions_by_time;
+        """,
     ]
 
     /// Opens (or creates) the database at `path` and migrates it to the current schema.
