@@ -120,12 +120,25 @@ final class RDKafkaProducerClient: @unchecked Sendable {
         if !record.headers.isEmpty {
             headers = rd_kafka_headers_new(record.headers.count)
             for header in record.headers {
-                if let value = header.value {
-                    value.withUnsafeBytes { bytes in
-                        _ = rd_kafka_header_add(headers, header.name, -1, bytes.baseAddress, bytes.count)
+                // The name by pointer and length: passed as a C string, each name was copied into an
+                // array of its own (an allocation per header per message) to add its terminator.
+                var name = header.name
+                _ = name.withUTF8 { name in
+                    name.withMemoryRebound(to: CChar.self) { name in
+                        if let value = header.value {
+                            value.withUnsafeBytes { bytes in
+                                rd_kafka_header_add(
+                                    headers,
+                                    name.baseAddress,
+                                    name.count,
+                                    bytes.baseAddress,
+                                    bytes.count
+                                )
+                            }
+                        } else {
+                            rd_kafka_header_add(headers, name.baseAddress, name.count, nil, 0)
+                        }
                     }
-                } else {
-                    _ = rd_kafka_header_add(headers, header.name, -1, nil, 0)
                 }
             }
         }
