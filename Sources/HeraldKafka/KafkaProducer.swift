@@ -71,6 +71,9 @@ public final class KafkaProducer: Service, Sendable {
     /// A record that cannot be queued at all (too large, unknown partition) gets a failed result in
     /// the returned deliveries rather than an error here.
     ///
+    /// librdkafka reads the keys and values in place, so the producer keeps `records` until every
+    /// one of them is reported (see docs/kafka.md); the caller may drop them as soon as this returns.
+    ///
     /// - Throws: ``KafkaError`` `.closed` if the producer has shut down, or its fatal error.
     public func enqueue(_ records: [KafkaProducerRecord]) async throws(KafkaError) -> KafkaDeliveries {
         var deliveries: [DeliveryTicket] = []

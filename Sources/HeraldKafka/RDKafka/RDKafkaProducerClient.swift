@@ -99,12 +99,11 @@ final class RDKafkaProducerClient: @unchecked Sendable {
 
     /// Ends the loans of `tickets`, whose messages have all been reported.
     func giveBack(_ tickets: some Sequence<UInt>) {
-        // Taken out under the lock, their buffers are freed after it.
-        let returned: [ArraySlice<KafkaProducerRecord>] = lent.withLock { lent in
+        // Taken out under the lock and dropped when it returns: their buffers are freed outside it.
+        _ = lent.withLock { lent -> [ArraySlice<KafkaProducerRecord>] in
             if lent.keepUntilDestroyed { return [] }
             return tickets.compactMap { lent.byTicket.removeValue(forKey: $0) }
         }
-        _ = returned.count
     }
 
     /// Enqueues one record to `topic` (the handle of `record.topic`) without blocking. `opaque` comes
