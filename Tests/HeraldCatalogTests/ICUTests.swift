@@ -97,6 +97,85 @@ struct ICUTests {
         #expect(throws: ICUError.self) { try usd.format(decimal: "12abc") }
     }
 
+    @Test("a value formatted again is answered from the thread's recent results, and nothing else is")
+    func formattersRememberRecentValues() throws {
+        // Each thread keeps its last few inputs and texts per formatter; a stale or mismatched one
+        // would show here.
+        let eur = try ICUNumberFormatter(locale: "de", currency: "EUR")
+        let plain = try ICUNumberFormatter(locale: "en", currency: nil)
+        let sequence = ["1234.5", "1234.5", "1234.50", "0.1", "1234.5", "12", "123", "12"]
+        #expect(
+            try sequence.map { try eur.format(decimal: $0) } == [
+                "1.234,50\u{A0}€", "1.234,50\u{A0}€", "1.234,50\u{A0}€", "0,10\u{A0}€", "1.234,50\u{A0}€",
+                "12,00\u{A0}€", "123,00\u{A0}€", "12,00\u{A0}€",
+            ]
+        )
+        // A rejected value leaves the last good one in place.
+        #expect(throws: ICUError.self) { try eur.format(decimal: "12abc") }
+        #expect(try eur.format(decimal: "12") == "12,00\u{A0}€")
+        // The same value through another formatter is that formatter's text.
+        #expect(try plain.format(decimal: "12") == "12")
+        #expect(try eur.format(decimal: "12") == "12,00\u{A0}€")
+        // A result longer than the first output buffer: the second call, with room, finds it among
+        // the recent results.
+        let long = String(repeating: "9", count: 60)
+        let grouped = try plain.format(decimal: long)
+        #expect(grouped == stride(from: 0, to: 60, by: 3).map { _ in "999" }.joined(separator: ","))
+        #expect(try plain.format(decimal: long) == grouped)
+
+        let oslo = try ICUDateFormatter(locale: "nb", timeZone: "Europe/Oslo", style: "HHmm")
+        let moments = [0.0, 0, 60_000, 0, 60_000, 60_000, 3_600_000]
+        #expect(
+            moments.map { oslo.format(epochMilliseconds: $0) } == [
+                "01:00", "01:00", "01:01", "01:00", "01:01", "01:01", "02:00",
+            ]
+        )
+        let london = try ICUDateFormatter(locale: "en", timeZone: "Europe/London", style: "HHmm")
+        #expect(london.format(epochMilliseconds: 0) == "01:00")  // 1970: British Standard Time, +1
+        #expect(london.format(epochMilliseconds: 1_774_744_200_000) == "00:30")
+        #expect(oslo.format(epochMilliseconds: 1_774_744_200_000) == "01:30")
+    }
+
+    @Test("a formatter made where a freed one was is not answered with the freed one's texts")
+    func formattersAreRememberedByIdentity() throws {
+        // Freed and made in turn, the two often share an address; the texts must not follow it.
+        for round in 0..<50 {
+            let eur = try ICUNumberFormatter(locale: "de", currency: "EUR")
+            #expect(try eur.format(decimal: "7") == "7,00\u{A0}€", "round \(round)")
+            let usd = try ICUNumberFormatter(locale: "en", currency: "USD")
+            #expect(try usd.format(decimal: "7") == "$7.00", "round \(round)")
+            let utc = try ICUDateFormatter(locale: "en", timeZone: "UTC", style: "HHmm")
+            #expect(utc.format(epochMilliseconds: 0) == "00:00", "round \(round)")
+            let tokyo = try ICUDateFormatter(locale: "en", timeZone: "Asia/Tokyo", style: "HHmm")
+            #expect(tokyo.format(epochMilliseconds: 0) == "09:00", "round \(round)")
+        }
+    }
+
+    @Test("formatters shared by threads give each caller its own value's text")
+    func formattersAcrossThreads() async throws {
+        let eur = try ICUNumberFormatter(locale: "de", currency: "EUR")
+        let oslo = try ICUDateFormatter(locale: "nb", timeZone: "Europe/Oslo", style: "HHmm")
+        let values = [
+            ("1", "1,00\u{A0}€", 0.0, "01:00"), ("2", "2,00\u{A0}€", 60_000, "01:01"),
+            ("3", "3,00\u{A0}€", 120_000, "01:02"),
+        ]
+        let mismatches = await withTaskGroup(of: Int.self) { group in
+            for task in 0..<4 {
+                group.addTask {
+                    var mismatches = 0
+                    for round in 0..<3_000 {
+                        let (decimal, money, moment, time) = values[(round + task) % values.count]
+                        if (try? eur.format(decimal: decimal)) != money { mismatches += 1 }
+                        if oslo.format(epochMilliseconds: moment) != time { mismatches += 1 }
+                    }
+                    return mismatches
+                }
+            }
+            return await group.reduce(0, +)
+        }
+        #expect(mismatches == 0)
+    }
+
     @Test("datetimes render in the recipient's time zone with the right offset across a DST change")
     func dates() throws {
         let oslo = try ICUDateFormatter(locale: "nb", timeZone: "Europe/Oslo", style: "HHmmz")

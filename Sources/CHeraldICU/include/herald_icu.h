@@ -90,6 +90,8 @@ herald_number_formatter *herald_number_formatter_open(const char *locale, const 
                                                       herald_icu_error *error);
 void herald_number_formatter_close(herald_number_formatter *formatter);
 /// Formats a decimal string (exact: "1234.50"). Returns the length needed, or -1 with `error`.
+/// Thread-safe. Each thread remembers the last few values it formatted and their text, so a value
+/// formatted again soon is copied, not formatted.
 int32_t herald_number_format_decimal(const herald_number_formatter *formatter, const char *decimal,
                                      int32_t decimal_length, char *output, int32_t capacity, herald_icu_error *error);
 
@@ -101,6 +103,7 @@ herald_date_formatter *herald_date_formatter_open(const char *locale, const char
                                                   herald_icu_error *error);
 void herald_date_formatter_close(herald_date_formatter *formatter);
 /// Formats a moment given in milliseconds since the Unix epoch. Returns the length needed, or -1.
+/// Thread-safe; remembers recent moments and their text as the number formatter does.
 int32_t herald_date_format(herald_date_formatter *formatter, double epoch_milliseconds, char *output,
                            int32_t capacity, herald_icu_error *error);
 
