@@ -78,7 +78,7 @@ final class DevDriver: Service, Sendable {
         output("herald dev: embedded broker at \(bootstrap[0]), SQLite, provider simulator, worker and sender running")
 
         try await publish(directory, with: producer)
-        while worker.statistics.snapshot.handledEvents < directory.count {
+        while worker.statistics.handledEvents < directory.count {
             guard ContinuousClock.now - started < settings.timeout else { break }
             try await Task.sleep(for: .milliseconds(50))
         }

@@ -158,7 +158,7 @@ public struct PipelineBenchmark: Sendable {
                             topic: topic,
                             count: events,
                             window: window,
-                            consumed: { statistics.snapshot.handledEvents }
+                            consumed: { statistics.handledEvents }
                         ) { number, key, value in
                             let partition = generator.write(number, key: &key, value: &value)
                             totalBytes.add(value.count)
@@ -172,7 +172,7 @@ public struct PipelineBenchmark: Sendable {
             var progressed = (instant: started, handled: 0)
             while true {
                 try await Task.sleep(for: .milliseconds(100))
-                let handled = statistics.snapshot.handledEvents
+                let handled = statistics.handledEvents
                 if handled >= events { break }
                 let now = ContinuousClock.now
                 // A failed worker or feeder surfaces only when the group is awaited: without progress,
@@ -337,62 +337,119 @@ struct EventGenerator: Sendable {
 
     /// Writes event `number` into `value` and its user id into `key`; returns its partition.
     ///
+    /// The bytes are appended piece by piece rather than interpolated into strings first: the
+    /// feeder writes every event of `herald bench pipeline` on the cores the worker is measured on.
+    ///
     /// - Parameter time: the event's time; default: now, so that expiry and quiet hours follow the
     ///   wall clock.
     func write(_ number: Int, time: Timestamp? = nil, key: inout [UInt8], value: inout [UInt8]) -> Int32 {
         var random = UInt64(truncatingIfNeeded: number) &+ 0x5DEE_CE66
         random = DecisionBenchmark.Generator(state: random).nextValue
         let user = Int(random % UInt64(users))
-        let userID = Self.userID(user)
         key.removeAll(keepingCapacity: true)
-        key.append(contentsOf: userID.utf8)
+        Self.append(userID: user, to: &key)
         value.removeAll(keepingCapacity: true)
-        let id = "bench-\(number)"
         let mix = (random >> 40) % 100
-        let (type, source, data): (String, String, String)
+        let (type, source): (StaticString, StaticString) =
+            switch mix {
+            case 0..<40: ("message.received", "/chat")
+            case 40..<52: ("order.confirmed", "/orders")
+            case 52..<62: ("order.shipped", "/orders")
+            case 62..<72: ("payment.received", "/payments")
+            case 72..<78: ("payment.failed", "/payments")
+            case 78..<88: ("security.login", "/identity")
+            default: ("promo.offer", "/marketing")
+            }
+        value.append(#"{"specversion":"1.0","id":"bench-"#)
+        value.append(decimal: number)
+        value.append(#"","source":""#)
+        value.append(source)
+        value.append(#"","type":""#)
+        value.append(type)
+        value.append(#"","time":""#)
+        value.append(contentsOf: (time ?? WallClock().now()).description.utf8)
+        value.append(#"","datacontenttype":"application/json","data":"#)
         switch mix {
         case 0..<40:
-            (type, source) = ("message.received", "/chat")
-            data =
-                #"{"recipientIds":["\#(userID)"],"chatId":"chat-\#(number % 997)","senderName":"Ana","preview":"Are we still on for dinner?"}"#
+            value.append(#"{"recipientIds":[""#)
+            Self.append(userID: user, to: &value)
+            value.append(#""],"chatId":"chat-"#)
+            value.append(decimal: number % 997)
+            value.append(#"","senderName":"Ana","preview":"Are we still on for dinner?"}"#)
         case 40..<52:
-            (type, source) = ("order.confirmed", "/orders")
-            data =
-                #"{"userId":"\#(userID)","orderId":"ord-\#(number)","total":{"amount":1234.50,"currency":"NOK"},"itemCount":\#(1 + number % 5),"deliveryNote":"Leave at the door"}"#
+            value.append(#"{"userId":""#)
+            Self.append(userID: user, to: &value)
+            value.append(#"","orderId":"ord-"#)
+            value.append(decimal: number)
+            value.append(#"","total":{"amount":1234.50,"currency":"NOK"},"itemCount":"#)
+            value.append(decimal: 1 + number % 5)
+            value.append(#","deliveryNote":"Leave at the door"}"#)
         case 52..<62:
-            (type, source) = ("order.shipped", "/orders")
-            data =
-                #"{"userId":"\#(userID)","orderId":"ord-\#(number)","carrier":"Posten","estimatedDelivery":"2026-11-24T15:00:00Z","trackingUrl":"https://sporing.posten.no/ord-\#(number)"}"#
+            value.append(#"{"userId":""#)
+            Self.append(userID: user, to: &value)
+            value.append(#"","orderId":"ord-"#)
+            value.append(decimal: number)
+            value.append(
+                #"","carrier":"Posten","estimatedDelivery":"2026-11-24T15:00:00Z","trackingUrl":"https://sporing.posten.no/ord-"#
+            )
+            value.append(decimal: number)
+            value.append(#""}"#)
         case 62..<72:
-            (type, source) = ("payment.received", "/payments")
-            data =
-                #"{"userId":"\#(userID)","paymentId":"pay-\#(number)","amount":{"amount":"5000","currency":"NOK"},"senderName":"Ahmad Karimi"}"#
+            value.append(#"{"userId":""#)
+            Self.append(userID: user, to: &value)
+            value.append(#"","paymentId":"pay-"#)
+            value.append(decimal: number)
+            value.append(#"","amount":{"amount":"5000","currency":"NOK"},"senderName":"Ahmad Karimi"}"#)
         case 72..<78:
-            (type, source) = ("payment.failed", "/payments")
-            data =
-                #"{"userId":"\#(userID)","paymentId":"pay-\#(number)","amount":{"amount":249.90,"currency":"EUR"},"reason":"card_declined"}"#
+            value.append(#"{"userId":""#)
+            Self.append(userID: user, to: &value)
+            value.append(#"","paymentId":"pay-"#)
+            value.append(decimal: number)
+            value.append(#"","amount":{"amount":249.90,"currency":"EUR"},"reason":"card_declined"}"#)
         case 78..<88:
-            (type, source) = ("security.login", "/identity")
-            data = #"{"userId":"\#(userID)","deviceName":"iPhone 15","location":"Oslo, Norway"}"#
+            value.append(#"{"userId":""#)
+            Self.append(userID: user, to: &value)
+            value.append(#"","deviceName":"iPhone 15","location":"Oslo, Norway"}"#)
         default:
-            (type, source) = ("promo.offer", "/marketing")
-            let other = Self.userID((user + 1) % users)
-            data =
-                #"{"userIds":["\#(userID)","\#(other)"],"offerId":"black-friday","headline":"Black Friday","discountPercent":30,"validUntil":"2026-11-30T23:59:00Z"}"#
+            value.append(#"{"userIds":[""#)
+            Self.append(userID: user, to: &value)
+            value.append(#"",""#)
+            Self.append(userID: (user + 1) % users, to: &value)
+            value.append(
+                #""],"offerId":"black-friday","headline":"Black Friday","discountPercent":30,"validUntil":"2026-11-30T23:59:00Z"}"#
+            )
         }
-        let time = (time ?? WallClock().now()).description
-        value.append(contentsOf: #"{"specversion":"1.0","id":""#.utf8)
-        value.append(contentsOf: id.utf8)
-        value.append(contentsOf: #"","source":""#.utf8)
-        value.append(contentsOf: source.utf8)
-        value.append(contentsOf: #"","type":""#.utf8)
-        value.append(contentsOf: type.utf8)
-        value.append(contentsOf: #"","time":""#.utf8)
-        value.append(contentsOf: time.utf8)
-        value.append(contentsOf: #"","datacontenttype":"application/json","data":"#.utf8)
-        value.append(contentsOf: data.utf8)
         value.append(UInt8(ascii: "}"))
         return Int32(user % Int(partitions))
+    }
+
+    /// ``userID(_:)``'s bytes, appended.
+    static func append(userID user: Int, to bytes: inout [UInt8]) {
+        bytes.append(UInt8(ascii: "u"))
+        bytes.append(UInt8(ascii: "-"))
+        bytes.append(decimal: user)
+    }
+}
+
+extension [UInt8] {
+    fileprivate mutating func append(_ text: StaticString) {
+        text.withUTF8Buffer { append(contentsOf: $0) }
+    }
+
+    /// A non-negative integer's decimal digits.
+    fileprivate mutating func append(decimal value: Int) {
+        precondition(value >= 0, "a negative number in a benchmark event")
+        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)  // room for 24 digits; an Int has at most 19
+        Swift.withUnsafeMutableBytes(of: &digits) { buffer in
+            var remaining = value
+            var index = buffer.count
+            repeat {
+                index -= 1
+                buffer[index] = UInt8(ascii: "0") + UInt8(remaining % 10)
+                remaining /= 10
+            } while remaining > 0
+            append(contentsOf: UnsafeRawBufferPointer(rebasing: buffer[index...]))
+        }
     }
 }
 

@@ -63,6 +63,10 @@ public final class WorkerStatistics: Sendable {
     public func update(_ body: (inout Counters) -> Void) { counters.withLock { body(&$0) } }
 
     public var snapshot: Counters { counters.withLock { $0 } }
+
+    /// ``Counters/handledEvents`` alone: for a caller that asks often (a benchmark's feeder, once
+    /// per message), without copying the counters' dictionaries under the lock the worker updates.
+    public var handledEvents: Int { counters.withLock { $0.handledEvents } }
 }
 
 /// A fixed-bucket histogram of seconds (Prometheus style: cumulative on export).
