@@ -94,8 +94,9 @@ public final class EventProcessor: Sendable {
         /// Dead letters for messages that could not be decoded or routed.
         var records: [KafkaProducerRecord]
         var routed: [Routed]
-        /// The recipients of `routed` as they were when the batch was prepared.
-        var directory: [String: Recipient]
+        /// One per (routed event, recipient), in order, as the directory held them when the batch
+        /// was prepared (nil: not in it): building finds each by position instead of hashing its id.
+        var recipients: [Recipient?]
         /// One per (routed event, recipient), in order.
         var requests: [DecisionRequest]
         var now: Timestamp
@@ -192,11 +193,11 @@ public final class EventProcessor: Sendable {
         }
         counters.directoryChanges = changes.count
         if !changes.isEmpty { try await store.apply(changes) }
-        var directory: [String: Recipient] = [:]
+        var recipients: [Recipient?] = []
         var requests: [DecisionRequest] = []
         if !routed.isEmpty {
-            directory = try await store.recipients(routed.flatMap(\.recipients))
-            requests = self.requests(for: routed, directory: directory, now: now)
+            let directory = try await store.recipients(routed.flatMap(\.recipients))
+            (requests, recipients) = self.requests(for: routed, directory: directory, now: now)
         }
         counters.decideTime = ContinuousClock.now - started
         let finished = counters
@@ -205,7 +206,7 @@ public final class EventProcessor: Sendable {
             messages: messages,
             records: records,
             routed: routed,
-            directory: directory,
+            recipients: recipients,
             requests: requests,
             now: now
         )
@@ -227,13 +228,17 @@ public final class EventProcessor: Sendable {
         return DecidedBatch(prepared: prepared, decisions: decisions)
     }
 
+    /// The decision requests of `routed`, one per (event, recipient), and those recipients as
+    /// `directory` holds them, in the same order.
     private func requests(
         for routed: [Routed],
         directory: [String: Recipient],
         now: Timestamp
-    ) -> [DecisionRequest] {
+    ) -> (requests: [DecisionRequest], recipients: [Recipient?]) {
         var requests: [DecisionRequest] = []
         requests.reserveCapacity(routed.count)
+        var recipients: [Recipient?] = []
+        recipients.reserveCapacity(routed.count)
         for item in routed {
             let createdAt = item.event.time ?? now
             let expiresAt = OutboundBuilder.expiry(of: item.kind, createdAt: createdAt)
@@ -243,6 +248,7 @@ public final class EventProcessor: Sendable {
             var shared: String?
             for userID in item.recipients {
                 let recipient = directory[userID]
+                recipients.append(recipient)
                 let plan = policy.plan(
                     Policy.Input(
                         kind: item.kind.name,
@@ -273,7 +279,7 @@ public final class EventProcessor: Sendable {
                 )
             }
         }
-        return requests
+        return (requests, recipients)
     }
 
     /// Renders and builds the records of a decided batch: pure work, no store.
@@ -324,8 +330,9 @@ public final class EventProcessor: Sendable {
         var next = firstDecision
         for item in batch.prepared.routed[routed] {
             var failure: DeadLetterReason?
-            for userID in item.recipients {
+            for _ in item.recipients.indices {
                 let decision = batch.decisions[next]
+                let recipient = batch.prepared.recipients[next]
                 next += 1
                 counted(decision, &counters)
                 if let topic = topics.decisions {
@@ -333,7 +340,7 @@ public final class EventProcessor: Sendable {
                         Self.writeDecision(decision, decidedAt: batch.prepared.now, into: &writer)
                     }
                 }
-                guard decision.reason == .sent, let recipient = batch.prepared.directory[userID] else { continue }
+                guard decision.reason == .sent, let recipient else { continue }
                 do {
                     try build(
                         item.event,
