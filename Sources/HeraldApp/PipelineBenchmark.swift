@@ -349,34 +349,24 @@ struct EventGenerator: Sendable {
         key.removeAll(keepingCapacity: true)
         Self.append(userID: user, to: &key)
         value.removeAll(keepingCapacity: true)
-        let mix = (random >> 40) % 100
-        let (type, source): (StaticString, StaticString) =
-            switch mix {
-            case 0..<40: ("message.received", "/chat")
-            case 40..<52: ("order.confirmed", "/orders")
-            case 52..<62: ("order.shipped", "/orders")
-            case 62..<72: ("payment.received", "/payments")
-            case 72..<78: ("payment.failed", "/payments")
-            case 78..<88: ("security.login", "/identity")
-            default: ("promo.offer", "/marketing")
-            }
+        let kind = Kind(mix: (random >> 40) % 100)
         value.append(#"{"specversion":"1.0","id":"bench-"#)
         value.append(decimal: number)
         value.append(#"","source":""#)
-        value.append(source)
+        value.append(kind.source)
         value.append(#"","type":""#)
-        value.append(type)
+        value.append(kind.type)
         value.append(#"","time":""#)
         value.append(contentsOf: (time ?? WallClock().now()).description.utf8)
         value.append(#"","datacontenttype":"application/json","data":"#)
-        switch mix {
-        case 0..<40:
+        switch kind {
+        case .messageReceived:
             value.append(#"{"recipientIds":[""#)
             Self.append(userID: user, to: &value)
             value.append(#""],"chatId":"chat-"#)
             value.append(decimal: number % 997)
             value.append(#"","senderName":"Ana","preview":"Are we still on for dinner?"}"#)
-        case 40..<52:
+        case .orderConfirmed:
             value.append(#"{"userId":""#)
             Self.append(userID: user, to: &value)
             value.append(#"","orderId":"ord-"#)
@@ -384,7 +374,7 @@ struct EventGenerator: Sendable {
             value.append(#"","total":{"amount":1234.50,"currency":"NOK"},"itemCount":"#)
             value.append(decimal: 1 + number % 5)
             value.append(#","deliveryNote":"Leave at the door"}"#)
-        case 52..<62:
+        case .orderShipped:
             value.append(#"{"userId":""#)
             Self.append(userID: user, to: &value)
             value.append(#"","orderId":"ord-"#)
@@ -394,23 +384,23 @@ struct EventGenerator: Sendable {
             )
             value.append(decimal: number)
             value.append(#""}"#)
-        case 62..<72:
+        case .paymentReceived:
             value.append(#"{"userId":""#)
             Self.append(userID: user, to: &value)
             value.append(#"","paymentId":"pay-"#)
             value.append(decimal: number)
             value.append(#"","amount":{"amount":"5000","currency":"NOK"},"senderName":"Ahmad Karimi"}"#)
-        case 72..<78:
+        case .paymentFailed:
             value.append(#"{"userId":""#)
             Self.append(userID: user, to: &value)
             value.append(#"","paymentId":"pay-"#)
             value.append(decimal: number)
             value.append(#"","amount":{"amount":249.90,"currency":"EUR"},"reason":"card_declined"}"#)
-        case 78..<88:
+        case .securityLogin:
             value.append(#"{"userId":""#)
             Self.append(userID: user, to: &value)
             value.append(#"","deviceName":"iPhone 15","location":"Oslo, Norway"}"#)
-        default:
+        case .promoOffer:
             value.append(#"{"userIds":[""#)
             Self.append(userID: user, to: &value)
             value.append(#"",""#)
@@ -421,6 +411,46 @@ struct EventGenerator: Sendable {
         }
         value.append(UInt8(ascii: "}"))
         return Int32(user % Int(partitions))
+    }
+
+    /// The example kinds in the feeder's mix, by a number below 100: 40% chat messages.
+    enum Kind {
+        case messageReceived, orderConfirmed, orderShipped, paymentReceived, paymentFailed, securityLogin, promoOffer
+
+        init(mix: UInt64) {
+            self =
+                switch mix {
+                case 0..<40: .messageReceived
+                case 40..<52: .orderConfirmed
+                case 52..<62: .orderShipped
+                case 62..<72: .paymentReceived
+                case 72..<78: .paymentFailed
+                case 78..<88: .securityLogin
+                default: .promoOffer
+                }
+        }
+
+        var type: StaticString {
+            switch self {
+            case .messageReceived: "message.received"
+            case .orderConfirmed: "order.confirmed"
+            case .orderShipped: "order.shipped"
+            case .paymentReceived: "payment.received"
+            case .paymentFailed: "payment.failed"
+            case .securityLogin: "security.login"
+            case .promoOffer: "promo.offer"
+            }
+        }
+
+        var source: StaticString {
+            switch self {
+            case .messageReceived: "/chat"
+            case .orderConfirmed, .orderShipped: "/orders"
+            case .paymentReceived, .paymentFailed: "/payments"
+            case .securityLogin: "/identity"
+            case .promoOffer: "/marketing"
+            }
+        }
     }
 
     /// ``userID(_:)``'s bytes, appended.
