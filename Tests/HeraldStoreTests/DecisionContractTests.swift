@@ -541,14 +541,16 @@ struct DecisionContractTests {
                 receipt("untimed", noon, nil),
                 // A producer's clock ahead of ours: the event's time is after its decision's.
                 receipt("ahead", noon, at("2026-11-21T14:00:00Z")),
+                // An event time before 1970 (a negative number of milliseconds).
+                receipt("pre-epoch", noon, at("1969-07-20T20:17:00Z")),
                 // An old event decided after the purge's horizon (a replay, a lagging consumer).
                 receipt("old-but-new", late, at("2026-11-21T10:00:00Z")),
                 receipt("untimed-new", late, nil),
             ]
             for request in requests { _ = try await store.decide([request]) }
-            #expect(try await store.purge(before: at("2026-11-21T12:30:00Z")) == 3)
+            #expect(try await store.purge(before: at("2026-11-21T12:30:00Z")) == 4)
             let again = try await store.decide(requests)
-            #expect(again.map(\.redelivered) == [false, false, false, true, true])
+            #expect(again.map(\.redelivered) == [false, false, false, false, true, true])
         }
     }
 

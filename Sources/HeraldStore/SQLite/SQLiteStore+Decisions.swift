@@ -277,15 +277,25 @@ extension SQLiteStore {
 
     @discardableResult
     public func purge(before: Timestamp) async throws(StoreError) -> Int {
-        // Entries decided before `before`, in two parts that together are all of them (migration
+        // Entries decided before `before`, in three parts that together are all of them (migration
         // 11): those decided at or after their event's time happened before `before` too, and are
-        // a range of the key; the others are in `decisions_untimed_by_time`, whose condition the
-        // second statement repeats word for word so that SQLite uses it.
+        // a range of the key — two ranges, as time 0 is where entries without a time are, and an
+        // event may have a time before 1970; the others are in `decisions_untimed_by_time`, whose
+        // condition the third statement repeats word for word so that SQLite uses it.
         let timed = try await deleteInChunks(
             """
             DELETE FROM decisions WHERE (event_time, event_id, kind, recipient) IN
                 (SELECT event_time, event_id, kind, recipient FROM decisions
                  WHERE event_time > 0 AND event_time < ?1 AND decided_at < ?1 LIMIT ?2)
+            """,
+            before: before
+        )
+        // Rarely any: a seek to the start of the key finds none.
+        let beforeEpoch = try await deleteInChunks(
+            """
+            DELETE FROM decisions WHERE (event_time, event_id, kind, recipient) IN
+                (SELECT event_time, event_id, kind, recipient FROM decisions
+                 WHERE event_time < 0 AND decided_at < ?1 LIMIT ?2)
             """,
             before: before
         )
@@ -297,7 +307,7 @@ extension SQLiteStore {
             """,
             before: before
         )
-        let purged = timed + untimed
+        let purged = timed + beforeEpoch + untimed
         // Once the entries from before the ledger was keyed by event time are gone, so is the
         // look-up at time 0 that finds them.
         try await run { connection throws(StoreError) in
