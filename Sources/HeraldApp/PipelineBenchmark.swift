@@ -337,8 +337,8 @@ struct EventGenerator: Sendable {
 
     /// Writes event `number` into `value` and its user id into `key`; returns its partition.
     ///
-    /// The bytes are appended piece by piece rather than interpolated into strings first: the
-    /// feeder writes every event of `herald bench pipeline` on the cores the worker is measured on.
+    /// Written with ``JSONStreamWriter`` rather than interpolated into strings first: the feeder
+    /// writes every event of `herald bench pipeline` on the cores the worker is measured on.
     ///
     /// - Parameter time: the event's time; default: now, so that expiry and quiet hours follow the
     ///   wall clock.
@@ -346,71 +346,97 @@ struct EventGenerator: Sendable {
         var random = UInt64(truncatingIfNeeded: number) &+ 0x5DEE_CE66
         random = DecisionBenchmark.Generator(state: random).nextValue
         let user = Int(random % UInt64(users))
+        let userID = Self.userID(user)
         key.removeAll(keepingCapacity: true)
-        Self.append(userID: user, to: &key)
-        value.removeAll(keepingCapacity: true)
+        key.append(contentsOf: userID.utf8)
         let kind = Kind(mix: (random >> 40) % 100)
-        value.append(#"{"specversion":"1.0","id":"bench-"#)
-        value.append(decimal: number)
-        value.append(#"","source":""#)
-        value.append(kind.source)
-        value.append(#"","type":""#)
-        value.append(kind.type)
-        value.append(#"","time":""#)
-        value.append(contentsOf: (time ?? WallClock().now()).description.utf8)
-        value.append(#"","datacontenttype":"application/json","data":"#)
+        var json = JSONStreamWriter(capacity: 512)
+        json.beginObject()
+        json.member("specversion", "1.0")
+        json.key("id")
+        json.string("bench-", String(number))
+        json.member("source", kind.source)
+        json.member("type", kind.type)
+        json.member("time", timestamp: time ?? WallClock().now())
+        json.member("datacontenttype", "application/json")
+        json.key("data")
+        json.beginObject()
         switch kind {
         case .messageReceived:
-            value.append(#"{"recipientIds":[""#)
-            Self.append(userID: user, to: &value)
-            value.append(#""],"chatId":"chat-"#)
-            value.append(decimal: number % 997)
-            value.append(#"","senderName":"Ana","preview":"Are we still on for dinner?"}"#)
+            json.key("recipientIds")
+            json.beginArray()
+            json.element()
+            json.string(userID)
+            json.endArray()
+            json.key("chatId")
+            json.string("chat-", String(number % 997))
+            json.member("senderName", "Ana")
+            json.member("preview", "Are we still on for dinner?")
         case .orderConfirmed:
-            value.append(#"{"userId":""#)
-            Self.append(userID: user, to: &value)
-            value.append(#"","orderId":"ord-"#)
-            value.append(decimal: number)
-            value.append(#"","total":{"amount":1234.50,"currency":"NOK"},"itemCount":"#)
-            value.append(decimal: 1 + number % 5)
-            value.append(#","deliveryNote":"Leave at the door"}"#)
+            json.member("userId", userID)
+            json.key("orderId")
+            json.string("ord-", String(number))
+            json.key("total")
+            Self.money(amount: "1234.50", currency: "NOK", into: &json)
+            json.member("itemCount", integer: Int64(1 + number % 5))
+            json.member("deliveryNote", "Leave at the door")
         case .orderShipped:
-            value.append(#"{"userId":""#)
-            Self.append(userID: user, to: &value)
-            value.append(#"","orderId":"ord-"#)
-            value.append(decimal: number)
-            value.append(
-                #"","carrier":"Posten","estimatedDelivery":"2026-11-24T15:00:00Z","trackingUrl":"https://sporing.posten.no/ord-"#
-            )
-            value.append(decimal: number)
-            value.append(#""}"#)
+            json.member("userId", userID)
+            json.key("orderId")
+            json.string("ord-", String(number))
+            json.member("carrier", "Posten")
+            json.member("estimatedDelivery", "2026-11-24T15:00:00Z")
+            json.key("trackingUrl")
+            json.string("https://sporing.posten.no/ord-", String(number))
         case .paymentReceived:
-            value.append(#"{"userId":""#)
-            Self.append(userID: user, to: &value)
-            value.append(#"","paymentId":"pay-"#)
-            value.append(decimal: number)
-            value.append(#"","amount":{"amount":"5000","currency":"NOK"},"senderName":"Ahmad Karimi"}"#)
+            json.member("userId", userID)
+            json.key("paymentId")
+            json.string("pay-", String(number))
+            // A string amount: producers send both, and the catalog reads both.
+            json.key("amount")
+            json.beginObject()
+            json.member("amount", "5000")
+            json.member("currency", "NOK")
+            json.endObject()
+            json.member("senderName", "Ahmad Karimi")
         case .paymentFailed:
-            value.append(#"{"userId":""#)
-            Self.append(userID: user, to: &value)
-            value.append(#"","paymentId":"pay-"#)
-            value.append(decimal: number)
-            value.append(#"","amount":{"amount":249.90,"currency":"EUR"},"reason":"card_declined"}"#)
+            json.member("userId", userID)
+            json.key("paymentId")
+            json.string("pay-", String(number))
+            json.key("amount")
+            Self.money(amount: "249.90", currency: "EUR", into: &json)
+            json.member("reason", "card_declined")
         case .securityLogin:
-            value.append(#"{"userId":""#)
-            Self.append(userID: user, to: &value)
-            value.append(#"","deviceName":"iPhone 15","location":"Oslo, Norway"}"#)
+            json.member("userId", userID)
+            json.member("deviceName", "iPhone 15")
+            json.member("location", "Oslo, Norway")
         case .promoOffer:
-            value.append(#"{"userIds":[""#)
-            Self.append(userID: user, to: &value)
-            value.append(#"",""#)
-            Self.append(userID: (user + 1) % users, to: &value)
-            value.append(
-                #""],"offerId":"black-friday","headline":"Black Friday","discountPercent":30,"validUntil":"2026-11-30T23:59:00Z"}"#
-            )
+            json.key("userIds")
+            json.beginArray()
+            json.element()
+            json.string(userID)
+            json.element()
+            json.string(Self.userID((user + 1) % users))
+            json.endArray()
+            json.member("offerId", "black-friday")
+            json.member("headline", "Black Friday")
+            json.member("discountPercent", integer: 30)
+            json.member("validUntil", "2026-11-30T23:59:00Z")
         }
-        value.append(UInt8(ascii: "}"))
+        json.endObject()
+        json.endObject()
+        value.removeAll(keepingCapacity: true)
+        json.withBytes { value.append(contentsOf: $0) }
         return Int32(user % Int(partitions))
+    }
+
+    /// `{"amount":<amount>,"currency":"<currency>"}`, the amount as a JSON number.
+    private static func money(amount: String, currency: String, into json: inout JSONStreamWriter) {
+        json.beginObject()
+        json.key("amount")
+        json.number(amount)
+        json.member("currency", currency)
+        json.endObject()
     }
 
     /// The example kinds in the feeder's mix, by a number below 100: 40% chat messages.
@@ -430,7 +456,7 @@ struct EventGenerator: Sendable {
                 }
         }
 
-        var type: StaticString {
+        var type: String {
             switch self {
             case .messageReceived: "message.received"
             case .orderConfirmed: "order.confirmed"
@@ -442,7 +468,7 @@ struct EventGenerator: Sendable {
             }
         }
 
-        var source: StaticString {
+        var source: String {
             switch self {
             case .messageReceived: "/chat"
             case .orderConfirmed, .orderShipped: "/orders"
@@ -450,35 +476,6 @@ struct EventGenerator: Sendable {
             case .securityLogin: "/identity"
             case .promoOffer: "/marketing"
             }
-        }
-    }
-
-    /// ``userID(_:)``'s bytes, appended.
-    static func append(userID user: Int, to bytes: inout [UInt8]) {
-        bytes.append(UInt8(ascii: "u"))
-        bytes.append(UInt8(ascii: "-"))
-        bytes.append(decimal: user)
-    }
-}
-
-extension [UInt8] {
-    fileprivate mutating func append(_ text: StaticString) {
-        text.withUTF8Buffer { append(contentsOf: $0) }
-    }
-
-    /// A non-negative integer's decimal digits.
-    fileprivate mutating func append(decimal value: Int) {
-        precondition(value >= 0, "a negative number in a benchmark event")
-        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)  // room for 24 digits; an Int has at most 19
-        Swift.withUnsafeMutableBytes(of: &digits) { buffer in
-            var remaining = value
-            var index = buffer.count
-            repeat {
-                index -= 1
-                buffer[index] = UInt8(ascii: "0") + UInt8(remaining % 10)
-                remaining /= 10
-            } while remaining > 0
-            append(contentsOf: UnsafeRawBufferPointer(rebasing: buffer[index...]))
         }
     }
 }
