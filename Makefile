@@ -2,7 +2,7 @@
 # on the project's machines and CI, otherwise through sudo), so a fresh clone needs nothing else.
 
 SWIFT ?= swift
-APT_PACKAGES := librdkafka-dev libicu-dev libsqlite3-dev zlib1g-dev postgresql kcat pkg-config nghttp2-client curl
+APT_PACKAGES := librdkafka-dev libicu-dev libsqlite3-dev zlib1g-dev libjemalloc-dev postgresql kcat pkg-config nghttp2-client curl
 # What the tests validate Deploy/ with: promtool (alert rules) and docker-compose (the compose file).
 DEPLOY_TOOLS := prometheus docker-compose
 SUDO := $(shell [ "$$(id -u)" = "0" ] || echo sudo)

@@ -122,7 +122,7 @@ public enum WorkerApp {
                 "herald starting",
                 metadata: [
                     "roles": "\(roles.map(\.rawValue).sorted())", "store": "\(location)",
-                    "topics": "\(configuration.worker.domainTopics)",
+                    "topics": "\(configuration.worker.domainTopics)", "allocator": "\(MemoryAllocator.description)",
                 ]
             )
             try await group.run()

@@ -101,7 +101,7 @@ struct KafkaBenchCommand: AsyncParsableCommand {
         print("    " + line(report.overall(.wrapper)))
         print("    " + line(report.overall(.raw)))
         print("  median ratio HeraldKafka / raw: \(format(report.ratio, 3))")
-        print("  peak RSS: \(format(report.peakResidentMegabytes, 0)) MB")
+        print("  peak RSS: \(format(report.peakResidentMegabytes, 0)) MB; allocator: \(MemoryAllocator.description)")
     }
 
     private func line(_ measurement: KafkaBenchmark.Measurement) -> String {
@@ -255,7 +255,8 @@ struct DecisionBenchCommand: AsyncParsableCommand {
         print(
             "  directory cache: \(storeOptions.directoryCache) users; "
                 + "SQLite memory map \(storeOptions.sqliteMemoryMapMegabytes) MB; "
-                + "peak RSS \(String(format: "%.0f", ProcessUsage.peakResidentMegabytes())) MB"
+                + "peak RSS \(String(format: "%.0f", ProcessUsage.peakResidentMegabytes())) MB; "
+                + "allocator: \(MemoryAllocator.description)"
         )
         print(
             "  decisions by reason: "
@@ -334,7 +335,8 @@ struct SenderBenchCommand: AsyncParsableCommand {
             print("  h2load: not measured (install nghttp2-client)")
         }
         print(
-            "  peak RSS \(String(format: "%.0f", report.peakResidentMegabytes)) MB; non-success answers: \(report.failures)"
+            "  peak RSS \(String(format: "%.0f", report.peakResidentMegabytes)) MB; non-success answers: \(report.failures); "
+                + "allocator: \(MemoryAllocator.description)"
         )
     }
 }
@@ -434,7 +436,8 @@ struct PipelineBenchCommand: AsyncParsableCommand {
         print(
             "  process CPU (\(cpuOwner)): \(String(format: "%.1f", report.cpuSeconds)) s, "
                 + "\(String(format: "%.1f", report.cpuSeconds / Double(max(report.events, 1)) * 1e6)) µs per event, "
-                + "\(String(format: "%.2f", report.cpuSeconds / report.seconds)) cores busy"
+                + "\(String(format: "%.2f", report.cpuSeconds / report.seconds)) cores busy; "
+                + "allocator: \(MemoryAllocator.description)"
         )
         print(
             "  worker stages: deciding (decode, directory, store) \(String(format: "%.1f", counters.decideTime.inSeconds)) s, building (render, payloads) \(String(format: "%.1f", counters.buildTime.inSeconds)) s, overlapping"
@@ -579,7 +582,8 @@ struct ReplayBenchCommand: AsyncParsableCommand {
         print(
             "  process CPU: \(String(format: "%.1f", report.cpuSeconds)) s, "
                 + "\(String(format: "%.1f", report.cpuSeconds / Double(max(replay.records, 1)) * 1e6)) µs per event, "
-                + "\(String(format: "%.2f", report.cpuSeconds / report.seconds)) cores busy"
+                + "\(String(format: "%.2f", report.cpuSeconds / report.seconds)) cores busy; "
+                + "allocator: \(MemoryAllocator.description)"
         )
         print(
             "  resident memory: \(String(format: "%.0f", report.residentBeforeMegabytes)) MB before (directory seeded), peak \(String(format: "%.0f", report.peakResidentMegabytes)) MB"

@@ -22,6 +22,12 @@ struct BenchCommandTests {
         let megabytes = broker?.split(separator: " ").dropLast().last.flatMap { Double($0) }
         #expect((megabytes ?? 0) > 0, "\(result.output)")
         #expect(result.output.contains("ratio:"), "the passthrough ran on the broker process: \(result.output)")
+        // The executable's allocator, as the package's traits built it (jemalloc by default on Linux).
+        #if Jemalloc && os(Linux)
+        #expect(result.output.contains("allocator: jemalloc 5."), "\(result.output)")
+        #else
+        #expect(result.output.contains("allocator: glibc"), "\(result.output)")
+        #endif
         // The broker the bench started is stopped with it.
         let leftover = try run("/usr/bin/pgrep", ["-f", "broker --log-level warning --topic bench.events:3"])
         #expect(leftover.output.isEmpty, "a broker process is still running: \(leftover.output)")
