@@ -14,6 +14,18 @@ public protocol Directory: Sendable {
     /// The recipients among `userIDs` (one round trip for the whole batch). Users the directory
     /// does not know are absent; devices whose token is invalid are left out.
     func recipients(_ userIDs: [String]) async throws(StoreError) -> [String: Recipient]
+    /// ``recipients(_:)`` answered in the order of `userIDs`, one element each (`nil`: a user the
+    /// directory does not know), repeated users answered each time. For a caller that walks its
+    /// users in order anyway (the worker's batch), this spares hashing each id into a dictionary
+    /// and again out of it.
+    func recipients(inOrder userIDs: [String]) async throws(StoreError) -> [Recipient?]
+}
+
+extension Directory {
+    public func recipients(inOrder userIDs: [String]) async throws(StoreError) -> [Recipient?] {
+        let found = try await recipients(userIDs)
+        return userIDs.map { found[$0] }
+    }
 }
 
 /// A user as the worker needs them.

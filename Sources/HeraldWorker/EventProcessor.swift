@@ -196,8 +196,8 @@ public final class EventProcessor: Sendable {
         var recipients: [Recipient?] = []
         var requests: [DecisionRequest] = []
         if !routed.isEmpty {
-            let directory = try await store.recipients(routed.flatMap(\.recipients))
-            (requests, recipients) = self.requests(for: routed, directory: directory, now: now)
+            recipients = try await store.recipients(inOrder: routed.flatMap(\.recipients))
+            requests = self.requests(for: routed, recipients: recipients, now: now)
         }
         counters.decideTime = ContinuousClock.now - started
         let finished = counters
@@ -228,17 +228,16 @@ public final class EventProcessor: Sendable {
         return DecidedBatch(prepared: prepared, decisions: decisions)
     }
 
-    /// The decision requests of `routed`, one per (event, recipient), and those recipients as
-    /// `directory` holds them, in the same order.
+    /// The decision requests of `routed`, one per (event, recipient), in order; `recipients` holds
+    /// the directory's answer for each of those recipients in the same order.
     private func requests(
         for routed: [Routed],
-        directory: [String: Recipient],
+        recipients: [Recipient?],
         now: Timestamp
-    ) -> (requests: [DecisionRequest], recipients: [Recipient?]) {
+    ) -> [DecisionRequest] {
         var requests: [DecisionRequest] = []
-        requests.reserveCapacity(routed.count)
-        var recipients: [Recipient?] = []
-        recipients.reserveCapacity(routed.count)
+        requests.reserveCapacity(recipients.count)
+        var position = 0
         for item in routed {
             let createdAt = item.event.time ?? now
             let expiresAt = OutboundBuilder.expiry(of: item.kind, createdAt: createdAt)
@@ -247,8 +246,8 @@ public final class EventProcessor: Sendable {
             // may keep it; one with a single recipient only when its store does keep it.
             var shared: String?
             for userID in item.recipients {
-                let recipient = directory[userID]
-                recipients.append(recipient)
+                let recipient = recipients[position]
+                position += 1
                 let plan = policy.plan(
                     Policy.Input(
                         kind: item.kind.name,
@@ -279,7 +278,7 @@ public final class EventProcessor: Sendable {
                 )
             }
         }
-        return (requests, recipients)
+        return requests
     }
 
     /// Renders and builds the records of a decided batch: pure work, no store.

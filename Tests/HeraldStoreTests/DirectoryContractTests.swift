@@ -65,6 +65,29 @@ struct DirectoryContractTests {
     }
 
     @Test(
+        "recipients in order: one answer per id in its place, repeated and unknown users included, as the dictionary answers",
+        arguments: StoreKind.allCases
+    )
+    func recipientsInOrder(_ kind: StoreKind) async throws {
+        try await withStore(kind) { directory in
+            try await directory.apply([
+                registered("ana", "phone", token: "t1", at: "2026-11-01T10:00:00Z"),
+                registered("ben", "pixel", token: "t2", at: "2026-11-01T10:00:00Z", provider: .fcm),
+            ])
+            let ids = ["ben", "nobody", "ana", "ben", "nobody", "ana"]
+            // Twice: SQLite reads the records the first time and answers from its cache the second.
+            for _ in 0..<2 {
+                let inOrder = try await directory.recipients(inOrder: ids)
+                #expect(inOrder.map { $0?.userID } == ["ben", nil, "ana", "ben", nil, "ana"])
+                #expect(inOrder.map { $0?.devices.map(\.token) } == [["t2"], nil, ["t1"], ["t2"], nil, ["t1"]])
+                let found = try await directory.recipients(ids)
+                #expect(zip(ids, inOrder).allSatisfy { found[$0.0] == $0.1 })
+            }
+            #expect(try await directory.recipients(inOrder: []).isEmpty)
+        }
+    }
+
+    @Test(
         "a token registered by another user moves to that user (a shared phone after logout/login)",
         arguments: StoreKind.allCases
     )

@@ -34,6 +34,27 @@ struct RecipientCacheTests {
         #expect(try await store.recipients(["nobody"])["nobody"]?.preferences.pushEnabled == false)
     }
 
+    @Test(
+        "in order, cached and uncached users, some repeated, are each answered in their place, with and without a cache",
+        arguments: [100, 0]
+    )
+    func inOrderMixed(capacity: Int) async throws {
+        let store = try SQLiteStore(path: ":memory:", directoryCache: capacity)
+        try await store.apply([
+            registered("ana", "phone", token: "t1", at: "2026-11-01T10:00:00Z"),
+            registered("ben", "phone", token: "t2", at: "2026-11-01T10:00:00Z"),
+            registered("cy", "phone", token: "t3", at: "2026-11-01T10:00:00Z"),
+        ])
+        #expect(try await store.recipients(inOrder: ["ana"]).map { $0?.userID } == ["ana"])
+        let ids = ["cy", "ana", "cy", "nobody", "ben", "nobody", "ana"]
+        let answer = try await store.recipients(inOrder: ids)
+        #expect(answer.map { $0?.userID } == ["cy", "ana", "cy", nil, "ben", nil, "ana"])
+        #expect(answer.map { $0?.devices.first?.token } == ["t3", "t1", "t3", nil, "t2", nil, "t1"])
+        // The users read this time were cached (or not) like any other: a change still shows.
+        try await store.apply([.deviceUnregistered(userID: "cy", deviceID: "phone", at: at("2026-11-02T10:00:00Z"))])
+        #expect(try await store.recipients(inOrder: ["cy"]).first??.devices.isEmpty ?? true)
+    }
+
     @Test("a change committed through another connection (another process) is seen by a store that cached the user")
     func otherConnection() async throws {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("herald-\(UUID().uuidString).sqlite")

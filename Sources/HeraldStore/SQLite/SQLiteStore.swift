@@ -358,8 +358,19 @@ public final class SQLiteStore: StateStore, @unchecked Sendable {
     static let chunkSize = 500
 
     public func recipients(_ userIDs: [String]) async throws(StoreError) -> [String: Recipient] {
+        let found = try await recipients(inOrder: userIDs)
+        var result: [String: Recipient] = [:]
+        result.reserveCapacity(userIDs.count)
+        for case (let userID, let recipient?) in zip(userIDs, found) { result[userID] = recipient }
+        return result
+    }
+
+    public func recipients(inOrder userIDs: [String]) async throws(StoreError) -> [Recipient?] {
         try await run { connection throws(StoreError) in
-            guard self.cache.isEnabled else { return try Self.recipients(Array(Set(userIDs)), connection) }
+            guard self.cache.isEnabled else {
+                let found = try Self.recipients(Array(Set(userIDs)), connection)
+                return userIDs.map { found[$0] }
+            }
             // Another connection's commit (another process) may have changed any user.
             var version: Int64 = 0
             try connection.query("PRAGMA data_version") { row in version = row.integer(0) }
@@ -367,28 +378,32 @@ public final class SQLiteStore: StateStore, @unchecked Sendable {
                 self.cache.removeAll()
                 self.cache.dataVersion = version
             }
-            var result: [String: Recipient] = [:]
+            // A cached user costs one hash of their id (the cache's index): a repeated user is
+            // looked up again rather than remembered in a set, which would hash every id once more.
+            var result: [Recipient?] = []
             result.reserveCapacity(userIDs.count)
-            var missing: [String] = []
-            var looked = Set<String>()
-            looked.reserveCapacity(userIDs.count)
-            for userID in userIDs where looked.insert(userID).inserted {
+            var missing: [Int] = []
+            for (position, userID) in userIDs.enumerated() {
                 switch self.cache.lookup(userID) {
-                case .present(let recipient): result[userID] = recipient
-                case .absent: break
-                case nil: missing.append(userID)
+                case .present(let recipient): result.append(recipient)
+                case .absent: result.append(nil)
+                case nil:
+                    result.append(nil)
+                    missing.append(position)
                 }
             }
             guard !missing.isEmpty else { return result }
-            let loaded = try Self.recipients(missing, connection)
-            for userID in missing {
+            var seen = Set<String>()
+            let unique = missing.map { userIDs[$0] }.filter { seen.insert($0).inserted }
+            let loaded = try Self.recipients(unique, connection)
+            for userID in unique {
                 if let recipient = loaded[userID] {
-                    result[userID] = recipient
                     self.cache.insert(.present(recipient), for: userID)
                 } else {
                     self.cache.insert(.absent, for: userID)
                 }
             }
+            for position in missing { result[position] = loaded[userIDs[position]] }
             return result
         }
     }
