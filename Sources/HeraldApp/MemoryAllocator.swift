@@ -10,9 +10,6 @@ public enum MemoryAllocator {
     /// ("glibc 2.36"), else "the C library's malloc".
     public static let description: String = jemallocVersion.map { "jemalloc \($0)" } ?? systemDescription
 
-    /// Whether jemalloc serves this process's `malloc`.
-    public static var isJemalloc: Bool { jemallocVersion != nil }
-
     /// jemalloc's version without its git suffix ("5.3.0"), from its `mallctl("version")`, or `nil`.
     /// `mallctl` is looked up among the process's loaded libraries rather than linked against, so
     /// code in a process without jemalloc (the test runner) asks the same question and gets `nil`.
