@@ -184,13 +184,13 @@ public struct DecisionBenchmark: Sendable {
             for pairs in batches {
                 let count = pairs.count
                 let lookupStarted = ContinuousClock.now
-                let recipients = try await store.recipients(pairs.map(\.user))
+                // In order, as the worker looks its batches up.
+                let recipients = try await store.recipients(inOrder: pairs.map(\.user))
                 let planStarted = ContinuousClock.now
                 lookup += planStarted - lookupStarted
                 var requests: [DecisionRequest] = []
                 requests.reserveCapacity(count)
-                for pair in pairs {
-                    let recipient = recipients[pair.user]
+                for (pair, recipient) in zip(pairs, recipients) {
                     let input = Policy.Input(
                         kind: pair.kind,
                         category: pair.category,
