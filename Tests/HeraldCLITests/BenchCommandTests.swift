@@ -25,8 +25,10 @@ struct BenchCommandTests {
         // The executable's allocator, as the package's traits built it (jemalloc by default on Linux).
         #if Jemalloc && os(Linux)
         #expect(result.output.contains("allocator: jemalloc 5."), "\(result.output)")
-        #else
+        #elseif os(Linux)
         #expect(result.output.contains("allocator: glibc"), "\(result.output)")
+        #else
+        #expect(result.output.contains("allocator: the C library's malloc"), "\(result.output)")
         #endif
         // The broker the bench started is stopped with it.
         let leftover = try run("/usr/bin/pgrep", ["-f", "broker --log-level warning --topic bench.events:3"])
