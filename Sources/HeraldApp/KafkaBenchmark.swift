@@ -123,10 +123,13 @@ public struct KafkaBenchmark: Sendable {
 
     /// One variant's passthrough of `messages` on `cluster`, outside `run`'s rounds: the baseline
     /// another benchmark compares itself with in the same run. Each `round` uses topics of its own.
+    /// With a `shape` (the raw variant only) it writes the shape's messages for each one it reads,
+    /// on topics of their own.
     func measure(
         _ variant: Variant,
         round: Int,
         on cluster: any BenchmarkCluster,
+        shape: RDKafkaBenchmarkBaseline.Shape? = nil,
         logger: Logger
     ) async throws -> Measurement {
         let (payload, idOffset) = Self.samplePayload(size: messageSize)
@@ -136,6 +139,7 @@ public struct KafkaBenchmark: Sendable {
             cluster: cluster,
             payload: payload,
             idOffset: idOffset,
+            shape: shape,
             logger: logger
         )
     }
@@ -146,11 +150,12 @@ public struct KafkaBenchmark: Sendable {
         cluster: any BenchmarkCluster,
         payload: [UInt8],
         idOffset: Int,
+        shape: RDKafkaBenchmarkBaseline.Shape? = nil,
         logger: Logger
     ) async throws -> Measurement {
-        let name = variant == .wrapper ? "wrapper" : "raw"
-        let (input, output) = Self.topics(variant, round: round)
-        let group = "bench-\(round)-\(name)"
+        precondition(shape == nil || variant == .raw, "only the raw passthrough writes a shape")
+        let (input, output) = Self.topics(variant, round: round, shaped: shape != nil)
+        let group = "bench-\(round)-\(Self.topicName(variant, shaped: shape != nil))"
         try cluster.ensureTopic(input, partitions: partitions)
         try cluster.ensureTopic(output, partitions: partitions)
         return try await measure(variant: variant, cluster: cluster, input: input, payload: payload, idOffset: idOffset)
@@ -180,6 +185,7 @@ public struct KafkaBenchmark: Sendable {
                             count: messages,
                             batchSize: batchSize,
                             fetchMaxWait: Self.fetchMaxWait,
+                            shape: shape,
                             done: done
                         )
                     }
@@ -190,9 +196,13 @@ public struct KafkaBenchmark: Sendable {
     }
 
     /// The topics a variant's passthrough reads and writes in a round.
-    static func topics(_ variant: Variant, round: Int) -> (input: String, output: String) {
-        let name = variant == .wrapper ? "wrapper" : "raw"
+    static func topics(_ variant: Variant, round: Int, shaped: Bool = false) -> (input: String, output: String) {
+        let name = topicName(variant, shaped: shaped)
         return ("bench.\(round).\(name).in", "bench.\(round).\(name).out")
+    }
+
+    private static func topicName(_ variant: Variant, shaped: Bool) -> String {
+        variant == .wrapper ? "wrapper" : shaped ? "shaped" : "raw"
     }
 
     private func measure(

@@ -72,9 +72,20 @@ public struct PipelineBenchmark: Sendable {
         public var averageEventBytes: Int
         /// The raw passthrough's rounds, in the order they ran; empty: not measured.
         public var raw: [KafkaBenchmark.Measurement]
+        /// The outbound traffic per event the pipeline wrote: records per event, and their average
+        /// size (value and headers); `nil`: not measured.
+        public var outboundShape: (recordsPerEvent: Double, recordBytes: Int)?
+        /// Rounds of the raw passthrough writing `outboundShape` for each event it reads instead of
+        /// a copy: librdkafka alone moving this run's traffic, each measurement's `messages` the
+        /// events read. Empty: not measured.
+        public var shaped: [KafkaBenchmark.Measurement]
 
         /// The median round of the raw passthrough by message rate, or `nil` if it was not measured.
         public var rawMedian: KafkaBenchmark.Measurement? { KafkaBenchmark.Measurement.median(of: raw) }
+        /// The median round of the shaped passthrough by event rate, or `nil` if it was not measured.
+        public var shapedMedian: KafkaBenchmark.Measurement? { KafkaBenchmark.Measurement.median(of: shaped) }
+        /// The pipeline's event rate as a fraction of what librdkafka alone moves of the same traffic.
+        public var shapedRatio: Double? { shapedMedian.map { eventsPerSecond / $0.messagesPerSecond } }
 
         public var eventsPerSecond: Double { Double(events) / seconds }
         public var outbound: Int { counters.outboundByProvider.values.reduce(0, +) }
@@ -110,7 +121,10 @@ public struct PipelineBenchmark: Sendable {
             // A broker process cannot create topics later: the passthrough's are created now too.
             let passthroughTopics = (0..<rawRounds).flatMap { round in
                 let raw = KafkaBenchmark.topics(.raw, round: round)
-                return [raw.input, raw.output].map { TopicSpecification(name: $0, partitions: partitions) }
+                let shaped = KafkaBenchmark.topics(.raw, round: round, shaped: true)
+                return [raw.input, raw.output, shaped.input, shaped.output].map {
+                    TopicSpecification(name: $0, partitions: partitions)
+                }
             }
             brokerProcess = try await BrokerProcess(executable: brokerExecutable, topics: topics + passthroughTopics)
             cluster = brokerProcess!
@@ -201,17 +215,33 @@ public struct PipelineBenchmark: Sendable {
         let residentByKind = Self.residentByKind()
         let averageBytes = totalBytes.value / max(events, 1)
         var passthrough: [KafkaBenchmark.Measurement] = []
+        var shaped: [KafkaBenchmark.Measurement] = []
+        var outboundShape: (recordsPerEvent: Double, recordBytes: Int)?
         if rawMessages > 0 {
+            let outbound = counters.outboundByProvider.values.reduce(0, +)
+            let shape = try await Self.outboundShape(
+                of: configuration.worker.topics.outbound,
+                on: cluster,
+                records: outbound,
+                events: events,
+                logger: logger
+            )
+            outboundShape = (Double(shape.outputsPerThousand) / 1000, shape.value.count + shape.headerBytes)
             var baseline = KafkaBenchmark()
             baseline.messages = rawMessages
             baseline.partitions = partitions
             baseline.messageSize = averageBytes
             baseline.batchSize = batchSize
+            // Alternated round by round, so that both see the host in the same moods.
             for round in 0..<rawRounds {
                 progress(
                     "raw librdkafka passthrough, round \(round + 1) of \(rawRounds): \(rawMessages) messages of \(averageBytes) bytes"
                 )
                 passthrough.append(try await baseline.measure(.raw, round: round, on: cluster, logger: logger))
+                progress(
+                    "librdkafka alone writing the pipeline's outbound traffic, round \(round + 1) of \(rawRounds)"
+                )
+                shaped.append(try await baseline.measure(.raw, round: round, on: cluster, shape: shape, logger: logger))
             }
         }
         await brokerProcess?.stop()
@@ -228,7 +258,47 @@ public struct PipelineBenchmark: Sendable {
             brokerPeakResidentMegabytes: brokerPeak,
             residentByKind: residentByKind,
             averageEventBytes: averageBytes,
-            raw: passthrough
+            raw: passthrough,
+            outboundShape: outboundShape,
+            shaped: shaped
+        )
+    }
+
+    /// The outbound traffic the pipeline wrote, for the passthrough to write the same: `records`
+    /// per `events`, each a value of the average size of the records still on `topic` (the
+    /// embedded cluster keeps the last few MiB of each partition) with the headers of the first.
+    static func outboundShape(
+        of topic: String,
+        on cluster: any BenchmarkCluster,
+        records: Int,
+        events: Int,
+        logger: Logger
+    ) async throws -> RDKafkaBenchmarkBaseline.Shape {
+        var sample: (count: Int, bytes: Int, value: [UInt8], headers: [(name: String, value: [UInt8])]) = (0, 0, [], [])
+        let reader = TopicReader(
+            bootstrapServers: [cluster.bootstrapServers],
+            topic: topic,
+            clientID: "herald-bench-outbound-shape"
+        )
+        try await reader.read(logger: logger) { batch in
+            for message in batch {
+                guard let value = message.value else { continue }
+                if sample.count == 0 {
+                    sample.value = Array(value)
+                    sample.headers = message.headers.map { ($0.name, $0.value.map(Array.init) ?? []) }
+                }
+                sample.count += 1
+                sample.bytes += value.count
+            }
+        }
+        guard sample.count > 0 else { throw PipelineBenchmarkError.unmeasured("no outbound record on \(topic)") }
+        // The first record's bytes, repeated or cut to the average size.
+        let size = sample.bytes / sample.count
+        let value = (0..<size).map { sample.value[$0 % sample.value.count] }
+        return RDKafkaBenchmarkBaseline.Shape(
+            outputsPerThousand: records * 1000 / max(events, 1),
+            value: value,
+            headers: sample.headers
         )
     }
 
@@ -491,10 +561,12 @@ extension DecisionBenchmark.Generator {
 /// Why `herald bench pipeline` gave up.
 public enum PipelineBenchmarkError: Error, CustomStringConvertible {
     case stalled(String)
+    case unmeasured(String)
 
     public var description: String {
         switch self {
         case .stalled(let what): "the pipeline stalled: \(what)"
+        case .unmeasured(let what): "the benchmark could not measure the outbound traffic: \(what)"
         }
     }
 }

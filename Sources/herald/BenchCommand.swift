@@ -349,7 +349,9 @@ struct PipelineBenchCommand: AsyncParsableCommand {
             Seeds a directory of --users users (one to three devices each), then streams --events events of \
             the example kinds into the embedded broker while the worker runs, until every event is handled. \
             Reports events/s, outbound messages/s, event-to-outbound latency and peak RSS, and then the raw \
-            librdkafka passthrough of `herald bench kafka` on the same cluster with events of the same size.
+            librdkafka passthrough of `herald bench kafka` on the same cluster with events of the same size, \
+            alternated with the same passthrough writing the run's outbound traffic for each event it reads \
+            (what Kafka alone costs for it).
             """
     )
 
@@ -370,10 +372,13 @@ struct PipelineBenchCommand: AsyncParsableCommand {
     @Option(help: "How far the feeder may run ahead of the worker, in events.")
     var window = 20_000
 
-    @Option(help: "Messages through each round of the raw passthrough the pipeline is compared with (0: skip it).")
+    @Option(
+        help:
+            "Messages (events) through each round of the raw passthrough and of the one writing the run's outbound traffic (0: skip both)."
+    )
     var rawMessages = 400_000
 
-    @Option(help: "Rounds of the raw passthrough; the ratio is taken against their median.")
+    @Option(help: "Rounds of each passthrough; the ratios are taken against their medians.")
     var rawRounds = 5
 
     @Option(help: "The catalog directory.")
@@ -458,6 +463,12 @@ struct PipelineBenchCommand: AsyncParsableCommand {
                 "  raw librdkafka passthrough: median \(String(format: "%.0f", median.messagesPerSecond)) messages/s of \(report.raw.count) rounds of \(median.messages) messages (\(rounds))"
             )
             print("  ratio: \(String(format: "%.3f", ratio)) of the raw passthrough's median")
+        }
+        if let shape = report.outboundShape, let median = report.shapedMedian, let ratio = report.shapedRatio {
+            let rounds = report.shaped.map { String(format: "%.0f", $0.messagesPerSecond) }.joined(separator: ", ")
+            print(
+                "  librdkafka alone writing this traffic (\(String(format: "%.2f", shape.recordsPerEvent)) outbound records of \(shape.recordBytes) bytes per event read): median \(String(format: "%.0f", median.messagesPerSecond)) events/s (\(rounds)); the pipeline ran at \(String(format: "%.2f", ratio)) of it"
+            )
         }
         print("  decisions: " + Self.line(counters.decisionsByReason))
         print("  outbound: " + Self.line(counters.outboundByProvider))

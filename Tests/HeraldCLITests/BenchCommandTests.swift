@@ -22,6 +22,20 @@ struct BenchCommandTests {
         let megabytes = broker?.split(separator: " ").dropLast().last.flatMap { Double($0) }
         #expect((megabytes ?? 0) > 0, "\(result.output)")
         #expect(result.output.contains("ratio:"), "the passthrough ran on the broker process: \(result.output)")
+        // librdkafka alone writing the run's outbound traffic: as many records per event as the
+        // pipeline wrote (its outbound counts), of about an outbound record's size.
+        let lines = result.output.split(separator: "\n")
+        let outbound = lines.first { $0.hasPrefix("  outbound: ") }.map { line in
+            line.split(separator: ",").compactMap { $0.split(separator: " ").last.flatMap { Int($0) } }.reduce(0, +)
+        }
+        let shaped = lines.first { $0.contains("librdkafka alone writing this traffic") }
+        let words = shaped.map { $0.split(separator: " ") } ?? []
+        let perEvent = words.firstIndex(of: "outbound").flatMap { Double(words[$0 - 1].dropFirst()) }
+        let recordBytes = words.firstIndex(of: "bytes").flatMap { Int(words[$0 - 1]) }
+        let expected = Double(outbound ?? 0) / 2000
+        #expect(perEvent.map { abs($0 - expected) <= 0.01 } == true, "\(expected): \(shaped ?? "")")
+        #expect((recordBytes ?? 0) > 500, "\(shaped ?? "")")
+        #expect(shaped?.contains("the pipeline ran at") == true, "\(result.output)")
         // The executable's allocator, as the package's traits built it (jemalloc by default on Linux).
         #if Jemalloc && os(Linux)
         #expect(result.output.contains("allocator: jemalloc 5."), "\(result.output)")

@@ -103,10 +103,41 @@ package enum RDKafkaBenchmarkBaseline {
         }
     }
 
-    /// Consumes `count` messages of `input` in group `group`, produces each one's bytes to the same
-    /// partition of `output`, and stores an input offset only after the copy's delivery report.
-    /// Returns the time from the first consumed message to the last delivery. Blocks the calling
-    /// thread; run it on a thread of its own. `done` counts delivered copies.
+    /// What a passthrough writes for each message it reads, when not the message itself: the
+    /// traffic of another workload (the worker's outbound records) written by librdkafka alone, so
+    /// that a benchmark can tell the time Kafka takes for its traffic from the time it takes itself.
+    package struct Shape: Sendable {
+        /// Messages written per thousand read, spread evenly (1,840: 1.84 per message read).
+        package var outputsPerThousand: Int
+        /// Each written message's value.
+        package var value: [UInt8]
+        /// Each written message's headers.
+        package var headers: [(name: String, value: [UInt8])]
+
+        package init(outputsPerThousand: Int, value: [UInt8], headers: [(name: String, value: [UInt8])]) {
+            self.outputsPerThousand = outputsPerThousand
+            self.value = value
+            self.headers = headers
+        }
+
+        /// The bytes of a message's headers (names and values).
+        package var headerBytes: Int { headers.reduce(0) { $0 + $1.name.utf8.count + $1.value.count } }
+
+        /// How many messages to write for the message read `number`th (from 0).
+        func outputs(forInput number: Int) -> Int {
+            (number + 1) * outputsPerThousand / 1000 - number * outputsPerThousand / 1000
+        }
+    }
+
+    /// A delivery report's opaque for a message that is not the last written for its input: it
+    /// does not complete the input.
+    private static let notLast = UInt(1) << 62
+
+    /// Consumes `count` messages of `input` in group `group`, produces each one's bytes (or, with a
+    /// `shape`, the shape's messages) to the same partition of `output`, and stores an input offset
+    /// only after the delivery report of the last message written for it. Returns the time from the
+    /// first consumed message to the last delivery. Blocks the calling thread; run it on a thread of
+    /// its own. `done` counts completed inputs.
     package static func passthrough(
         bootstrapServers: String,
         group: String,
@@ -116,6 +147,7 @@ package enum RDKafkaBenchmarkBaseline {
         count: Int,
         batchSize: Int,
         fetchMaxWait: Duration,
+        shape: Shape? = nil,
         done: ProgressCounter
     ) throws(KafkaError) -> Duration {
         let consumerConf = try RDKafkaConfig.make(
@@ -148,14 +180,15 @@ package enum RDKafkaBenchmarkBaseline {
             let state = Unmanaged<PassthroughState>.fromOpaque(opaque).takeUnretainedValue()
             // The opaque carries the input message's partition and offset.
             let bits = UInt(bitPattern: message.pointee._private)
+            guard message.pointee.err == RD_KAFKA_RESP_ERR_NO_ERROR else {
+                state.failed += 1
+                return
+            }
+            guard bits & RDKafkaBenchmarkBaseline.notLast == 0 else { return }
             let partition = Int(bits >> 40)
             let offset = Int64(bits & ((1 << 40) - 1))
-            if message.pointee.err == RD_KAFKA_RESP_ERR_NO_ERROR {
-                state.highest[partition] = max(state.highest[partition], offset + 1)
-                state.delivered += 1
-            } else {
-                state.failed += 1
-            }
+            state.highest[partition] = max(state.highest[partition], offset + 1)
+            state.delivered += 1
         }
         let producer = try RDKafkaConfig.makeHandle(
             type: RD_KAFKA_PRODUCER,
@@ -202,7 +235,10 @@ package enum RDKafkaBenchmarkBaseline {
         defer { messages.deallocate() }
         var stored = [Int64](repeating: -1, count: partitions)
         var started: ContinuousClock.Instant?
-        while state.delivered < count {
+        var read = 0
+        // Inputs for which the shape writes nothing: complete as soon as they are read.
+        var skipped = 0
+        while state.delivered + skipped < count {
             let received = RDKafkaConsumerClient.consumeReady(
                 queue,
                 into: messages,
@@ -214,27 +250,33 @@ package enum RDKafkaBenchmarkBaseline {
                 let message = messages[index]!
                 if message.pointee.err == RD_KAFKA_RESP_ERR_NO_ERROR {
                     let opaque = UInt(message.pointee.partition) << 40 | UInt(message.pointee.offset)
-                    while true {
-                        let error = herald_produce_topic(
+                    if let shape {
+                        let outputs = shape.outputs(forInput: read)
+                        if outputs == 0 { skipped += 1 }
+                        for output in 0..<outputs {
+                            let mark = output == outputs - 1 ? opaque : opaque | notLast
+                            let enqueued = shape.value.withUnsafeBytes { value in
+                                produce(producer, outputHandle, message, value, shape.headers, opaque: mark)
+                            }
+                            if !enqueued { state.failed += 1 }
+                        }
+                    } else {
+                        let enqueued = produce(
                             producer,
                             outputHandle,
-                            message.pointee.partition,
-                            RD_KAFKA_MSG_F_COPY,
-                            message.pointee.key,
-                            message.pointee.key_len,
-                            message.pointee.payload,
-                            message.pointee.len,
-                            nil,
-                            UnsafeMutableRawPointer(bitPattern: opaque)
+                            message,
+                            UnsafeRawBufferPointer(start: message.pointee.payload, count: message.pointee.len),
+                            [],
+                            opaque: opaque
                         )
-                        if error != RD_KAFKA_RESP_ERR__QUEUE_FULL { break }
-                        rd_kafka_poll(producer, 10)
+                        if !enqueued { state.failed += 1 }
                     }
+                    read += 1
                 }
                 rd_kafka_message_destroy(message)
             }
             rd_kafka_poll(producer, 0)
-            done.store(state.delivered)
+            done.store(state.delivered + skipped)
             // Store the highest delivered offsets, once per round.
             var changed: [(Int32, Int64)] = []
             for partition in 0..<partitions where state.highest[partition] > stored[partition] {
@@ -250,12 +292,56 @@ package enum RDKafkaBenchmarkBaseline {
                 rd_kafka_topic_partition_list_destroy(list)
             }
             if state.failed > 0 {
-                throw KafkaError(code: .broker, message: "bench raw passthrough: \(state.failed) deliveries failed")
+                throw KafkaError(
+                    code: .broker,
+                    message: "bench raw passthrough: \(state.failed) messages not delivered"
+                )
             }
         }
         let elapsed = (started ?? .now).duration(to: .now)
-        done.store(state.delivered)
+        done.store(state.delivered + skipped)
         return elapsed
+    }
+
+    /// Produces one message with `input`'s key and partition, waiting while the queue is full.
+    /// Returns false if librdkafka refused it.
+    private static func produce(
+        _ producer: OpaquePointer?,
+        _ topic: OpaquePointer?,
+        _ input: UnsafeMutablePointer<rd_kafka_message_t>,
+        _ value: UnsafeRawBufferPointer,
+        _ headers: [(name: String, value: [UInt8])],
+        opaque: UInt
+    ) -> Bool {
+        while true {
+            // As the worker's producer does: a header list per message, owned by librdkafka once
+            // the message is enqueued.
+            var list: OpaquePointer?
+            if !headers.isEmpty {
+                list = rd_kafka_headers_new(headers.count)
+                for header in headers {
+                    header.value.withUnsafeBytes { bytes in
+                        _ = rd_kafka_header_add(list, header.name, -1, bytes.baseAddress, bytes.count)
+                    }
+                }
+            }
+            let error = herald_produce_topic(
+                producer,
+                topic,
+                input.pointee.partition,
+                RD_KAFKA_MSG_F_COPY,
+                input.pointee.key,
+                input.pointee.key_len,
+                value.baseAddress,
+                value.count,
+                list,
+                UnsafeMutableRawPointer(bitPattern: opaque)
+            )
+            if error == RD_KAFKA_RESP_ERR_NO_ERROR { return true }
+            if let list { rd_kafka_headers_destroy(list) }
+            guard error == RD_KAFKA_RESP_ERR__QUEUE_FULL else { return false }
+            rd_kafka_poll(producer, 10)
+        }
     }
 
     /// Delivery bookkeeping, touched only by the thread that polls the producer.
