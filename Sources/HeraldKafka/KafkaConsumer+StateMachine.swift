@@ -189,9 +189,7 @@ extension KafkaConsumer {
         mutating func append(_ messages: [KafkaMessage]) -> AppendAction {
             guard lifecycle == .running, !messages.isEmpty else { return .none }
             var accepted = messages
-            if !userPaused.isEmpty || !revoking.isEmpty || !pendingSeeks.isEmpty
-                || messages.contains(where: { trackers[$0.topicPartition] == nil })
-            {
+            if !userPaused.isEmpty || !revoking.isEmpty || !pendingSeeks.isEmpty || !allAssigned(messages) {
                 accepted = messages.filter { message in
                     let partition = message.topicPartition
                     // A partition resumed before its rewind was applied still delivers what was
