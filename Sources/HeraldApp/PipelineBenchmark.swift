@@ -226,7 +226,7 @@ public struct PipelineBenchmark: Sendable {
                 events: events,
                 logger: logger
             )
-            outboundShape = (Double(shape.outputsPerThousand) / 1000, shape.value.count + shape.headerBytes)
+            outboundShape = (Double(shape.outputsPerThousand) / 1000, shape.value.count + shape.keyAndHeaderBytes)
             var baseline = KafkaBenchmark()
             baseline.messages = rawMessages
             baseline.partitions = partitions
@@ -266,7 +266,8 @@ public struct PipelineBenchmark: Sendable {
 
     /// The outbound traffic the pipeline wrote, for the passthrough to write the same: `records`
     /// per `events`, each a value of the average size of the records still on `topic` (the
-    /// embedded cluster keeps the last few MiB of each partition) with the headers of the first.
+    /// embedded cluster keeps the last few MiB of each partition) with the key and headers of the
+    /// first (a user id and two short headers).
     static func outboundShape(
         of topic: String,
         on cluster: any BenchmarkCluster,
@@ -274,7 +275,8 @@ public struct PipelineBenchmark: Sendable {
         events: Int,
         logger: Logger
     ) async throws -> RDKafkaBenchmarkBaseline.Shape {
-        var sample: (count: Int, bytes: Int, value: [UInt8], headers: [(name: String, value: [UInt8])]) = (0, 0, [], [])
+        var sample: (count: Int, bytes: Int, key: [UInt8], value: [UInt8], headers: [(name: String, value: [UInt8])]) =
+            (0, 0, [], [], [])
         let reader = TopicReader(
             bootstrapServers: [cluster.bootstrapServers],
             topic: topic,
@@ -284,6 +286,7 @@ public struct PipelineBenchmark: Sendable {
             for message in batch {
                 guard let value = message.value else { continue }
                 if sample.count == 0 {
+                    sample.key = message.key.map(Array.init) ?? []
                     sample.value = Array(value)
                     sample.headers = message.headers.map { ($0.name, $0.value.map(Array.init) ?? []) }
                 }
@@ -297,6 +300,7 @@ public struct PipelineBenchmark: Sendable {
         let value = (0..<size).map { sample.value[$0 % sample.value.count] }
         return RDKafkaBenchmarkBaseline.Shape(
             outputsPerThousand: records * 1000 / max(events, 1),
+            key: sample.key,
             value: value,
             headers: sample.headers
         )

@@ -6,7 +6,7 @@ import Testing
 @Suite("The benchmarks' librdkafka passthrough", .serialized, .timeLimit(.minutes(2)))
 struct BenchmarkBaselineTests {
     @Test(
-        "with a shape it writes that many messages per message read, of the shape's size and headers, and completes",
+        "with a shape it writes that many messages per message read, with the shape's key, value and headers, and completes",
         arguments: [1500, 500]
     )
     func shapedPassthrough(outputsPerThousand: Int) async throws {
@@ -15,6 +15,7 @@ struct BenchmarkBaselineTests {
         let count = 1000
         let shape = RDKafkaBenchmarkBaseline.Shape(
             outputsPerThousand: outputsPerThousand,
+            key: Array("u-1".utf8),
             value: Array(repeating: UInt8(ascii: "v"), count: 300),
             headers: [("content-type", Array("application/json".utf8))]
         )
@@ -64,7 +65,10 @@ struct BenchmarkBaselineTests {
         #expect(written.filter { $0.value?.string == "warm-up" }.count == 1)
         written.removeAll { $0.value?.string == "warm-up" }
         #expect(written.count == count * outputsPerThousand / 1000)
-        let odd = written.filter { $0.value?.count != 300 || $0.header("content-type")?.string != "application/json" }
+        let odd = written.filter {
+            $0.key?.string != "u-1" || $0.value?.count != 300
+                || $0.header("content-type")?.string != "application/json"
+        }
         #expect(
             odd.isEmpty,
             "\(odd.prefix(3).map { ($0.partition, $0.offset, $0.value?.string ?? "nil", $0.headers) })"

@@ -109,19 +109,29 @@ package enum RDKafkaBenchmarkBaseline {
     package struct Shape: Sendable {
         /// Messages written per thousand read, spread evenly (1,840: 1.84 per message read).
         package var outputsPerThousand: Int
+        /// Each written message's key (empty: the key of the message read).
+        package var key: [UInt8]
         /// Each written message's value.
         package var value: [UInt8]
         /// Each written message's headers.
         package var headers: [(name: String, value: [UInt8])]
 
-        package init(outputsPerThousand: Int, value: [UInt8], headers: [(name: String, value: [UInt8])]) {
+        package init(
+            outputsPerThousand: Int,
+            key: [UInt8] = [],
+            value: [UInt8],
+            headers: [(name: String, value: [UInt8])]
+        ) {
             self.outputsPerThousand = outputsPerThousand
+            self.key = key
             self.value = value
             self.headers = headers
         }
 
-        /// The bytes of a message's headers (names and values).
-        package var headerBytes: Int { headers.reduce(0) { $0 + $1.name.utf8.count + $1.value.count } }
+        /// The bytes of a message's key and headers (names and values).
+        package var keyAndHeaderBytes: Int {
+            headers.reduce(key.count) { $0 + $1.name.utf8.count + $1.value.count }
+        }
 
         /// How many messages to write for the message read `number`th (from 0).
         func outputs(forInput number: Int) -> Int {
@@ -255,8 +265,18 @@ package enum RDKafkaBenchmarkBaseline {
                         if outputs == 0 { skipped += 1 }
                         for output in 0..<outputs {
                             let mark = output == outputs - 1 ? opaque : opaque | notLast
-                            let enqueued = shape.value.withUnsafeBytes { value in
-                                produce(producer, outputHandle, message, value, shape.headers, opaque: mark)
+                            let enqueued = shape.key.withUnsafeBytes { key in
+                                shape.value.withUnsafeBytes { value in
+                                    produce(
+                                        producer,
+                                        outputHandle,
+                                        message,
+                                        key: key.isEmpty ? nil : key,
+                                        value,
+                                        shape.headers,
+                                        opaque: mark
+                                    )
+                                }
                             }
                             if !enqueued { state.failed += 1 }
                         }
@@ -265,6 +285,7 @@ package enum RDKafkaBenchmarkBaseline {
                             producer,
                             outputHandle,
                             message,
+                            key: nil,
                             UnsafeRawBufferPointer(start: message.pointee.payload, count: message.pointee.len),
                             [],
                             opaque: opaque
@@ -303,12 +324,13 @@ package enum RDKafkaBenchmarkBaseline {
         return elapsed
     }
 
-    /// Produces one message with `input`'s key and partition, waiting while the queue is full.
-    /// Returns false if librdkafka refused it.
+    /// Produces one message to `input`'s partition, with `key` (nil: `input`'s key), waiting while
+    /// the queue is full. Returns false if librdkafka refused it.
     private static func produce(
         _ producer: OpaquePointer?,
         _ topic: OpaquePointer?,
         _ input: UnsafeMutablePointer<rd_kafka_message_t>,
+        key: UnsafeRawBufferPointer?,
         _ value: UnsafeRawBufferPointer,
         _ headers: [(name: String, value: [UInt8])],
         opaque: UInt
@@ -320,8 +342,13 @@ package enum RDKafkaBenchmarkBaseline {
             if !headers.isEmpty {
                 list = rd_kafka_headers_new(headers.count)
                 for header in headers {
-                    header.value.withUnsafeBytes { bytes in
-                        _ = rd_kafka_header_add(list, header.name, -1, bytes.baseAddress, bytes.count)
+                    // The name by pointer and length, as the worker's producer passes it: as a C
+                    // string it would be copied into an allocation of its own for its terminator.
+                    var name = header.name
+                    name.withUTF8 { name in
+                        header.value.withUnsafeBytes { bytes in
+                            _ = rd_kafka_header_add(list, name.baseAddress, name.count, bytes.baseAddress, bytes.count)
+                        }
                     }
                 }
             }
@@ -330,8 +357,8 @@ package enum RDKafkaBenchmarkBaseline {
                 topic,
                 input.pointee.partition,
                 RD_KAFKA_MSG_F_COPY,
-                input.pointee.key,
-                input.pointee.key_len,
+                key.map { UnsafeMutableRawPointer(mutating: $0.baseAddress) } ?? input.pointee.key,
+                key?.count ?? input.pointee.key_len,
                 value.baseAddress,
                 value.count,
                 list,
