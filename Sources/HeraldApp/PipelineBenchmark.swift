@@ -76,8 +76,8 @@ public struct PipelineBenchmark: Sendable {
         /// size (value and headers); `nil`: not measured.
         public var outboundShape: (recordsPerEvent: Double, recordBytes: Int)?
         /// Rounds of the raw passthrough writing `outboundShape` for each event it reads instead of
-        /// a copy: librdkafka alone moving this run's traffic, each measurement's `messages` the
-        /// events read. Empty: not measured.
+        /// a copy: librdkafka alone moving this run's traffic, each measurement's `messages` (and
+        /// `bytes`) the events read. Empty: not measured (no raw rounds, or no outbound record).
         public var shaped: [KafkaBenchmark.Measurement]
 
         /// The median round of the raw passthrough by message rate, or `nil` if it was not measured.
@@ -218,15 +218,22 @@ public struct PipelineBenchmark: Sendable {
         var shaped: [KafkaBenchmark.Measurement] = []
         var outboundShape: (recordsPerEvent: Double, recordBytes: Int)?
         if rawMessages > 0 {
+            // A run that wrote no outbound record (a catalog or directory that sends nothing) has
+            // no traffic to copy: its raw ratio is still measured and reported.
             let outbound = counters.outboundByProvider.values.reduce(0, +)
-            let shape = try await Self.outboundShape(
-                of: configuration.worker.topics.outbound,
-                on: cluster,
-                records: outbound,
-                events: events,
-                logger: logger
-            )
-            outboundShape = (Double(shape.outputsPerThousand) / 1000, shape.value.count + shape.keyAndHeaderBytes)
+            let shape =
+                outbound == 0
+                ? nil
+                : try await Self.outboundShape(
+                    of: configuration.worker.topics.outbound,
+                    on: cluster,
+                    records: outbound,
+                    events: events,
+                    logger: logger
+                )
+            if let shape {
+                outboundShape = (Double(shape.outputsPerThousand) / 1000, shape.value.count + shape.keyAndHeaderBytes)
+            }
             var baseline = KafkaBenchmark()
             baseline.messages = rawMessages
             baseline.partitions = partitions
@@ -238,6 +245,7 @@ public struct PipelineBenchmark: Sendable {
                     "raw librdkafka passthrough, round \(round + 1) of \(rawRounds): \(rawMessages) messages of \(averageBytes) bytes"
                 )
                 passthrough.append(try await baseline.measure(.raw, round: round, on: cluster, logger: logger))
+                guard let shape else { continue }
                 progress(
                     "librdkafka alone writing the pipeline's outbound traffic, round \(round + 1) of \(rawRounds)"
                 )

@@ -464,6 +464,9 @@ struct PipelineBenchCommand: AsyncParsableCommand {
             )
             print("  ratio: \(String(format: "%.3f", ratio)) of the raw passthrough's median")
         }
+        if !report.raw.isEmpty && report.outboundShape == nil {
+            print("  librdkafka alone writing this traffic: not measured (the run wrote no outbound records)")
+        }
         if let shape = report.outboundShape, let median = report.shapedMedian, let ratio = report.shapedRatio {
             let rounds = report.shaped.map { String(format: "%.0f", $0.messagesPerSecond) }.joined(separator: ", ")
             print(

@@ -50,6 +50,41 @@ struct BenchCommandTests {
     }
 }
 
+extension BenchCommandTests {
+    @Test("a run that writes no outbound record still reports the raw ratio, and says Kafka alone was not measured")
+    func noOutbound() throws {
+        // A catalog whose one kind listens for an event type the feeder never writes: every event
+        // is dead-lettered as unknown, so there is no outbound traffic to copy.
+        let catalog = FileManager.default.temporaryDirectory.appendingPathComponent("herald-cli-\(UUID().uuidString)")
+        try FileManager.default.copyItem(atPath: "\(repositoryRoot)/catalog", toPath: catalog.path)
+        defer { try? FileManager.default.removeItem(at: catalog) }
+        let kinds = catalog.appendingPathComponent("kinds")
+        for file in try FileManager.default.contentsOfDirectory(atPath: kinds.path) where file != "promo.offer.yaml" {
+            try FileManager.default.removeItem(at: kinds.appendingPathComponent(file))
+        }
+        let kind = kinds.appendingPathComponent("promo.offer.yaml")
+        let text = try String(contentsOf: kind, encoding: .utf8)
+            .replacingOccurrences(of: "events: [promo.offer]", with: "events: [never.sent]")
+        try text.write(to: kind, atomically: true, encoding: .utf8)
+        let result = try run(
+            try heraldExecutable().path,
+            [
+                "bench", "pipeline", "--events", "1000", "--users", "100", "--partitions", "2", "--batch-size", "200",
+                "--window", "1000", "--raw-messages", "1000", "--raw-rounds", "1", "--catalog", catalog.path,
+            ]
+        )
+        #expect(result.status == 0, "\(result.error)")
+        #expect(result.output.contains("dead letters: event.unknown_type 1000"), "\(result.output)")
+        #expect(result.output.contains("ratio:"), "\(result.output)")
+        #expect(
+            result.output.contains(
+                "librdkafka alone writing this traffic: not measured (the run wrote no outbound records)"
+            ),
+            "\(result.output)"
+        )
+    }
+}
+
 @Suite("herald bench decisions", .timeLimit(.minutes(2)))
 struct DecisionBenchCommandTests {
     @Test(
