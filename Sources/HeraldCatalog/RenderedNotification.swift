@@ -1,7 +1,6 @@
 import HeraldEvents
 
 /// One notification as a phone would show it, in one locale, before any provider payload is built.
-/// One notification as a phone would show it, in one locale, before any provider payload is built.
 ///
 /// Its fields live in one shared object, copied on the first write to a shared one: a rendering is
 /// kept for each locale a recipient's devices use and handed to the payload builders, and a copy

@@ -36,6 +36,11 @@ public final class Worker: Service, Sendable {
         /// How long the decision ledger remembers (and ended throttle windows stay), and how often
         /// older entries are deleted.
         public var purge = PurgeSchedule()
+        /// For failure tests only: after this many batches have had their records handed to the
+        /// producer, the worker crashes (``simulateCrash()``) before they are acknowledged, as a
+        /// process killed in the middle of a batch would. A crash from outside at a chosen moment
+        /// could come after the worker had finished all its work.
+        package var crashAfterBatches: Int?
 
         public init(consumer: KafkaConsumerConfiguration, producer: KafkaProducerConfiguration) {
             self.consumer = consumer
@@ -154,6 +159,7 @@ public final class Worker: Service, Sendable {
                     }
                     // Finished also when enqueueing failed: the turns after it must not wait forever.
                     enqueueing.finish(current)
+                    if current + 1 == self.configuration.crashAfterBatches { self.simulateCrash() }
                     if let failure = await (try enqueued.get()).failures().first {
                         // Not marked done: the batch is redelivered to whoever takes the partitions.
                         consumer.triggerShutdown()

@@ -45,6 +45,7 @@ struct Pipeline {
         clock: any HeraldClock,
         group: String = "herald-worker",
         batchSize: Int = 100,
+        crashAfterBatches: Int? = nil,
         settings: (inout HeraldConfiguration) -> Void = { _ in }
     ) throws -> Worker {
         var configuration = HeraldConfiguration()
@@ -65,6 +66,7 @@ struct Pipeline {
             worker.consumer = consumer
             worker.producer = environment.producerConfiguration()
             worker.dueWorkInterval = .milliseconds(100)
+            worker.crashAfterBatches = crashAfterBatches
         }
     }
 
