@@ -40,36 +40,36 @@ public enum FieldType: Sendable, Hashable, CustomStringConvertible {
 /// Its fields live in one shared object (read in place): every render goes through its kind's
 /// fields, and a copy of a definition retained and released its name, path, type and style.
 public struct FieldDefinition: Sendable, Hashable {
-    public var name: String {
+    @inlinable public var name: String {
         _read { yield storage.fields.name }
         _modify { yield &storage.fields.name }
     }
-    public var type: FieldType {
+    @inlinable public var type: FieldType {
         _read { yield storage.fields.type }
         _modify { yield &storage.fields.type }
     }
-    public var path: FieldPath {
+    @inlinable public var path: FieldPath {
         _read { yield storage.fields.path }
         _modify { yield &storage.fields.path }
     }
-    public var required: Bool {
+    @inlinable public var required: Bool {
         _read { yield storage.fields.required }
         _modify { yield &storage.fields.required }
     }
     /// For datetimes: `short`, `medium`, `long`, `full` or an ICU skeleton. Default `medium`.
-    public var style: String {
+    @inlinable public var style: String {
         _read { yield storage.fields.style }
         _modify { yield &storage.fields.style }
     }
 
-    private var storage: SharedFields<Fields>
+    @usableFromInline var storage: SharedFields<Fields>
 
-    private struct Fields: Hashable, Sendable {
-        var name: String
-        var type: FieldType
-        var path: FieldPath
-        var required: Bool
-        var style: String
+    @usableFromInline struct Fields: Hashable, Sendable {
+        @usableFromInline var name: String
+        @usableFromInline var type: FieldType
+        @usableFromInline var path: FieldPath
+        @usableFromInline var required: Bool
+        @usableFromInline var style: String
     }
 
     public init(name: String, type: FieldType, path: FieldPath, required: Bool, style: String) {
@@ -82,80 +82,80 @@ public struct FieldDefinition: Sendable, Hashable {
 /// Its fields live in one shared object: every rendering carries its kind's presentation, and a
 /// copy of a dozen strings retained and released each of them.
 public struct Presentation: Sendable, Hashable {
-    public var title: String {
+    @inlinable public var title: String {
         _read { yield storage.fields.title }
         _modify { yield &storage.fields.title }
     }
-    public var subtitle: String? {
+    @inlinable public var subtitle: String? {
         _read { yield storage.fields.subtitle }
         _modify { yield &storage.fields.subtitle }
     }
-    public var body: String {
+    @inlinable public var body: String {
         _read { yield storage.fields.body }
         _modify { yield &storage.fields.body }
     }
     /// iOS `thread-id` (notification grouping), as a template like ``collapseKey``: a rendering's
     /// ``RenderedNotification/threadID`` has it filled.
-    public var threadID: String? {
+    @inlinable public var threadID: String? {
         _read { yield storage.fields.threadID }
         _modify { yield &storage.fields.threadID }
     }
     /// iOS notification category (action buttons).
-    public var iosCategory: String? {
+    @inlinable public var iosCategory: String? {
         _read { yield storage.fields.iosCategory }
         _modify { yield &storage.fields.iosCategory }
     }
-    public var sound: String? {
+    @inlinable public var sound: String? {
         _read { yield storage.fields.sound }
         _modify { yield &storage.fields.sound }
     }
     /// iOS interruption level: `passive`, `active`, `time-sensitive`, `critical`.
-    public var interruptionLevel: String? {
+    @inlinable public var interruptionLevel: String? {
         _read { yield storage.fields.interruptionLevel }
         _modify { yield &storage.fields.interruptionLevel }
     }
     /// The Android notification channel (one of the catalog's channels).
-    public var androidChannel: String? {
+    @inlinable public var androidChannel: String? {
         _read { yield storage.fields.androidChannel }
         _modify { yield &storage.fields.androidChannel }
     }
     /// Collapse key / APNs collapse id, as a template with `{field}` placeholders: a rendering's
     /// ``RenderedNotification/collapseKey`` has them filled with the event's values.
-    public var collapseKey: String? {
+    @inlinable public var collapseKey: String? {
         _read { yield storage.fields.collapseKey }
         _modify { yield &storage.fields.collapseKey }
     }
     /// Time to live in seconds.
-    public var timeToLive: Int? {
+    @inlinable public var timeToLive: Int? {
         _read { yield storage.fields.timeToLive }
         _modify { yield &storage.fields.timeToLive }
     }
     /// `high` or `normal`.
-    public var priority: String {
+    @inlinable public var priority: String {
         _read { yield storage.fields.priority }
         _modify { yield &storage.fields.priority }
     }
     /// Fields copied into the payload's data, as strings.
-    public var dataFields: [String] {
+    @inlinable public var dataFields: [String] {
         _read { yield storage.fields.dataFields }
         _modify { yield &storage.fields.dataFields }
     }
 
-    private var storage: SharedFields<Fields>
+    @usableFromInline var storage: SharedFields<Fields>
 
-    private struct Fields: Hashable, Sendable {
-        var title: String
-        var subtitle: String?
-        var body: String
-        var threadID: String?
-        var iosCategory: String?
-        var sound: String?
-        var interruptionLevel: String?
-        var androidChannel: String?
-        var collapseKey: String?
-        var timeToLive: Int?
-        var priority: String
-        var dataFields: [String]
+    @usableFromInline struct Fields: Hashable, Sendable {
+        @usableFromInline var title: String
+        @usableFromInline var subtitle: String?
+        @usableFromInline var body: String
+        @usableFromInline var threadID: String?
+        @usableFromInline var iosCategory: String?
+        @usableFromInline var sound: String?
+        @usableFromInline var interruptionLevel: String?
+        @usableFromInline var androidChannel: String?
+        @usableFromInline var collapseKey: String?
+        @usableFromInline var timeToLive: Int?
+        @usableFromInline var priority: String
+        @usableFromInline var dataFields: [String]
     }
 
     public init(

@@ -6,82 +6,82 @@ import HeraldEvents
 /// kept for each locale a recipient's devices use and handed to the payload builders, and a copy
 /// of a dozen strings retained and released each of them.
 public struct RenderedNotification: Sendable, Hashable {
-    public var kind: String {
+    @inlinable public var kind: String {
         _read { yield storage.fields.kind }
         _modify { yield &storage.fields.kind }
     }
-    public var category: String {
+    @inlinable public var category: String {
         _read { yield storage.fields.category }
         _modify { yield &storage.fields.category }
     }
-    public var app: String {
+    @inlinable public var app: String {
         _read { yield storage.fields.app }
         _modify { yield &storage.fields.app }
     }
     /// The bundle locale used, after fallback.
-    public var locale: String {
+    @inlinable public var locale: String {
         _read { yield storage.fields.locale }
         _modify { yield &storage.fields.locale }
     }
     /// Whether the requested locale was missing and a fallback was used.
-    public var usedFallbackLocale: Bool {
+    @inlinable public var usedFallbackLocale: Bool {
         _read { yield storage.fields.usedFallbackLocale }
         _modify { yield &storage.fields.usedFallbackLocale }
     }
-    public var title: String {
+    @inlinable public var title: String {
         _read { yield storage.fields.title }
         _modify { yield &storage.fields.title }
     }
-    public var subtitle: String? {
+    @inlinable public var subtitle: String? {
         _read { yield storage.fields.subtitle }
         _modify { yield &storage.fields.subtitle }
     }
-    public var body: String {
+    @inlinable public var body: String {
         _read { yield storage.fields.body }
         _modify { yield &storage.fields.body }
     }
-    public var deepLink: DeepLink? {
+    @inlinable public var deepLink: DeepLink? {
         _read { yield storage.fields.deepLink }
         _modify { yield &storage.fields.deepLink }
     }
     /// Data for the app, as strings, in a stable order.
-    public var data: [KeyValue] {
+    @inlinable public var data: [KeyValue] {
         _read { yield storage.fields.data }
         _modify { yield &storage.fields.data }
     }
     /// The kind's presentation, as the catalog has it: its collapse key and thread id are
     /// templates; ``collapseKey`` and ``threadID`` are this notification's.
-    public var presentation: Presentation {
+    @inlinable public var presentation: Presentation {
         _read { yield storage.fields.presentation }
         _modify { yield &storage.fields.presentation }
     }
     /// The kind's collapse key with this event's values; nil without one or without a value.
-    public var collapseKey: String? {
+    @inlinable public var collapseKey: String? {
         _read { yield storage.fields.collapseKey }
         _modify { yield &storage.fields.collapseKey }
     }
     /// The kind's iOS thread id with this event's values; nil without one or without a value.
-    public var threadID: String? {
+    @inlinable public var threadID: String? {
         _read { yield storage.fields.threadID }
         _modify { yield &storage.fields.threadID }
     }
 
-    private var storage: SharedFields<Fields>
+    @usableFromInline var storage: SharedFields<Fields>
 
-    private struct Fields: Sendable {
-        var kind: String
-        var category: String
-        var app: String
-        var locale: String
-        var usedFallbackLocale: Bool
-        var title: String
-        var subtitle: String?
-        var body: String
-        var deepLink: DeepLink?
-        var data: [KeyValue]
-        var presentation: Presentation
-        var collapseKey: String?
-        var threadID: String?
+    @usableFromInline struct Fields: Sendable {
+        @usableFromInline var kind: String
+        @usableFromInline var category: String
+        @usableFromInline var app: String
+        @usableFromInline var locale: String
+        @usableFromInline var usedFallbackLocale: Bool
+        @usableFromInline var title: String
+        @usableFromInline var subtitle: String?
+        @usableFromInline var body: String
+        @usableFromInline var deepLink: DeepLink?
+        @usableFromInline var data: [KeyValue]
+        @usableFromInline var presentation: Presentation
+        @usableFromInline var collapseKey: String?
+        @usableFromInline var threadID: String?
     }
 
     public init(

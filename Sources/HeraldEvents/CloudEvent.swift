@@ -1,72 +1,74 @@
 /// A CloudEvents 1.0 event, whichever content mode it arrived in.
 public struct CloudEvent: Sendable, Hashable {
     /// `specversion`: always `1.0`.
-    public var specVersion: String {
-        get { storage.fields.specVersion }
+    @inlinable public var specVersion: String {
+        _read { yield storage.fields.specVersion }
         _modify { yield &storage.fields.specVersion }
     }
     /// `id`: unique per `source`.
-    public var id: String {
-        get { storage.fields.id }
+    @inlinable public var id: String {
+        _read { yield storage.fields.id }
         _modify { yield &storage.fields.id }
     }
     /// `source`: a URI reference naming the producer.
-    public var source: String {
-        get { storage.fields.source }
+    @inlinable public var source: String {
+        _read { yield storage.fields.source }
         _modify { yield &storage.fields.source }
     }
     /// `type`: the event type, e.g. `order.confirmed`.
-    public var type: String {
-        get { storage.fields.type }
+    @inlinable public var type: String {
+        _read { yield storage.fields.type }
         _modify { yield &storage.fields.type }
     }
     /// `time`, if present.
-    public var time: Timestamp? {
-        get { storage.fields.time }
+    @inlinable public var time: Timestamp? {
+        _read { yield storage.fields.time }
         _modify { yield &storage.fields.time }
     }
     /// `subject`, if present.
-    public var subject: String? {
-        get { storage.fields.subject }
+    @inlinable public var subject: String? {
+        _read { yield storage.fields.subject }
         _modify { yield &storage.fields.subject }
     }
     /// `datacontenttype`, if present.
-    public var dataContentType: String? {
-        get { storage.fields.dataContentType }
+    @inlinable public var dataContentType: String? {
+        _read { yield storage.fields.dataContentType }
         _modify { yield &storage.fields.dataContentType }
     }
     /// `dataschema`, if present.
-    public var dataSchema: String? {
-        get { storage.fields.dataSchema }
+    @inlinable public var dataSchema: String? {
+        _read { yield storage.fields.dataSchema }
         _modify { yield &storage.fields.dataSchema }
     }
     /// The event's data (JSON), or `nil` if it has none.
-    public var data: JSONValue? {
-        get { storage.fields.data }
+    @inlinable public var data: JSONValue? {
+        _read { yield storage.fields.data }
         _modify { yield &storage.fields.data }
     }
     /// Extension attributes (any other attribute), as strings.
-    public var extensions: [String: String] {
-        get { storage.fields.extensions }
+    @inlinable public var extensions: [String: String] {
+        _read { yield storage.fields.extensions }
         _modify { yield &storage.fields.extensions }
     }
 
     // The fields live in one shared object, copied on the first write to a shared one: an event is
     // decoded once and copied as it goes through a batch (routed, decided, built on another
     // thread), and a copy of its fields retained and released each of its strings every time.
-    private var storage: SharedFields<Fields>
+    // Inlinable accessors (see `SharedFields`): a getter copied the event's data out, a retain, for
+    // every field a template reads.
+    @usableFromInline var storage: SharedFields<Fields>
 
-    private struct Fields: Hashable, Sendable {
-        var specVersion: String
-        var id: String
-        var source: String
-        var type: String
-        var time: Timestamp?
-        var subject: String?
-        var dataContentType: String?
-        var dataSchema: String?
-        var data: JSONValue?
-        var extensions: [String: String]
+    @usableFromInline struct Fields: Hashable, Sendable {
+        @usableFromInline var specVersion: String
+        @usableFromInline var id: String
+        @usableFromInline var source: String
+        @usableFromInline var type: String
+        @usableFromInline var time: Timestamp?
+        @usableFromInline var subject: String?
+        @usableFromInline var dataContentType: String?
+        @usableFromInline var dataSchema: String?
+        @usableFromInline var data: JSONValue?
+        @usableFromInline var extensions: [String: String]
     }
 
     public init(

@@ -5,6 +5,11 @@
 ///
 /// `fields.name` reads one field where it is; a change through `fields` (`fields.list.append(x)`)
 /// copies the fields first when another value shares them, then changes them in place.
+///
+/// A type built on it declares its accessors `@inlinable` (`_read { yield storage.fields.name }`)
+/// and its storage and fields `@usableFromInline`: a read from another module is then a load where
+/// it is used, not a call into an opaque coroutine (or a getter returning a copy) around which
+/// the optimizer retained what it could not see was left alone.
 public struct SharedFields<Fields: Sendable>: Sendable {
     @usableFromInline
     final class Box: @unchecked Sendable {

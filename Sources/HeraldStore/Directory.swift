@@ -30,23 +30,23 @@ extension Directory {
 
 /// A user as the worker needs them.
 public struct Recipient: Sendable, Hashable {
-    public var userID: String {
+    @inlinable public var userID: String {
         _read { yield storage.fields.userID }
         _modify { yield &storage.fields.userID }
     }
-    public var devices: [RegisteredDevice] {
+    @inlinable public var devices: [RegisteredDevice] {
         _read { yield storage.fields.devices }
         _modify { yield &storage.fields.devices }
     }
-    public var locale: String? {
+    @inlinable public var locale: String? {
         _read { yield storage.fields.locale }
         _modify { yield &storage.fields.locale }
     }
-    public var timeZone: String? {
+    @inlinable public var timeZone: String? {
         _read { yield storage.fields.timeZone }
         _modify { yield &storage.fields.timeZone }
     }
-    public var preferences: Preferences {
+    @inlinable public var preferences: Preferences {
         _read { yield storage.fields.preferences }
         _modify { yield &storage.fields.preferences }
     }
@@ -57,14 +57,14 @@ public struct Recipient: Sendable, Hashable {
     // is made once when the directory cache fills and copied for every event sent to them (into the
     // batch's directory, out of it, into each build), and a copy of the fields retained and released
     // each of their strings and arrays every time.
-    private var storage: SharedFields<Fields>
+    @usableFromInline var storage: SharedFields<Fields>
 
-    private struct Fields: Hashable, Sendable {
-        var userID: String
-        var devices: [RegisteredDevice]
-        var locale: String?
-        var timeZone: String?
-        var preferences: Preferences
+    @usableFromInline struct Fields: Hashable, Sendable {
+        @usableFromInline var userID: String
+        @usableFromInline var devices: [RegisteredDevice]
+        @usableFromInline var locale: String?
+        @usableFromInline var timeZone: String?
+        @usableFromInline var preferences: Preferences
     }
 
     public init(
