@@ -293,7 +293,8 @@ public struct PipelineBenchmark: Sendable {
         try await reader.read(logger: logger) { batch in
             for message in batch {
                 guard let value = message.value else { continue }
-                if sample.count == 0 {
+                // The sample is the first record with bytes: the value is made by repeating it.
+                if sample.value.isEmpty && !value.isEmpty {
                     sample.key = message.key.map(Array.init) ?? []
                     sample.value = Array(value)
                     sample.headers = message.headers.map { ($0.name, $0.value.map(Array.init) ?? []) }
@@ -302,7 +303,9 @@ public struct PipelineBenchmark: Sendable {
                 sample.bytes += value.count
             }
         }
-        guard sample.count > 0 else { throw PipelineBenchmarkError.unmeasured("no outbound record on \(topic)") }
+        guard sample.count > 0, !sample.value.isEmpty else {
+            throw PipelineBenchmarkError.unmeasured("no outbound record with a value on \(topic)")
+        }
         // The first record's bytes, repeated or cut to the average size.
         let size = sample.bytes / sample.count
         let value = (0..<size).map { sample.value[$0 % sample.value.count] }
