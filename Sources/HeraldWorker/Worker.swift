@@ -157,9 +157,10 @@ public final class Worker: Service, Sendable {
                     } catch {
                         enqueued = .failure(error)
                     }
+                    // Before the next batch may enqueue: it then finds the producer shut down.
+                    if current + 1 == self.configuration.crashAfterBatches { self.simulateCrash() }
                     // Finished also when enqueueing failed: the turns after it must not wait forever.
                     enqueueing.finish(current)
-                    if current + 1 == self.configuration.crashAfterBatches { self.simulateCrash() }
                     if let failure = await (try enqueued.get()).failures().first {
                         // Not marked done: the batch is redelivered to whoever takes the partitions.
                         consumer.triggerShutdown()
