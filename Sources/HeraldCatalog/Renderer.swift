@@ -165,6 +165,8 @@ public final class Renderer: Sendable {
     ///   - useDigestSummary: render the kind's digest summary as the body.
     ///   - fields: `event`'s fields as ``checkedFields(of:kind:)`` found them for `kind`, if the
     ///     caller has them; otherwise they are found here.
+    ///   - plans: the caller's ``RenderPlans``, to resolve the kind and locale once rather than on
+    ///     every render.
     /// - Throws: ``RenderError``.
     public func render(
         _ event: CloudEvent,
@@ -173,7 +175,8 @@ public final class Renderer: Sendable {
         timeZone: String,
         extra: [(name: String, value: FieldValue)] = [],
         useDigestSummary: Bool = false,
-        fields: CheckedFields? = nil
+        fields: CheckedFields? = nil,
+        plans: RenderPlans? = nil
     ) throws(RenderError) -> RenderedNotification {
         let values: [FieldValue?]
         if let fields {
@@ -182,11 +185,13 @@ public final class Renderer: Sendable {
         } else {
             values = try fieldValues(of: event, kind: kind)
         }
-        let (locale, isFallback) = catalog.resolveLocale(requested)
+        let plan =
+            plans?.plan(for: kind, requested: requested, in: self)
+            ?? RenderPlan(kind: kind, requested: requested, catalog: catalog)
+        let locale = plan.locale
+        let isFallback = plan.isFallback
         if isFallback { fallbacks.add(1, ordering: .relaxed) }
-        let formattingLocale =
-            requested.map { $0.utf8.contains(UInt8(ascii: "_")) ? String($0.map { $0 == "_" ? "-" : $0 }) : $0 }
-            ?? locale
+        let formattingLocale = plan.formattingLocale
         var arguments: [(name: String, value: ICUValue)] = []
         arguments.reserveCapacity(kind.fields.count + extra.count)
         for (field, value) in zip(kind.fields, values) {
@@ -202,29 +207,26 @@ public final class Renderer: Sendable {
         for (name, value) in extra {
             arguments.append((name, try icuValue(value, field: nil, locale: formattingLocale, timeZone: timeZone)))
         }
-        let bundle = catalog.bundles[locale]!
-        func format(_ key: String) throws(RenderError) -> String {
-            // The type check guarantees the default bundle has every key; other bundles fall back.
-            guard let message = bundle.messages[key] ?? catalog.bundles[catalog.settings.defaultLocale]?.messages[key]
-            else {
-                throw RenderError(code: .formatFailed, message: "message '\(key)' is missing")
+        func format(_ message: RenderPlan.Message) throws(RenderError) -> String {
+            guard let compiled = message.compiled else {
+                throw RenderError(code: .formatFailed, message: "message '\(message.key)' is missing")
             }
             do {
-                return try message.format(arguments)
+                return try compiled.format(arguments)
             } catch {
-                throw RenderError(code: .formatFailed, message: "message '\(key)' in \(locale): \(error)")
+                throw RenderError(code: .formatFailed, message: "message '\(message.key)' in \(locale): \(error)")
             }
         }
         let presentation = kind.presentation
-        let body = try format(useDigestSummary ? (kind.digestSummary ?? presentation.body) : presentation.body)
+        let body = try format(useDigestSummary ? (plan.digestSummary ?? plan.body) : plan.body)
         var rendered = RenderedNotification(
             kind: kind.name,
             category: kind.category,
             app: kind.app,
             locale: locale,
             usedFallbackLocale: isFallback,
-            title: try format(presentation.title),
-            subtitle: try presentation.subtitle.map { key throws(RenderError) in try format(key) },
+            title: try format(plan.title),
+            subtitle: try plan.subtitle.map { message throws(RenderError) in try format(message) },
             body: body,
             deepLink: nil,
             data: [],
@@ -241,7 +243,7 @@ public final class Renderer: Sendable {
             guard let path = pattern.render(plain) else {
                 throw RenderError(code: .missingField, message: "a deep-link parameter of \(kind.name) is missing")
             }
-            let app = catalog.settings.apps[kind.app]
+            let app = plan.app
             rendered.deepLink = RenderedNotification.DeepLink(
                 path: path,
                 scheme: app?.scheme,
@@ -335,14 +337,15 @@ extension Renderer {
     /// Renders one digest of `events` (oldest first, all of `kind`): the latest event's notification
     /// with the kind's digest summary as its body — "5 new messages from Ana and 2 others": `count`
     /// is the number of events, `sender` the latest event's `sender` field, and `others` how many
-    /// other distinct senders there were.
+    /// other distinct senders there were. `plans` are the caller's, as for a single render.
     ///
     /// - Throws: ``RenderError`` if `events` is empty or the latest event does not render.
     public func renderDigest(
         _ events: [CloudEvent],
         as kind: NotificationKind,
         locale: String?,
-        timeZone: String
+        timeZone: String,
+        plans: RenderPlans? = nil
     ) throws(RenderError) -> RenderedNotification {
         guard let latest = events.last else {
             throw RenderError(code: .formatFailed, message: "a digest of \(kind.name) needs at least one event")
@@ -362,7 +365,8 @@ extension Renderer {
             locale: locale,
             timeZone: timeZone,
             extra: [("count", .int(Int64(events.count))), ("others", .int(Int64(others)))],
-            useDigestSummary: true
+            useDigestSummary: true,
+            plans: plans
         )
     }
 }

@@ -54,6 +54,7 @@ extension EventProcessor {
             resumed.append((event, kind))
         }
         let decisions = requests.isEmpty ? [] : try await store.decide(requests)
+        let plans = RenderPlans()
         for (decision, (event, kind)) in zip(decisions, resumed) {
             counted(decision, &counters)
             if let topic = topics.decisions {
@@ -69,6 +70,7 @@ extension EventProcessor {
                     for: recipient,
                     eventID: event.id,
                     now: now,
+                    plans: plans,
                     into: &records,
                     counters: &counters
                 )
@@ -105,6 +107,7 @@ extension EventProcessor {
                     eventID: "digest:\(window.rule):\(window.windowStart.epochMilliseconds):\(first.key.eventID)",
                     now: now,
                     digestOf: events,
+                    plans: plans,
                     into: &records,
                     counters: &counters
                 )

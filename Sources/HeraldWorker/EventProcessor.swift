@@ -326,6 +326,7 @@ public final class EventProcessor: Sendable {
         let started = ContinuousClock.now
         var records = RecordWriter()
         var counters = WorkerStatistics.Counters()
+        let plans = RenderPlans()
         var next = firstDecision
         for item in batch.prepared.routed[routed] {
             var failure: DeadLetterReason?
@@ -348,6 +349,7 @@ public final class EventProcessor: Sendable {
                         eventID: item.event.id,
                         now: batch.prepared.now,
                         fields: item.fields,
+                        plans: plans,
                         into: &records,
                         counters: &counters
                     )
@@ -383,8 +385,10 @@ public final class EventProcessor: Sendable {
     /// Renders `event` for each of the recipient's devices (once per locale) and appends one
     /// outbound record per device.
     ///
-    /// - Parameter fields: `event`'s fields as checked before deciding, if they were (not for a
-    ///   digest, which renders from its events).
+    /// - Parameters:
+    ///   - fields: `event`'s fields as checked before deciding, if they were (not for a digest,
+    ///     which renders from its events).
+    ///   - plans: the calling run's render plans (see ``RenderPlans``), if it keeps them.
     /// - Throws: ``DeadLetterReason`` for a render failure or a payload over the provider's limit.
     func build(
         _ event: CloudEvent,
@@ -394,6 +398,7 @@ public final class EventProcessor: Sendable {
         now: Timestamp,
         digestOf digest: [CloudEvent]? = nil,
         fields: Renderer.CheckedFields? = nil,
+        plans: RenderPlans? = nil,
         into records: inout RecordWriter,
         counters: inout WorkerStatistics.Counters
     ) throws(DeadLetterReason) {
@@ -413,12 +418,12 @@ public final class EventProcessor: Sendable {
         )
         let key = KafkaBytes(recipient.userID)
         // Counted once per recipient (kinds and categories) and per rendering (locales) rather than
-        // per device: the dictionaries are keyed by strings, and each update hashes one.
+        // per device, in short lists that `add(_:)` folds into the counters' dictionaries.
         var built = 0
         defer {
             if built > 0 { counters.countOutbound(built, kind: kind.name, category: kind.category) }
             for index in renders.indices where renders[index].built > 0 {
-                counters.outboundByLocale[renders[index].rendered.locale, default: 0] += renders[index].built
+                counters.countOutbound(renders[index].built, locale: renders[index].rendered.locale)
             }
         }
         for device in recipient.devices {
@@ -430,14 +435,21 @@ public final class EventProcessor: Sendable {
                 let rendered: RenderedNotification
                 do throws(RenderError) {
                     if let digest {
-                        rendered = try renderer.renderDigest(digest, as: kind, locale: locale, timeZone: timeZone)
+                        rendered = try renderer.renderDigest(
+                            digest,
+                            as: kind,
+                            locale: locale,
+                            timeZone: timeZone,
+                            plans: plans
+                        )
                     } else {
                         rendered = try renderer.render(
                             event,
                             as: kind,
                             locale: locale,
                             timeZone: timeZone,
-                            fields: fields
+                            fields: fields,
+                            plans: plans
                         )
                     }
                 } catch {
@@ -594,6 +606,7 @@ extension WorkerStatistics.Counters {
         outboundByLocale.merge(other.outboundByLocale, uniquingKeysWith: +)
         outboundByCategory.merge(other.outboundByCategory, uniquingKeysWith: +)
         for (provider, sizes) in other.payloadSizes { payloadSizes[provider, default: SizeCounts()].merge(sizes) }
+        for (locale, count) in other.outboundByLocaleList { outboundByLocale[locale, default: 0] += count }
         for (kind, category, count) in other.outboundByKindList {
             outboundByKind[kind, default: 0] += count
             outboundByCategory[category, default: 0] += count

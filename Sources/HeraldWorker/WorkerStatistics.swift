@@ -46,6 +46,19 @@ public final class WorkerStatistics: Sendable {
         /// list compared in order, where a kind's name is mostly the same string each time.
         var outboundByKindList: [(kind: String, category: String, count: Int)] = []
 
+        /// Outbound messages by catalog locale, the same way: a catalog has a handful, and a
+        /// rendering's locale is the catalog's own string.
+        var outboundByLocaleList: [(locale: String, count: Int)] = []
+
+        /// Counts `count` outbound messages rendered in `locale`.
+        mutating func countOutbound(_ count: Int, locale: String) {
+            if let index = outboundByLocaleList.firstIndex(where: { $0.locale == locale }) {
+                outboundByLocaleList[index].count += count
+            } else {
+                outboundByLocaleList.append((locale, count))
+            }
+        }
+
         /// Counts `count` outbound messages of `kind` in `category`.
         mutating func countOutbound(_ count: Int, kind: String, category: String) {
             if let index = outboundByKindList.firstIndex(where: { $0.kind == kind }) {
@@ -108,19 +121,39 @@ public struct LatencyHistogram: Sendable {
 }
 
 /// How many payloads had each size, exactly: percentiles without keeping every size.
+///
+/// Counted in an array indexed by size up to ``denseLimit`` (past every provider's body limit):
+/// a dictionary hashed the size of every outbound message, more than a tenth of the worker's
+/// string and integer hashes.
 public struct SizeCounts: Sendable {
-    public private(set) var counts: [Int: Int] = [:]
+    /// Sizes below this are counted by position.
+    static let denseLimit = 65_536
+    /// Payloads of each size below ``denseLimit``, by size; as long as the largest one seen.
+    private var dense: [Int] = []
+    /// Payloads of each larger size.
+    private var sparse: [Int: Int] = [:]
     public private(set) var total = 0
 
     public init() {}
 
+    /// Counts one payload of `size` bytes.
     public mutating func add(_ size: Int) {
-        counts[size, default: 0] += 1
+        precondition(size >= 0, "a payload size is a count of bytes")
+        if size < Self.denseLimit {
+            if size >= dense.count { dense.append(contentsOf: repeatElement(0, count: size + 1 - dense.count)) }
+            dense[size] += 1
+        } else {
+            sparse[size, default: 0] += 1
+        }
         total += 1
     }
 
     public mutating func merge(_ other: SizeCounts) {
-        counts.merge(other.counts, uniquingKeysWith: +)
+        if other.dense.count > dense.count {
+            dense.append(contentsOf: repeatElement(0, count: other.dense.count - dense.count))
+        }
+        for (size, count) in other.dense.enumerated() where count > 0 { dense[size] += count }
+        sparse.merge(other.sparse, uniquingKeysWith: +)
         total += other.total
     }
 
@@ -129,11 +162,18 @@ public struct SizeCounts: Sendable {
         guard total > 0 else { return 0 }
         let rank = max(Int((fraction * Double(total)).rounded(.up)), 1)
         var seen = 0
-        for size in counts.keys.sorted() {
-            seen += counts[size]!
+        var largest = 0
+        for (size, count) in dense.enumerated() where count > 0 {
+            seen += count
+            largest = size
             if seen >= rank { return size }
         }
-        return counts.keys.max() ?? 0
+        for size in sparse.keys.sorted() {
+            seen += sparse[size]!
+            largest = size
+            if seen >= rank { return size }
+        }
+        return largest
     }
 }
 

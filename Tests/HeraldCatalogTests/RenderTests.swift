@@ -267,3 +267,71 @@ private func dataObject(of event: CloudEvent) throws -> JSONObject {
     let object: JSONObject? = if case .object(let data) = event.data { data } else { nil }
     return try #require(object, "the sample event's data is not a JSON object")
 }
+
+@Suite("Render plans")
+struct RenderPlanTests {
+    /// Every kind in the catalog's locales and in ones that fall back, twice (the second time from
+    /// the plans), as plain renders and as digest summaries.
+    func renderAll(_ renderer: Renderer, plans: RenderPlans?) throws -> [RenderedNotification] {
+        var rendered: [RenderedNotification] = []
+        let requested: [String?] = renderer.catalog.settings.locales + ["nb-NO", "pl_PL", "fr-FR", nil]
+        for _ in 0..<2 {
+            for kind in renderer.catalog.kinds {
+                let event = try sampleEvent(kind.name)
+                for locale in requested {
+                    rendered.append(
+                        try renderer.render(event, as: kind, locale: locale, timeZone: "Europe/Oslo", plans: plans)
+                    )
+                    if kind.digestSummary != nil {
+                        rendered.append(
+                            try renderer.renderDigest(
+                                [event, event],
+                                as: kind,
+                                locale: locale,
+                                timeZone: "UTC",
+                                plans: plans
+                            )
+                        )
+                    }
+                }
+            }
+        }
+        return rendered
+    }
+
+    @Test("rendering through plans gives what rendering without them gives, fallbacks counted the same")
+    func sameOutput() throws {
+        let (catalog, _) = try CatalogLoader.load(directory: exampleCatalog)
+        let renderer = Renderer(catalog: catalog)
+        let withoutPlans = try renderAll(renderer, plans: nil)
+        let fallbacks = renderer.fallbackLocaleCount
+        let withPlans = try renderAll(renderer, plans: RenderPlans())
+        #expect(withPlans == withoutPlans)
+        #expect(renderer.fallbackLocaleCount == 2 * fallbacks, "each render through a plan counts its fallback")
+        #expect(withPlans.contains { $0.usedFallbackLocale && $0.locale == "pl" })
+        #expect(withPlans.contains { $0.body.contains("new messages") }, "digest summaries came from the plans")
+    }
+
+    @Test("one plans object used with the renderers of two catalogs renders each catalog's messages")
+    func anotherCatalog() throws {
+        let (catalog, _) = try CatalogLoader.load(directory: exampleCatalog)
+        let changed = try brokenCatalog([
+            "messages/en.json": {
+                $0.replacingOccurrences(of: "\"Your order is on its way\"", with: "\"Shipped and on its way\"")
+            }
+        ])
+        let (changedCatalog, _) = try CatalogLoader.load(directory: changed)
+        let plans = RenderPlans()
+        let first = Renderer(catalog: catalog)
+        let second = Renderer(catalog: changedCatalog)
+        let event = try sampleEvent("order.shipped")
+        func title(_ renderer: Renderer, _ locale: String) throws -> String {
+            let kind = renderer.catalog.kind(named: "order.shipped")!
+            return try renderer.render(event, as: kind, locale: locale, timeZone: "UTC", plans: plans).title
+        }
+        #expect(try title(first, "en") == "Your order is on its way")
+        #expect(try title(second, "en") == "Shipped and on its way")
+        #expect(try title(second, "de") == "Ihre Bestellung ist unterwegs")
+        #expect(try title(first, "en") == "Your order is on its way", "and back")
+    }
+}

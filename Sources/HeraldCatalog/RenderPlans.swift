@@ -1,0 +1,82 @@
+/// What rendering a kind in a requested locale comes to — the catalog locale it resolves to, the
+/// compiled messages of the kind's title, subtitle, body and digest summary in that locale, and
+/// the kind's app — remembered by one caller for the renders it does after.
+///
+/// Without it every render resolves the locale and finds the bundle, each message and the app in
+/// the catalog's dictionaries: about seven string hashes per notification, nearly half of the
+/// worker's (uprobes on `Hasher._finalize` in `herald bench pipeline`). With it a render finds its
+/// plan by the kind's identity and the requested locale's text, among the few the caller has seen.
+///
+/// Not thread-safe, and tied to the first ``Renderer`` it is used with: a thread of work makes its
+/// own (the worker one for each run of events it builds) and drops it after.
+public final class RenderPlans {
+    private var renderer: ObjectIdentifier?
+    /// By kind; a kind's plans by requested locale. A worker sees a handful of each.
+    private var kinds: [(kind: ObjectIdentifier, plans: [RenderPlan])] = []
+
+    public init() {}
+
+    func plan(for kind: NotificationKind, requested: String?, in renderer: Renderer) -> RenderPlan {
+        let rendererID = ObjectIdentifier(renderer)
+        if self.renderer != rendererID {
+            // A catalog's kinds and locales mean nothing to another one.
+            self.renderer = rendererID
+            kinds.removeAll()
+        }
+        let kindID = ObjectIdentifier(kind.storage)
+        let slot: Int
+        if let found = kinds.firstIndex(where: { $0.kind == kindID }) {
+            if let plan = kinds[found].plans.first(where: { $0.requested == requested }) { return plan }
+            slot = found
+        } else {
+            slot = kinds.count
+            kinds.append((kindID, []))
+        }
+        let plan = RenderPlan(kind: kind, requested: requested, catalog: renderer.catalog)
+        kinds[slot].plans.append(plan)
+        return plan
+    }
+}
+
+/// One kind in one requested locale, resolved against a catalog (see ``RenderPlans``).
+final class RenderPlan {
+    /// A message of the kind, by key: `nil` if neither the locale's bundle nor the default one has it
+    /// (which the catalog's type check rules out), reported when a render needs it.
+    struct Message {
+        let key: String
+        let compiled: ICUMessage?
+    }
+
+    let requested: String?
+    /// The catalog locale the messages come from, and whether it is a fallback.
+    let locale: String
+    let isFallback: Bool
+    /// The locale numbers and dates are formatted in: the requested one, which may be more specific
+    /// than the catalog's (`nb-NO` formats as Norway does with the `nb` messages).
+    let formattingLocale: String
+    let title: Message
+    let subtitle: Message?
+    let body: Message
+    let digestSummary: Message?
+    let app: CatalogSettings.App?
+
+    init(kind: NotificationKind, requested: String?, catalog: Catalog) {
+        self.requested = requested
+        (locale, isFallback) = catalog.resolveLocale(requested)
+        formattingLocale =
+            requested.map { $0.utf8.contains(UInt8(ascii: "_")) ? String($0.map { $0 == "_" ? "-" : $0 }) : $0 }
+            ?? locale
+        let bundle = catalog.bundles[locale]
+        let defaultBundle = catalog.bundles[catalog.settings.defaultLocale]
+        func message(_ key: String) -> Message {
+            // The type check guarantees the default bundle has every key; other bundles fall back.
+            Message(key: key, compiled: bundle?.messages[key] ?? defaultBundle?.messages[key])
+        }
+        let presentation = kind.presentation
+        title = message(presentation.title)
+        subtitle = presentation.subtitle.map(message)
+        body = message(presentation.body)
+        digestSummary = kind.digestSummary.map(message)
+        app = catalog.settings.apps[kind.app]
+    }
+}
