@@ -23,7 +23,18 @@ public final class Catalog: Sendable {
 
     /// The kind that handles `event`, or `nil` if no kind claims its type (or no condition matches).
     public func kind(for event: CloudEvent) -> NotificationKind? {
-        guard let candidates = kindsByEventType[event.type] else { return nil }
+        kind(for: event, among: kinds(forEventType: event.type))
+    }
+
+    /// The kinds that claim events of `type`, in the order ``kind(for:among:)`` tries them; empty
+    /// if none does.
+    public func kinds(forEventType type: String) -> [NotificationKind] {
+        kindsByEventType[type] ?? []
+    }
+
+    /// ``kind(for:)`` with the kinds of `event`'s type already found (``kinds(forEventType:)``),
+    /// for a caller that remembers them across events.
+    public func kind(for event: CloudEvent, among candidates: [NotificationKind]) -> NotificationKind? {
         for kind in candidates {
             guard let condition = kind.condition else { return kind }
             switch condition.path.value(in: event) {

@@ -150,6 +150,7 @@ public final class EventProcessor: Sendable {
         let now = clock.now()
         var changes: [DirectoryEvent] = []
         var routed: [Routed] = []
+        var types = EventTypeTable()
         for (index, message) in messages.enumerated() {
             let event: CloudEvent
             do {
@@ -159,7 +160,7 @@ public final class EventProcessor: Sendable {
                 records.append(deadLetter(message, DeadLetterReason(error), now: now, counters: &counters))
                 continue
             }
-            counters.eventsByType[event.type, default: 0] += 1
+            let candidates = types.count(event.type, in: catalog, counters: &counters)
             if message.topic == topics.directory {
                 do {
                     changes.append(try DirectoryEvent(event))
@@ -169,7 +170,7 @@ public final class EventProcessor: Sendable {
                 }
                 continue
             }
-            guard let kind = catalog.kind(for: event) else {
+            guard let kind = catalog.kind(for: event, among: candidates) else {
                 switch unknownEventTypes {
                 case .ignore: counters.ignoredEvents += 1
                 case .deadLetter:
@@ -191,6 +192,7 @@ public final class EventProcessor: Sendable {
                 records.append(deadLetter(message, DeadLetterReason(error), now: now, counters: &counters))
             }
         }
+        types.fold(into: &counters)
         counters.directoryChanges = changes.count
         if !changes.isEmpty { try await store.apply(changes) }
         var recipients: [Recipient?] = []
