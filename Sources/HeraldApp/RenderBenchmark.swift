@@ -48,6 +48,8 @@ public struct RenderBenchmark: Sendable {
         let decoder = EventDecoder()
         let locales = catalog.settings.locales
         var checksum = 0
+        // As the worker renders: one thread's plans kept across its renders.
+        let plans = RenderPlans()
         func once(_ index: Int) throws {
             let event = try decoder.decode(value: value)
             guard let kind = catalog.kind(for: event) else {
@@ -57,7 +59,8 @@ public struct RenderBenchmark: Sendable {
                 event,
                 as: kind,
                 locale: locales[index % locales.count],
-                timeZone: "Europe/Oslo"
+                timeZone: "Europe/Oslo",
+                plans: plans
             )
             checksum &+= rendered.body.utf8.count
         }

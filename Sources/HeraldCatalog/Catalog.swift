@@ -79,7 +79,8 @@ public final class Catalog: Sendable {
 }
 
 extension String {
-    fileprivate func replacingUnderscores() -> String {
+    /// `pl_PL` as the BCP 47 tag `pl-PL`.
+    func replacingUnderscores() -> String {
         String(map { $0 == "_" ? "-" : $0 })
     }
 }

