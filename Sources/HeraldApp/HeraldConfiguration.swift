@@ -1,5 +1,6 @@
 import Foundation
 import HeraldAuth
+import HeraldKafka
 import HeraldSender
 import HeraldStore
 import HeraldWorker
@@ -39,6 +40,59 @@ public struct HeraldConfiguration: Sendable {
         public var saslPassword: String?
         /// How long the group waits for a silent worker before giving its partitions to others.
         public var sessionTimeout: Duration = .seconds(45)
+        /// TLS (`security_protocol` ssl or sasl_ssl): a PEM file of the certificate authorities
+        /// that signed the brokers' certificates, when not the system's.
+        public var sslCAFile: String?
+        /// TLS client authentication: the client's PEM certificate and private key files.
+        public var sslCertificateFile: String?
+        public var sslKeyFile: String?
+        /// The private key's password, if it is encrypted. Read from `ssl_key_password_file` or
+        /// `HERALD_KAFKA_SSL_KEY_PASSWORD`.
+        public var sslKeyPassword: String?
+        /// Further librdkafka properties for every Kafka client (`client.rack`, `socket.*`,
+        /// `sasl.oauthbearer.*`, ...), applied after Herald's own. Those Herald sets from other keys
+        /// or relies on for its guarantees are refused (see ``managedProperties``).
+        public var properties: [String: String] = [:]
+
+        /// librdkafka properties `kafka.properties` may not set, and why: each is set from another
+        /// key, or Herald's delivery guarantees depend on its value.
+        public static let managedProperties: [String: String] = [
+            "bootstrap.servers": "set kafka.bootstrap_servers",
+            "metadata.broker.list": "set kafka.bootstrap_servers",
+            "client.id": "set kafka.client_id",
+            "security.protocol": "set kafka.security_protocol",
+            "sasl.mechanism": "set kafka.sasl_mechanism",
+            "sasl.mechanisms": "set kafka.sasl_mechanism",
+            "sasl.username": "set kafka.sasl_username",
+            "sasl.password": "set kafka.sasl_password_file or HERALD_KAFKA_SASL_PASSWORD",
+            "ssl.ca.location": "set kafka.ssl_ca_file",
+            "ssl.certificate.location": "set kafka.ssl_certificate_file",
+            "ssl.key.location": "set kafka.ssl_key_file",
+            "ssl.key.password": "set kafka.ssl_key_password_file or HERALD_KAFKA_SSL_KEY_PASSWORD",
+            "session.timeout.ms": "set kafka.session_timeout",
+            "group.id": "set worker.group_id or sender.group_id",
+            "enable.auto.offset.store":
+                "Herald stores an offset only once everything the message produced is acknowledged",
+            "enable.auto.commit": "Herald commits the offsets it stores",
+            "enable.partition.eof": "Herald's consumer does not handle end-of-partition events",
+            "enable.idempotence": "the outbound producer must not reorder or duplicate a partition's records",
+        ]
+
+        /// The librdkafka properties these settings give every client, Herald's own first.
+        var librdkafkaProperties: [(String, String)] {
+            var result: [(String, String)] = []
+            if securityProtocol != "plaintext" { result.append(("security.protocol", securityProtocol)) }
+            if !saslMechanism.isEmpty {
+                result.append(("sasl.mechanism", saslMechanism))
+                result.append(("sasl.username", saslUsername))
+            }
+            if let saslPassword { result.append(("sasl.password", saslPassword)) }
+            if let sslCAFile { result.append(("ssl.ca.location", sslCAFile)) }
+            if let sslCertificateFile { result.append(("ssl.certificate.location", sslCertificateFile)) }
+            if let sslKeyFile { result.append(("ssl.key.location", sslKeyFile)) }
+            if let sslKeyPassword { result.append(("ssl.key.password", sslKeyPassword)) }
+            return result + properties.sorted { $0.key < $1.key }
+        }
     }
 
     public struct Worker: Sendable {
@@ -116,10 +170,18 @@ public struct HeraldConfiguration: Sendable {
         enum Kind {
             case string, integer, list, duration
             case choice([String])
+            /// Names and values (`kafka.properties`): a YAML mapping, or `name=value,name=value`
+            /// in the variable.
+            case mapping
         }
         var path: String
         var kind: Kind
         var secret = false
+
+        var isMapping: Bool {
+            if case .mapping = kind { return true }
+            return false
+        }
 
         var environmentName: String {
             "HERALD_" + path.uppercased().replacingOccurrences(of: ".", with: "_")
@@ -139,6 +201,12 @@ public struct HeraldConfiguration: Sendable {
         Key(path: "kafka.sasl_password_file", kind: .string),
         Key(path: "kafka.sasl_password", kind: .string, secret: true),
         Key(path: "kafka.session_timeout", kind: .duration),
+        Key(path: "kafka.ssl_ca_file", kind: .string),
+        Key(path: "kafka.ssl_certificate_file", kind: .string),
+        Key(path: "kafka.ssl_key_file", kind: .string),
+        Key(path: "kafka.ssl_key_password_file", kind: .string),
+        Key(path: "kafka.ssl_key_password", kind: .string, secret: true),
+        Key(path: "kafka.properties", kind: .mapping),
         Key(path: "worker.group_id", kind: .string),
         Key(path: "worker.topics", kind: .list),
         Key(path: "worker.directory_topic", kind: .string),
@@ -201,16 +269,22 @@ public struct HeraldConfiguration: Sendable {
     /// - Throws: ``ConfigurationError`` naming the file and key; a secret's value is never shown.
     public static func load(
         path: String?,
-        environment: [String: String] = ProcessInfo.processInfo.environment
+        environment: [String: String] = ProcessInfo.processInfo.environment,
+        roles: Set<HeraldRole> = Set(HeraldRole.allCases)
     ) throws(ConfigurationError) -> HeraldConfiguration {
-        try load(paths: path.map { [$0] } ?? [], environment: environment)
+        try load(paths: path.map { [$0] } ?? [], environment: environment, roles: roles)
     }
 
     /// Reads `paths` in order (a key in a later file replaces the same key in an earlier one),
     /// applies `HERALD_*` overrides from `environment`, and validates.
+    ///
+    /// - Parameter roles: the roles the process runs. The provider credentials (APNs key, FCM
+    ///   service account, Expo token) are read and checked only with the sender: one configuration
+    ///   file serves both roles, and a worker needs, and is given, no provider secret.
     public static func load(
         paths: [String],
-        environment: [String: String] = ProcessInfo.processInfo.environment
+        environment: [String: String] = ProcessInfo.processInfo.environment,
+        roles: Set<HeraldRole> = Set(HeraldRole.allCases)
     ) throws(ConfigurationError) -> HeraldConfiguration {
         var values: [String: Value] = [:]
         var origins: [String: String] = [:]
@@ -240,13 +314,14 @@ public struct HeraldConfiguration: Sendable {
         for key in keys {
             if let value = environment[key.environmentName] { values[key.path] = .environment(value) }
         }
-        return try HeraldConfiguration(values: values, origins: origins)
+        return try HeraldConfiguration(values: values, origins: origins, readsCredentials: roles.contains(.sender))
     }
 
     /// A value as found: from YAML (a scalar or a list of scalars) or from an environment variable.
     enum Value {
         case scalar(String)
         case list([String])
+        case mapping([String: String])
         case environment(String)
     }
 
@@ -259,7 +334,11 @@ public struct HeraldConfiguration: Sendable {
         for (name, value) in mapping {
             let path = prefix.isEmpty ? name : "\(prefix).\(name)"
             if let nested = value as? [String: Any] {
-                try flatten(nested, prefix: path, file: file, into: &values)
+                if keys.contains(where: { $0.path == path && $0.isMapping }) {
+                    values[path] = .mapping(try scalars(nested, at: "\(file): \(path)"))
+                } else {
+                    try flatten(nested, prefix: path, file: file, into: &values)
+                }
                 continue
             }
             guard keys.contains(where: { $0.path == path }) else {
@@ -279,7 +358,33 @@ public struct HeraldConfiguration: Sendable {
         }
     }
 
-    init(values: [String: Value], origins: [String: String]) throws(ConfigurationError) {
+    /// A mapping key's entries (at `place`: the file and the key), each a scalar.
+    static func scalars(_ mapping: [String: Any], at place: String) throws(ConfigurationError) -> [String: String] {
+        var result: [String: String] = [:]
+        for (name, value) in mapping {
+            guard !(value is [Any]), !(value is [String: Any]) else {
+                throw ConfigurationError("\(place).\(name): expected one value")
+            }
+            result[name] = value is NSNull ? "" : "\(value)"
+        }
+        return result
+    }
+
+    /// `name=value,name=value` from a variable. An entry without `=` is named by its position, not
+    /// shown: it may be a secret that lost its name.
+    static func entries(_ text: String, variable: String) throws(ConfigurationError) -> [String: String] {
+        var result: [String: String] = [:]
+        for (position, entry) in text.split(separator: ",").enumerated() {
+            let trimmed = entry.trimmingCharacters(in: .whitespaces)
+            guard let equals = trimmed.firstIndex(of: "="), equals != trimmed.startIndex else {
+                throw ConfigurationError("\(variable): entry \(position + 1) is not name=value")
+            }
+            result[String(trimmed[..<equals])] = String(trimmed[trimmed.index(after: equals)...])
+        }
+        return result
+    }
+
+    init(values: [String: Value], origins: [String: String], readsCredentials: Bool) throws(ConfigurationError) {
         func source(_ key: Key) -> String {
             if case .environment? = values[key.path] { return key.environmentName }
             return (origins[key.path].map { "\($0): " } ?? "") + key.path
@@ -289,6 +394,7 @@ public struct HeraldConfiguration: Sendable {
             case nil: return nil
             case .scalar(let value)?, .environment(let value)?: return value
             case .list?: throw ConfigurationError("\(source(key)): expected one value, not a list")
+            case .mapping?: throw ConfigurationError("\(source(key)): expected one value, not a mapping")
             }
         }
         func list(_ key: Key) -> [String]? {
@@ -299,9 +405,10 @@ public struct HeraldConfiguration: Sendable {
                 return value.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter {
                     !$0.isEmpty
                 }
+            case .mapping?: return nil
             }
         }
-        for key in Self.keys {
+        for key in Self.keys where !key.isMapping {
             let found: String?
             if case .list = key.kind { found = list(key)?.joined(separator: ",") } else { found = try text(key) }
             guard let value = found else { continue }
@@ -323,7 +430,7 @@ public struct HeraldConfiguration: Sendable {
                         "\(source(key)): expected one of \(choices.filter { !$0.isEmpty }.joined(separator: ", "))\(shown)"
                     )
                 }
-            case .string, .list: break
+            case .string, .list, .mapping: break
             }
         }
         func key(_ path: String) -> Key { Self.keys.first { $0.path == path }! }
@@ -359,6 +466,8 @@ public struct HeraldConfiguration: Sendable {
         }
 
         kafka.sessionTimeout = try duration("kafka.session_timeout") ?? kafka.sessionTimeout
+        try readKafkaTLS(string: string, source: { source(key($0)) })
+        try readKafkaProperties(values[key("kafka.properties").path], source: source(key("kafka.properties")))
         worker.groupID = try string("worker.group_id") ?? worker.groupID
         if let topics = list(key("worker.topics")) { worker.domainTopics = topics }
         worker.topics.directory = try string("worker.directory_topic") ?? worker.topics.directory
@@ -393,7 +502,13 @@ public struct HeraldConfiguration: Sendable {
             list: { list(key($0)) },
             source: { source(key($0)) }
         )
-        try readProviders(string: string, integer: integer, duration: duration, source: { source(key($0)) })
+        try readProviders(
+            string: string,
+            integer: integer,
+            duration: duration,
+            source: { source(key($0)) },
+            readsCredentials: readsCredentials
+        )
 
         store = try string("store.url") ?? store
         do {
@@ -425,6 +540,95 @@ public struct HeraldConfiguration: Sendable {
         }
         logLevel = try string("log.level") ?? logLevel
         logFormat = try string("log.format") ?? logFormat
+    }
+
+    /// The `kafka.ssl_*` keys: files that must be readable, used only with a TLS protocol, and
+    /// checked by librdkafka itself (it reads them when a client starts) so that a wrong file is
+    /// reported here, naming its key, rather than by the first client.
+    private mutating func readKafkaTLS(
+        string: (String) throws(ConfigurationError) -> String?,
+        source: (String) -> String
+    ) throws(ConfigurationError) {
+        func file(_ path: String) throws(ConfigurationError) -> String? {
+            guard let file = try string(path), !file.isEmpty else { return nil }
+            guard FileManager.default.isReadableFile(atPath: file) else {
+                throw ConfigurationError("\(source(path)): cannot read \(file)")
+            }
+            return file
+        }
+        kafka.sslCAFile = try file("kafka.ssl_ca_file")
+        kafka.sslCertificateFile = try file("kafka.ssl_certificate_file")
+        kafka.sslKeyFile = try file("kafka.ssl_key_file")
+        var passwordKey = "kafka.ssl_key_password"
+        if let password = try string("kafka.ssl_key_password") {
+            kafka.sslKeyPassword = password
+        } else if let passwordFile = try file("kafka.ssl_key_password_file") {
+            passwordKey = "kafka.ssl_key_password_file"
+            guard let data = FileManager.default.contents(atPath: passwordFile) else {
+                throw ConfigurationError("\(source("kafka.ssl_key_password_file")): cannot read \(passwordFile)")
+            }
+            kafka.sslKeyPassword = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .newlines)
+        }
+        let set = [
+            ("kafka.ssl_ca_file", kafka.sslCAFile != nil),
+            ("kafka.ssl_certificate_file", kafka.sslCertificateFile != nil),
+            ("kafka.ssl_key_file", kafka.sslKeyFile != nil), (passwordKey, kafka.sslKeyPassword != nil),
+        ].filter(\.1).map(\.0)
+        guard let first = set.first else { return }
+        guard kafka.securityProtocol.hasSuffix("ssl") else {
+            throw ConfigurationError(
+                "\(source(first)): needs kafka.security_protocol ssl or sasl_ssl, not \(kafka.securityProtocol)"
+            )
+        }
+        if (kafka.sslCertificateFile == nil) != (kafka.sslKeyFile == nil) {
+            let missing = kafka.sslKeyFile == nil ? "kafka.ssl_key_file" : "kafka.ssl_certificate_file"
+            throw ConfigurationError("\(source(first)): a client certificate needs both files; \(missing) is not set")
+        }
+        if kafka.sslKeyPassword != nil && kafka.sslKeyFile == nil {
+            throw ConfigurationError("\(source(passwordKey)): there is no kafka.ssl_key_file")
+        }
+        // The certificate authorities alone first, so that a failure names the right key.
+        var properties = [("security.protocol", "ssl")]
+        if let ca = kafka.sslCAFile {
+            properties.append(("ssl.ca.location", ca))
+            do {
+                try KafkaClientOptions.checkTLS(properties)
+            } catch {
+                throw ConfigurationError("\(source("kafka.ssl_ca_file")): \(error.message)")
+            }
+        }
+        guard let certificate = kafka.sslCertificateFile, let key = kafka.sslKeyFile else { return }
+        properties += [("ssl.certificate.location", certificate), ("ssl.key.location", key)]
+        if let password = kafka.sslKeyPassword { properties.append(("ssl.key.password", password)) }
+        do {
+            try KafkaClientOptions.checkTLS(properties)
+        } catch {
+            // librdkafka's reason names the file, never the password.
+            throw ConfigurationError(
+                "\(source("kafka.ssl_certificate_file")) and kafka.ssl_key_file: \(error.message)"
+            )
+        }
+    }
+
+    /// `kafka.properties`: each one checked by librdkafka, none that Herald sets itself.
+    private mutating func readKafkaProperties(_ value: Value?, source: String) throws(ConfigurationError) {
+        let properties: [String: String]
+        switch value {
+        case nil: return
+        case .mapping(let mapping)?: properties = mapping
+        case .environment(let text)?: properties = try Self.entries(text, variable: source)
+        case .scalar?, .list?:
+            throw ConfigurationError("\(source): expected a mapping of librdkafka properties to values")
+        }
+        for (name, value) in properties.sorted(by: { $0.key < $1.key }) {
+            if let reason = Kafka.managedProperties[name] {
+                throw ConfigurationError("\(source): '\(name)' is not set here: \(reason)")
+            }
+            if let problem = KafkaClientOptions.problem(setting: name, to: value) {
+                throw ConfigurationError("\(source): '\(name)': \(problem)")
+            }
+        }
+        kafka.properties = properties
     }
 
     private mutating func readSender(
@@ -482,6 +686,12 @@ public struct HeraldConfiguration: Sendable {
 
     /// Reads a secret: the value of `inline` (set by its environment variable), or the contents of
     /// the file `file` names. Errors name the key, never the contents.
+    /// The provider credentials a worker-only process does not read.
+    static let credentialKeys: Set<String> = [
+        "providers.apns.key", "providers.apns.key_file", "providers.fcm.service_account",
+        "providers.fcm.service_account_file", "providers.expo.access_token", "providers.expo.access_token_file",
+    ]
+
     private static func secret(
         inline: String,
         file: String,
@@ -497,11 +707,18 @@ public struct HeraldConfiguration: Sendable {
     }
 
     private mutating func readProviders(
-        string: (String) throws(ConfigurationError) -> String?,
+        string read: (String) throws(ConfigurationError) -> String?,
         integer: (String) throws(ConfigurationError) -> Int?,
         duration: (String) throws(ConfigurationError) -> Duration?,
-        source: (String) -> String
+        source: (String) -> String,
+        readsCredentials: Bool
     ) throws(ConfigurationError) {
+        // Without the sender, the credentials are left unread: only their keys are checked (known,
+        // of the right type), like every other key.
+        func string(_ path: String) throws(ConfigurationError) -> String? {
+            guard readsCredentials || !Self.credentialKeys.contains(path) else { return nil }
+            return try read(path)
+        }
         if let path = try string("providers.trust_roots_file"), !path.isEmpty {
             guard let data = FileManager.default.contents(atPath: path) else {
                 throw ConfigurationError("\(source("providers.trust_roots_file")): cannot read \(path)")

@@ -166,16 +166,18 @@ public enum WorkerApp {
         return try Worker(configuration: workerConfiguration, processor: processor, logger: logger)
     }
 
-    static func clientOptions(_ kafka: HeraldConfiguration.Kafka, bootstrapServers: [String]) -> KafkaClientOptions {
+    /// The options every Kafka client of the worker and the sender gets from `kafka.*`.
+    public static func clientOptions(
+        _ kafka: HeraldConfiguration.Kafka,
+        bootstrapServers: [String]
+    )
+        -> KafkaClientOptions
+    {
         var options = KafkaClientOptions()
         options.bootstrapServers = bootstrapServers
         options.clientID = kafka.clientID
-        if kafka.securityProtocol != "plaintext" { options.properties["security.protocol"] = kafka.securityProtocol }
-        if !kafka.saslMechanism.isEmpty {
-            options.properties["sasl.mechanism"] = kafka.saslMechanism
-            options.properties["sasl.username"] = kafka.saslUsername
-        }
-        if let password = kafka.saslPassword { options.properties["sasl.password"] = password }
+        // Distinct names: `kafka.properties` may not set the ones Herald sets (see managedProperties).
+        for (name, value) in kafka.librdkafkaProperties { options.properties[name] = value }
         return options
     }
 }

@@ -1,3 +1,5 @@
+import CRdKafka
+
 /// Options every Kafka client shares: where the cluster is, who the client is, and raw librdkafka
 /// properties for everything Herald does not model (`security.protocol`, `sasl.*`, `ssl.*`, ...).
 ///
@@ -25,6 +27,28 @@ public struct KafkaClientOptions: Sendable {
         return lowered.contains("password") || lowered.contains("secret") || lowered.contains("ssl.key")
             || lowered.contains("sasl.oauthbearer.config") || lowered.contains("jaas")
             || lowered.hasSuffix(".pem") || lowered.contains("keystore")
+    }
+
+    /// What librdkafka finds wrong with setting `property` to `value` (an unknown property, a value
+    /// of the wrong kind), or `nil` if it accepts it. Checked on a configuration object, without
+    /// creating a client. A secret property's value is never part of the answer.
+    public static func problem(setting property: String, to value: String) -> String? {
+        let conf = rd_kafka_conf_new()!
+        defer { rd_kafka_conf_destroy(conf) }
+        return RDKafkaConfig.set(property, value, on: conf)
+    }
+
+    /// Whether librdkafka can set up TLS with `properties` (`security.protocol` ssl or sasl_ssl and
+    /// the `ssl.*` files): it reads the certificate authorities, certificate and key when a client
+    /// is created, so this creates a producer that is given no broker to connect to and destroys it.
+    ///
+    /// - Throws: ``KafkaError`` `.configuration` with librdkafka's reason (which names the `ssl.*`
+    ///   property and file, never a password).
+    public static func checkTLS(_ properties: [(String, String)]) throws(KafkaError) {
+        // Quiet: without brokers librdkafka logs that it has none, which is the point here.
+        let conf = try RDKafkaConfig.make(properties + [("log_level", "0")], role: "TLS check")
+        let handle = try RDKafkaConfig.makeHandle(type: RD_KAFKA_PRODUCER, conf: conf, role: "TLS check")
+        rd_kafka_destroy(handle)
     }
 
     func librdkafkaProperties() -> [(String, String)] {

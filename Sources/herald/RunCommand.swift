@@ -42,7 +42,7 @@ struct RunCommand: AsyncParsableCommand {
     func run() async throws {
         let configuration: HeraldConfiguration
         do {
-            configuration = try HeraldConfiguration.load(paths: config)
+            configuration = try HeraldConfiguration.load(paths: config, roles: role.roles)
         } catch {
             printError("herald: \(error)")
             throw ExitCode(78)  // EX_CONFIG

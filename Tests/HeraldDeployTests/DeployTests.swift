@@ -254,6 +254,60 @@ struct DeployTests {
             #expect(container?["livenessProbe"] != nil && container?["readinessProbe"] != nil)
             #expect((pod?["terminationGracePeriodSeconds"] as? Int ?? 0) > 25, "longer than the shutdown deadline")
         }
+        try Self.expectFilesMounted(manifests)
+    }
+
+    /// Each Deployment mounts every file and directory its role reads from the rendered
+    /// configuration: a worker pod that cannot read its Kafka password, or a sender its APNs key,
+    /// fails at start-up.
+    static func expectFilesMounted(_ manifests: [[String: Any]]) throws {
+        let configMap = manifests.first {
+            $0["kind"] as? String == "ConfigMap"
+                && ((($0["metadata"] as? [String: Any])?["name"] as? String)?.hasPrefix("herald-config") ?? false)
+        }
+        let text = try #require((configMap?["data"] as? [String: String])?["herald.yaml"])
+        let configuration = try #require(try Yams.load(yaml: text) as? [String: [String: Any]])
+        func value(_ section: String, _ path: [String]) -> String? {
+            var node: Any? = configuration[section]
+            for name in path { node = (node as? [String: Any])?[name] }
+            return node as? String
+        }
+        let shared = [
+            value("kafka", ["sasl_password_file"]), value("kafka", ["ssl_ca_file"]),
+            value("kafka", ["ssl_certificate_file"]), value("kafka", ["ssl_key_file"]),
+            value("kafka", ["ssl_key_password_file"]), value("catalog", ["directory"]),
+        ]
+        let sender = [
+            value("providers", ["apns", "key_file"]), value("providers", ["fcm", "service_account_file"]),
+            value("providers", ["expo", "access_token_file"]), value("providers", ["trust_roots_file"]),
+        ]
+        #expect(value("kafka", ["sasl_password_file"]) != nil, "the production overlay authenticates to Kafka")
+        for deployment in manifests where deployment["kind"] as? String == "Deployment" {
+            let template = (deployment["spec"] as? [String: Any])?["template"] as? [String: Any]
+            let container = ((template?["spec"] as? [String: Any])?["containers"] as? [[String: Any]])?.first
+            let arguments = container?["args"] as? [String] ?? []
+            let role = arguments.firstIndex(of: "--role").map { arguments[$0 + 1] }
+            let mounts = (container?["volumeMounts"] as? [[String: Any]] ?? []).compactMap {
+                $0["mountPath"] as? String
+            }
+            let read = (shared + (role == "sender" ? sender : [])).compactMap { $0 }
+            for path in read {
+                #expect(
+                    mounts.contains { path == $0 || path.hasPrefix($0 + "/") },
+                    "the \(role ?? "?") reads \(path), on no volume it mounts (\(mounts))"
+                )
+            }
+        }
+    }
+
+    @Test("the base configuration starts a worker, which mounts no provider credential")
+    func workerNeedsNoProviderCredentials() throws {
+        let configuration = try HeraldConfiguration.load(
+            paths: ["\(deploy)/k8s/base/herald.yaml"],
+            environment: [:],
+            roles: [.worker]
+        )
+        #expect(configuration.providers.apns.key == nil)
     }
 
     @Test("the Kubernetes configuration files are valid Herald configuration: every key known, every value typed")
@@ -263,9 +317,9 @@ struct DeployTests {
                 let configuration = try HeraldConfiguration.load(paths: ["\(deploy)/\(file)"], environment: [:])
                 #expect(configuration.worker.topics.decisions == "herald.decisions", "\(file)")
             } catch {
-                // The provider keys and the SASL password are mounted Secrets, absent here; anything
-                // else (an unknown key, a wrong type) is a defect in the file.
-                #expect(error.description.contains("/var/run/secrets/herald/"), "\(file): \(error)")
+                // The provider keys and the Kafka credentials are mounted Secrets, absent here;
+                // anything else (an unknown key, a wrong type) is a defect in the file.
+                #expect(error.description.contains("/var/run/secrets/herald"), "\(file): \(error)")
             }
         }
     }

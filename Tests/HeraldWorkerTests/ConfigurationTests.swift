@@ -77,6 +77,36 @@ struct ConfigurationTests {
                 "HERALD_STORE_SQLITE_MMAP_MB: expected a non-negative integer, got '-1'"
             ),
             ("providers:\n  apns:\n    connections: 0\n", [:], "providers.apns.connections: must be at least 1"),
+            (
+                "kafka:\n  properties:\n    fetch.min.bytes: lots\n", [:],
+                "kafka.properties: 'fetch.min.bytes': Invalid value for configuration property \"fetch.min.bytes\""
+            ),
+            (
+                "kafka:\n  properties:\n    fetch.minimum.bytes: 1\n", [:],
+                "kafka.properties: 'fetch.minimum.bytes': No such configuration property"
+            ),
+            (
+                "kafka:\n  properties:\n    enable.auto.offset.store: true\n", [:],
+                "kafka.properties: 'enable.auto.offset.store' is not set here: Herald stores an offset only once"
+            ),
+            (
+                "kafka:\n  properties:\n    bootstrap.servers: kafka:9092\n", [:],
+                "'bootstrap.servers' is not set here: set kafka.bootstrap_servers"
+            ),
+            ("kafka:\n  properties: fast\n", [:], "kafka.properties: expected a mapping of librdkafka properties"),
+            (
+                "kafka:\n  properties:\n    client.rack: [a, b]\n", [:],
+                "kafka.properties.client.rack: expected one value"
+            ),
+            (
+                "", ["HERALD_KAFKA_PROPERTIES": "client.rack=a,linger"],
+                "HERALD_KAFKA_PROPERTIES: entry 2 is not name=value"
+            ),
+            (
+                "", ["HERALD_KAFKA_PROPERTIES": "fetch.min.bytes=-5"],
+                "HERALD_KAFKA_PROPERTIES: 'fetch.min.bytes': Configuration property \"fetch.min.bytes\" value -5 is outside"
+            ),
+            ("kafka:\n  ssl_ca_file: /no/such/ca.pem\n", [:], "kafka.ssl_ca_file: cannot read /no/such/ca.pem"),
         ] as [(String, [String: String], String)]
     )
     func errorsNameTheKey(_ text: String, _ environment: [String: String], _ expected: String) throws {
@@ -86,6 +116,100 @@ struct ConfigurationTests {
             Issue.record("accepted: \(text)")
         } catch {
             #expect("\(error)".contains(expected), "\(error)")
+        }
+    }
+
+    @Test("kafka.properties reach every Kafka client, after Herald's own, and the variable replaces the file's")
+    func kafkaProperties() throws {
+        let path = try file(
+            """
+            kafka:
+              bootstrap_servers: [kafka-1:9092]
+              security_protocol: sasl_ssl
+              sasl_mechanism: SCRAM-SHA-256
+              sasl_username: herald
+              properties:
+                client.rack: eu-north-1a
+                socket.keepalive.enable: true
+                fetch.min.bytes: 1024
+            """
+        )
+        let environment = ["HERALD_KAFKA_SASL_PASSWORD": "pw"]
+        let configuration = try HeraldConfiguration.load(path: path, environment: environment)
+        #expect(
+            configuration.kafka.properties
+                == ["client.rack": "eu-north-1a", "socket.keepalive.enable": "true", "fetch.min.bytes": "1024"]
+        )
+        let options = WorkerApp.clientOptions(configuration.kafka, bootstrapServers: ["kafka-1:9092"])
+        #expect(options.properties["client.rack"] == "eu-north-1a")
+        #expect(options.properties["fetch.min.bytes"] == "1024")
+        #expect(options.properties["security.protocol"] == "sasl_ssl", "the typed keys still apply")
+        #expect(options.properties["sasl.password"] == "pw")
+
+        let overridden = try HeraldConfiguration.load(
+            path: path,
+            environment: environment.merging(["HERALD_KAFKA_PROPERTIES": "client.rack=eu-north-1b, linger.ms=20"]) {
+                $1
+            }
+        )
+        #expect(overridden.kafka.properties == ["client.rack": "eu-north-1b", "linger.ms": "20"])
+        #expect(HeraldConfiguration().kafka.properties.isEmpty)
+    }
+
+    @Test("provider credentials are read only by a process that runs the sender")
+    func credentialsOnlyForTheSender() throws {
+        let path = try file(
+            """
+            providers:
+              apns:
+                key_file: /var/run/secrets/herald/apns-key.p8
+                key_id: ABCDE12345
+                team_id: TEAM123456
+                concurrency: 4
+            """
+        )
+        let worker = try HeraldConfiguration.load(path: path, environment: [:], roles: [.worker])
+        #expect(worker.providers.apns.key == nil)
+        #expect(worker.providers.apns.concurrency == 4, "the other provider keys are still read")
+        for roles: Set<HeraldRole> in [[.sender], [.worker, .sender]] {
+            do {
+                _ = try HeraldConfiguration.load(path: path, environment: [:], roles: roles)
+                Issue.record("\(roles): read no APNs key")
+            } catch {
+                #expect("\(error)".contains("providers.apns.key_file: cannot read"), "\(error)")
+            }
+        }
+        // A worker still refuses a wrongly typed credential key.
+        #expect(throws: ConfigurationError.self) {
+            try HeraldConfiguration.load(
+                path: try file("providers:\n  apns:\n    key_file: [a, b]\n"),
+                environment: [:],
+                roles: [.worker]
+            )
+        }
+    }
+
+    @Test("the kafka.ssl_* keys need a TLS protocol, and a certificate needs its key")
+    func kafkaTLSKeys() throws {
+        let pem = try file("not checked before the protocol is")
+        let cases: [(String, String)] = [
+            ("kafka:\n  ssl_ca_file: \(pem)\n", "kafka.ssl_ca_file: needs kafka.security_protocol ssl or sasl_ssl"),
+            (
+                "kafka:\n  security_protocol: ssl\n  ssl_certificate_file: \(pem)\n",
+                "kafka.ssl_certificate_file: a client certificate needs both files; kafka.ssl_key_file is not set"
+            ),
+            (
+                "kafka:\n  security_protocol: ssl\n  ssl_key_password_file: \(pem)\n",
+                "kafka.ssl_key_password_file: there is no kafka.ssl_key_file"
+            ),
+        ]
+        for (text, expected) in cases {
+            do {
+                _ = try HeraldConfiguration.load(path: try file(text), environment: [:])
+                Issue.record("accepted: \(text)")
+            } catch {
+                #expect("\(error)".contains(expected), "\(error)")
+            }
         }
     }
 
