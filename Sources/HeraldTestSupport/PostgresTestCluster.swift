@@ -16,6 +16,8 @@ public final class PostgresTestCluster: Sendable {
     let directory: String
     let binaries: String
     let asUser: String?
+    /// Whether the server takes TLS connections only (``makeOwn(tls:)``).
+    let tls: Bool
 
     private static let started = Mutex<Result<PostgresTestCluster, PostgresTestClusterError>?>(nil)
     private static let databases = Atomic<Int>(0)
@@ -35,7 +37,10 @@ public final class PostgresTestCluster: Sendable {
         }
     }
 
-    private init() throws(PostgresTestClusterError) {
+    /// - Parameter tls: a certificate (for `localhost` or 127.0.0.1) and key: the server then takes
+    ///   TLS connections from 127.0.0.1 only, refusing plain ones.
+    private init(tls certificates: TestCertificates? = nil) throws(PostgresTestClusterError) {
+        tls = certificates != nil
         let versions = (try? FileManager.default.contentsOfDirectory(atPath: "/usr/lib/postgresql")) ?? []
         guard let version = versions.compactMap(Int.init).max() else {
             throw PostgresTestClusterError(
@@ -59,23 +64,56 @@ public final class PostgresTestCluster: Sendable {
             "\(binaries)/initdb",
             ["-D", "\(directory)/data", "-U", username, "--auth=trust", "--no-sync", "-E", "UTF8", "--locale=C"]
         )
+        if let certificates {
+            // The server reads its key only if no one else can, and as its own user.
+            try write(certificates.certificatePEM, to: "\(directory)/server.crt")
+            try write(certificates.keyPEM, to: "\(directory)/server.key")
+            try write(
+                "local all all trust\nhostssl all all 127.0.0.1/32 trust\nhostnossl all all 127.0.0.1/32 reject\n",
+                to: "\(directory)/data/pg_hba.conf"
+            )
+        }
         try start()
+    }
+
+    private func write(_ text: String, to path: String) throws(PostgresTestClusterError) {
+        do {
+            try text.write(toFile: path, atomically: false, encoding: .utf8)
+            try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: path)
+        } catch {
+            throw PostgresTestClusterError("cannot write \(path): \(error)")
+        }
+        if let asUser { try run("/bin/chown", [asUser, path], asUser: nil) }
     }
 
     /// A cluster of the caller's own, for tests that stop and start its server; ``destroy()``
     /// removes it.
     public static func makeOwn() throws -> PostgresTestCluster { try PostgresTestCluster() }
 
+    /// A cluster of the caller's own that takes TLS connections only, with `certificates`' server
+    /// certificate and key; ``destroy()`` removes it.
+    public static func makeOwn(tls certificates: TestCertificates) throws -> PostgresTestCluster {
+        try PostgresTestCluster(tls: certificates)
+    }
+
     /// Starts the server (again), on the same port with the same data.
     public func start() throws(PostgresTestClusterError) {
         // Durability does not matter for a throwaway cluster; speed does.
-        let options = [
+        var options = [
             "-c listen_addresses=127.0.0.1", "-p \(port)", "-k \(directory)", "-c fsync=off",
             "-c synchronous_commit=off", "-c full_page_writes=off", "-c max_connections=200",
-        ].joined(separator: " ")
+        ]
+        if tls {
+            options += [
+                "-c ssl=on", "-c ssl_cert_file=\(directory)/server.crt", "-c ssl_key_file=\(directory)/server.key",
+            ]
+        }
         try run(
             "\(binaries)/pg_ctl",
-            ["-D", "\(directory)/data", "-l", "\(directory)/server.log", "-w", "-t", "60", "-o", options, "start"]
+            [
+                "-D", "\(directory)/data", "-l", "\(directory)/server.log", "-w", "-t", "60", "-o",
+                options.joined(separator: " "), "start",
+            ]
         )
     }
 

@@ -1,11 +1,8 @@
-import Crypto
 import Foundation
 import HeraldApp
 import HeraldSimulator
 import HeraldTestSupport
-import SwiftASN1
 import Testing
-import X509
 
 /// `kafka.ssl_*` against librdkafka's own TLS set-up: the files are read, as a client would read
 /// them, while the configuration is loaded.
@@ -15,21 +12,8 @@ struct KafkaTLSConfigurationTests {
 
     /// A client certificate and its key, PEM-encoded, signed by a throwaway authority.
     static func clientIdentity() throws -> (certificate: String, key: String) {
-        let key = P256.Signing.PrivateKey()
-        let name = try DistinguishedName { CommonName("herald-worker") }
-        let certificate = try Certificate(
-            version: .v3,
-            serialNumber: Certificate.SerialNumber(),
-            publicKey: Certificate.PublicKey(key.publicKey),
-            notValidBefore: Date().addingTimeInterval(-3600),
-            notValidAfter: Date().addingTimeInterval(86_400),
-            issuer: name,
-            subject: name,
-            signatureAlgorithm: .ecdsaWithSHA256,
-            extensions: try Certificate.Extensions { Critical(BasicConstraints.notCertificateAuthority) },
-            issuerPrivateKey: Certificate.PrivateKey(key)
-        )
-        return (try certificate.serializeAsPEM().pemString, key.pemRepresentation)
+        let made = try TestCertificates.make(commonName: "herald-worker", usage: .clientAuth)
+        return (made.certificatePEM, made.keyPEM)
     }
 
     func load(_ kafka: String, environment: [String: String] = [:]) throws -> HeraldConfiguration {

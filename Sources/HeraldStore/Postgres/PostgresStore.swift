@@ -20,8 +20,18 @@ public final class PostgresStore: StateStore, Service {
         public var username: String
         public var password: String?
         public var database: String
-        /// Require TLS (`sslmode=require`); otherwise plain TCP, for loopback and private networks.
+        /// Require TLS (`sslmode=require`, `verify-ca` or `verify-full`); otherwise plain TCP, for
+        /// loopback and private networks. The server's certificate is always verified: against
+        /// ``rootCertificatesFile`` or the system's authorities, and its host name too unless
+        /// ``verifiesHostName`` is off. (libpq's `require` encrypts without verifying; Herald does
+        /// not connect to a server it cannot authenticate.)
         public var requireTLS: Bool
+        /// `sslrootcert`: a PEM file of the authorities the server's certificate chains to, instead
+        /// of the system's: managed databases (Amazon RDS, Cloud SQL, Azure) sign with their own.
+        public var rootCertificatesFile: String?
+        /// Whether the certificate must name the host connected to: off for `sslmode=verify-ca`
+        /// (a server reached by an address its certificate does not list).
+        public var verifiesHostName = true
         public var maximumConnections: Int
         /// How long one store call may take, waiting for a connection included, before it fails
         /// with ``StoreError`` `.storeOpen`. postgres-nio's pool waits for a connection for as long
@@ -47,7 +57,8 @@ public final class PostgresStore: StateStore, Service {
             self.maximumConnections = maximumConnections
         }
 
-        /// Reads a `postgres://user[:password]@host[:port]/database[?sslmode=disable|require]` URL.
+        /// Reads a `postgres://user[:password]@host[:port]/database` URL, with optional
+        /// `sslmode=disable|require|verify-ca|verify-full` and `sslrootcert=PATH`.
         ///
         /// - Throws: ``StoreError`` `.storeOpen`, naming what is wrong but not repeating the URL
         ///   (it may hold a password).
@@ -68,12 +79,33 @@ public final class PostgresStore: StateStore, Service {
                 throw StoreError(code: .storeOpen, message: "the PostgreSQL URL has no database name")
             }
             var requireTLS = false
-            for item in components.queryItems ?? [] where item.name == "sslmode" {
-                switch item.value {
-                case "disable", "prefer", "allow": requireTLS = false
-                case "require", "verify-ca", "verify-full": requireTLS = true
-                default: throw StoreError(code: .storeOpen, message: "sslmode must be disable or require")
+            var verifiesHostName = true
+            var rootCertificatesFile: String?
+            for item in components.queryItems ?? [] {
+                switch (item.name, item.value) {
+                case ("sslmode", "disable"?), ("sslmode", "prefer"?), ("sslmode", "allow"?): requireTLS = false
+                case ("sslmode", "require"?), ("sslmode", "verify-full"?): requireTLS = true
+                case ("sslmode", "verify-ca"?):
+                    requireTLS = true
+                    verifiesHostName = false
+                case ("sslmode", _):
+                    throw StoreError(
+                        code: .storeOpen,
+                        message: "sslmode must be disable, require, verify-ca or verify-full"
+                    )
+                case ("sslrootcert", let path?) where !path.isEmpty:
+                    guard FileManager.default.isReadableFile(atPath: path) else {
+                        throw StoreError(code: .storeOpen, message: "sslrootcert: cannot read \(path)")
+                    }
+                    rootCertificatesFile = path
+                default: break
                 }
+            }
+            if rootCertificatesFile != nil && !requireTLS {
+                throw StoreError(
+                    code: .storeOpen,
+                    message: "sslrootcert needs sslmode require, verify-ca or verify-full"
+                )
             }
             self.init(
                 host: host,
@@ -83,6 +115,8 @@ public final class PostgresStore: StateStore, Service {
                 database: database,
                 requireTLS: requireTLS
             )
+            self.verifiesHostName = verifiesHostName
+            self.rootCertificatesFile = rootCertificatesFile
         }
     }
 
@@ -101,13 +135,21 @@ public final class PostgresStore: StateStore, Service {
             username: configuration.username,
             password: configuration.password,
             database: configuration.database,
-            tls: configuration.requireTLS ? .require(.makeClientConfiguration()) : .disable
+            tls: configuration.requireTLS ? .require(Self.tls(configuration)) : .disable
         )
         clientConfiguration.options.maximumConnections = configuration.maximumConnections
         self.client = PostgresClient(configuration: clientConfiguration, backgroundLogger: logger)
         self.logger = logger
         self.endpoint = "\(configuration.host):\(configuration.port)/\(configuration.database)"
         self.callTimeout = configuration.callTimeout
+    }
+
+    /// The client side of a TLS connection to the server `configuration` names.
+    static func tls(_ configuration: Configuration) -> TLSConfiguration {
+        var tls = TLSConfiguration.makeClientConfiguration()
+        if let file = configuration.rootCertificatesFile { tls.trustRoots = .file(file) }
+        if !configuration.verifiesHostName { tls.certificateVerification = .noHostnameVerification }
+        return tls
     }
 
     /// Runs the connection pool until cancelled (or the service group shuts down).

@@ -1,0 +1,76 @@
+import Foundation
+import HeraldStore
+import HeraldTestSupport
+import Logging
+import Testing
+
+/// The PostgreSQL store over TLS to a server that refuses plain connections, with a certificate
+/// from an authority of its own, as managed databases have.
+@Suite("PostgreSQL over TLS")
+struct PostgresTLSTests {
+    let scratch = ScratchDirectory()
+
+    /// Whether a store made from `url` answers a query within a few seconds (a migration would wait
+    /// minutes for a server it cannot reach).
+    func connects(_ url: String) async throws -> Bool {
+        var configuration = try PostgresStore.Configuration(url: url)
+        configuration.callTimeout = .seconds(3)
+        var logger = Logger(label: "herald.test.postgres.tls")
+        logger.logLevel = .critical
+        let store = PostgresStore(configuration: configuration, logger: logger)
+        return try await withRunningServices([store]) {
+            do {
+                return try await store.schemaVersion() == 0
+            } catch {
+                return false
+            }
+        }
+    }
+
+    @Test("sslrootcert trusts a private authority; the host name is checked unless verify-ca; plain TCP is refused")
+    func privateAuthority() async throws {
+        // The certificate names `localhost` only, not 127.0.0.1.
+        let certificates = try TestCertificates.make(commonName: "localhost", dnsNames: ["localhost"])
+        let cluster = try PostgresTestCluster.makeOwn(tls: certificates)
+        defer { cluster.destroy() }
+        let database = try cluster.makeDatabase().database
+        let authority = try scratch.file("root.crt", certificates.authorityPEM)
+        func url(_ host: String, _ query: String) -> String {
+            "postgres://\(cluster.username)@\(host):\(cluster.port)/\(database)?\(query)"
+        }
+
+        #expect(try await connects(url("localhost", "sslmode=verify-full&sslrootcert=\(authority)")))
+        #expect(
+            try await connects(url("127.0.0.1", "sslmode=verify-ca&sslrootcert=\(authority)")),
+            "verify-ca: the chain, not the name"
+        )
+        #expect(
+            try await !connects(url("127.0.0.1", "sslmode=verify-full&sslrootcert=\(authority)")),
+            "the certificate does not name 127.0.0.1"
+        )
+        #expect(
+            try await !connects(url("localhost", "sslmode=require")),
+            "the system's authorities do not know this one"
+        )
+        #expect(try await !connects(url("localhost", "sslmode=disable")), "the server refuses plain TCP")
+    }
+
+    @Test("a TLS setting that cannot work is refused when the URL is read")
+    func badSettings() throws {
+        for (query, expected) in [
+            ("sslmode=verify-full&sslrootcert=/no/such/root.crt", "sslrootcert: cannot read /no/such/root.crt"),
+            ("sslmode=sometimes", "sslmode must be disable, require, verify-ca or verify-full"),
+            ("sslrootcert=\(try scratch.file("root.crt", "x"))", "sslrootcert needs sslmode require"),
+        ] {
+            do {
+                _ = try PostgresStore.Configuration(url: "postgres://herald:s3cret@db:5432/herald?\(query)")
+                Issue.record("accepted \(query)")
+            } catch {
+                #expect(error.message.contains(expected), "\(error.message)")
+                #expect(!error.message.contains("s3cret"))
+            }
+        }
+        let verifyCA = try PostgresStore.Configuration(url: "postgres://herald@db/herald?sslmode=verify-ca")
+        #expect(verifyCA.requireTLS && !verifyCA.verifiesHostName && verifyCA.rootCertificatesFile == nil)
+    }
+}
