@@ -170,9 +170,7 @@ public enum WorkerApp {
     public static func clientOptions(
         _ kafka: HeraldConfiguration.Kafka,
         bootstrapServers: [String]
-    )
-        -> KafkaClientOptions
-    {
+    ) -> KafkaClientOptions {
         var options = KafkaClientOptions()
         options.bootstrapServers = bootstrapServers
         options.clientID = kafka.clientID
