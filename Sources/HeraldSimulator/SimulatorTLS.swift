@@ -15,54 +15,17 @@ public struct SimulatorTLS: Sendable {
     let privateKey: NIOSSLPrivateKey
 
     public static func generate(validFor days: Int = 30, hostNames: [String] = []) throws -> SimulatorTLS {
-        let now = Date()
-        let notBefore = now.addingTimeInterval(-3600)
-        let notAfter = now.addingTimeInterval(Double(days) * 86_400)
-        let authorityKey = P256.Signing.PrivateKey()
-        let authorityName = try DistinguishedName {
-            OrganizationName("Herald")
-            CommonName("Herald provider simulator authority")
-        }
-        let authority = try Certificate(
-            version: .v3,
-            serialNumber: Certificate.SerialNumber(),
-            publicKey: Certificate.PublicKey(authorityKey.publicKey),
-            notValidBefore: notBefore,
-            notValidAfter: notAfter,
-            issuer: authorityName,
-            subject: authorityName,
-            signatureAlgorithm: .ecdsaWithSHA256,
-            extensions: try Certificate.Extensions {
-                Critical(BasicConstraints.isCertificateAuthority(maxPathLength: 0))
-                Critical(KeyUsage(keyCertSign: true, cRLSign: true))
-            },
-            issuerPrivateKey: Certificate.PrivateKey(authorityKey)
-        )
-        let serverKey = P256.Signing.PrivateKey()
-        let server = try Certificate(
-            version: .v3,
-            serialNumber: Certificate.SerialNumber(),
-            publicKey: Certificate.PublicKey(serverKey.publicKey),
-            notValidBefore: notBefore,
-            notValidAfter: notAfter,
-            issuer: authorityName,
-            subject: try DistinguishedName { CommonName("localhost") },
-            signatureAlgorithm: .ecdsaWithSHA256,
-            extensions: try Certificate.Extensions {
-                Critical(BasicConstraints.notCertificateAuthority)
-                Critical(KeyUsage(digitalSignature: true))
-                try ExtendedKeyUsage([.serverAuth])
-                SubjectAlternativeNames(
-                    [.dnsName("localhost"), .ipAddress(ASN1OctetString(contentBytes: [127, 0, 0, 1]))]
-                        + hostNames.filter { $0 != "localhost" }.map { .dnsName($0) }
-                )
-            },
-            issuerPrivateKey: Certificate.PrivateKey(authorityKey)
+        let authority = try ThrowawayAuthority(name: "Herald provider simulator authority", validFor: days)
+        let (server, serverKey) = try authority.issue(
+            commonName: "localhost",
+            alternativeNames: [.dnsName("localhost"), .ipAddress(ASN1OctetString(contentBytes: [127, 0, 0, 1]))]
+                + hostNames.filter { $0 != "localhost" }.map { .dnsName($0) },
+            usage: .serverAuth
         )
         var serializer = DER.Serializer()
         try serializer.serialize(server)
         return SimulatorTLS(
-            authorityPEM: try authority.serializeAsPEM().pemString,
+            authorityPEM: try authority.pem(),
             certificateChain: [try NIOSSLCertificate(bytes: serializer.serializedBytes, format: .der)],
             privateKey: try NIOSSLPrivateKey(bytes: Array(serverKey.pemRepresentation.utf8), format: .pem)
         )

@@ -1,5 +1,5 @@
-import Crypto
 import Foundation
+import HeraldSimulator
 import SwiftASN1
 import X509
 
@@ -21,48 +21,15 @@ public struct TestCertificates: Sendable {
         ipAddresses: [[UInt8]] = [],
         usage: ExtendedKeyUsage.Usage = .serverAuth
     ) throws -> TestCertificates {
-        let notBefore = Date().addingTimeInterval(-3600)
-        let notAfter = Date().addingTimeInterval(7 * 86_400)
-        let authorityKey = P256.Signing.PrivateKey()
-        let authorityName = try DistinguishedName { CommonName("Herald test authority") }
-        let authority = try Certificate(
-            version: .v3,
-            serialNumber: Certificate.SerialNumber(),
-            publicKey: Certificate.PublicKey(authorityKey.publicKey),
-            notValidBefore: notBefore,
-            notValidAfter: notAfter,
-            issuer: authorityName,
-            subject: authorityName,
-            signatureAlgorithm: .ecdsaWithSHA256,
-            extensions: try Certificate.Extensions {
-                Critical(BasicConstraints.isCertificateAuthority(maxPathLength: 0))
-                Critical(KeyUsage(keyCertSign: true, cRLSign: true))
-            },
-            issuerPrivateKey: Certificate.PrivateKey(authorityKey)
-        )
-        let key = P256.Signing.PrivateKey()
-        let names =
-            dnsNames.map { GeneralName.dnsName($0) }
-            + ipAddresses.map { GeneralName.ipAddress(ASN1OctetString(contentBytes: ArraySlice($0))) }
-        let certificate = try Certificate(
-            version: .v3,
-            serialNumber: Certificate.SerialNumber(),
-            publicKey: Certificate.PublicKey(key.publicKey),
-            notValidBefore: notBefore,
-            notValidAfter: notAfter,
-            issuer: authorityName,
-            subject: try DistinguishedName { CommonName(commonName) },
-            signatureAlgorithm: .ecdsaWithSHA256,
-            extensions: try Certificate.Extensions {
-                Critical(BasicConstraints.notCertificateAuthority)
-                Critical(KeyUsage(digitalSignature: true))
-                try ExtendedKeyUsage([usage])
-                if !names.isEmpty { SubjectAlternativeNames(names) }
-            },
-            issuerPrivateKey: Certificate.PrivateKey(authorityKey)
+        let authority = try ThrowawayAuthority(name: "Herald test authority", validFor: 7)
+        let (certificate, key) = try authority.issue(
+            commonName: commonName,
+            alternativeNames: dnsNames.map { .dnsName($0) }
+                + ipAddresses.map { .ipAddress(ASN1OctetString(contentBytes: ArraySlice($0))) },
+            usage: usage
         )
         return TestCertificates(
-            authorityPEM: try authority.serializeAsPEM().pemString,
+            authorityPEM: try authority.pem(),
             certificatePEM: try certificate.serializeAsPEM().pemString,
             keyPEM: key.pemRepresentation
         )
