@@ -10,11 +10,13 @@ import Testing
 struct PostgresTLSTests {
     let scratch = ScratchDirectory()
 
-    /// Whether a store made from `url` answers a query within a few seconds (a migration would wait
-    /// minutes for a server it cannot reach).
-    func connects(_ url: String) async throws -> Bool {
+    /// Whether a store made from `url` answers a query within `timeout` (a migration would wait
+    /// minutes for a server it cannot reach). A connection that should work gets long enough for
+    /// a loaded machine (the test suite runs in parallel); one that should be refused gets a few
+    /// seconds, plenty for a refusal, which comes at once.
+    func connects(_ url: String, within timeout: Duration = .seconds(30)) async throws -> Bool {
         var configuration = try PostgresStore.Configuration(url: url)
-        configuration.callTimeout = .seconds(3)
+        configuration.callTimeout = timeout
         var logger = Logger(label: "herald.test.postgres.tls")
         logger.logLevel = .critical
         let store = PostgresStore(configuration: configuration, logger: logger)
@@ -45,15 +47,20 @@ struct PostgresTLSTests {
             "verify-ca: the chain, not the name"
         )
         #expect(
-            try await !connects(url("127.0.0.1", "sslmode=verify-full&sslrootcert=\(authority)")),
+            try await !connects(url("127.0.0.1", "sslmode=verify-full&sslrootcert=\(authority)"), within: refusal),
             "the certificate does not name 127.0.0.1"
         )
         #expect(
-            try await !connects(url("localhost", "sslmode=require")),
+            try await !connects(url("localhost", "sslmode=require"), within: refusal),
             "the system's authorities do not know this one"
         )
-        #expect(try await !connects(url("localhost", "sslmode=disable")), "the server refuses plain TCP")
+        #expect(
+            try await !connects(url("localhost", "sslmode=disable"), within: refusal),
+            "the server refuses plain TCP"
+        )
     }
+
+    let refusal = Duration.seconds(5)
 
     @Test("a TLS setting that cannot work is refused when the URL is read")
     func badSettings() throws {
