@@ -370,7 +370,7 @@ public struct HeraldConfiguration: Sendable {
         return result
     }
 
-    /// `name=value,name=value` from a variable. An entry without `=` is named by its position, not
+    /// `name=value,name=value` from a variable, spaces around names and values ignored. An entry without `=` is named by its position, not
     /// shown: it may be a secret that lost its name.
     static func entries(_ text: String, variable: String) throws(ConfigurationError) -> [String: String] {
         var result: [String: String] = [:]
@@ -379,7 +379,10 @@ public struct HeraldConfiguration: Sendable {
             guard let equals = trimmed.firstIndex(of: "="), equals != trimmed.startIndex else {
                 throw ConfigurationError("\(variable): entry \(position + 1) is not name=value")
             }
-            result[String(trimmed[..<equals])] = String(trimmed[trimmed.index(after: equals)...])
+            // `name = value` reads as `name=value`: librdkafka's names and values never start or end
+            // with a space.
+            let name = trimmed[..<equals].trimmingCharacters(in: .whitespaces)
+            result[name] = trimmed[trimmed.index(after: equals)...].trimmingCharacters(in: .whitespaces)
         }
         return result
     }

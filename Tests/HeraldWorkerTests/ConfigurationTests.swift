@@ -148,7 +148,7 @@ struct ConfigurationTests {
 
         let overridden = try HeraldConfiguration.load(
             path: path,
-            environment: environment.merging(["HERALD_KAFKA_PROPERTIES": "client.rack=eu-north-1b, linger.ms=20"]) {
+            environment: environment.merging(["HERALD_KAFKA_PROPERTIES": "client.rack=eu-north-1b, linger.ms = 20"]) {
                 $1
             }
         )
