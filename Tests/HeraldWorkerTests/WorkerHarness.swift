@@ -46,6 +46,7 @@ struct Pipeline {
         group: String = "herald-worker",
         batchSize: Int = 100,
         crashAfterBatches: Int? = nil,
+        deliveryTimeout: Duration? = nil,
         settings: (inout HeraldConfiguration) -> Void = { _ in }
     ) throws -> Worker {
         var configuration = HeraldConfiguration()
@@ -65,6 +66,7 @@ struct Pipeline {
             consumer.fetchMaxWait = .milliseconds(50)
             worker.consumer = consumer
             worker.producer = environment.producerConfiguration()
+            if let deliveryTimeout { worker.producer.deliveryTimeout = deliveryTimeout }
             worker.dueWorkInterval = .milliseconds(100)
             worker.crashAfterBatches = crashAfterBatches
         }

@@ -4,6 +4,7 @@ import HeraldKafka
 import HeraldStore
 import HeraldTestSupport
 import HeraldWorker
+import Synchronization
 import Testing
 
 /// `count` order events for the example users, spread over the orders topic's partitions.
@@ -54,14 +55,48 @@ func checkOutbound(_ messages: [KafkaMessage], expected: Int) -> Set<String> {
     return Set(byEvent.keys)
 }
 
+/// How many events have an outbound message among what `received` holds.
+func outboundEvents(_ received: ReceivedMessages) -> Int {
+    Set(received.all.compactMap(\.outbound).map(\.eventID)).count
+}
+
+/// A temporary SQLite file's path, and the removal of the file with its journal files.
+func temporarySQLiteFile() -> (path: String, remove: @Sendable () -> Void) {
+    let path = FileManager.default.temporaryDirectory.appendingPathComponent("herald-\(UUID().uuidString).sqlite").path
+    let remove: @Sendable () -> Void = {
+        for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
+    }
+    return (path, remove)
+}
+
+/// How a worker's `run` ended, readable while it still runs (`nil`).
+final class RunOutcome: Sendable {
+    private let outcome = Mutex<Result<Void, any Error>?>(nil)
+
+    var ended: Result<Void, any Error>? { outcome.withLock { $0 } }
+
+    /// Runs `worker` in a task of its own, recording how its run ends.
+    func start(_ worker: Worker) -> Task<Void, any Error> {
+        Task {
+            do {
+                try await worker.run()
+                outcome.withLock { $0 = .success(()) }
+            } catch {
+                outcome.withLock { $0 = .failure(error) }
+                throw error
+            }
+        }
+    }
+}
+
 @Suite("Worker failures and rebalances", .serialized)
 struct WorkerResilienceTests {
     @Test("a worker killed mid-batch and a new one started: every outbound message exists, duplicates are identical")
     func killAndRestart() async throws {
         let pipeline = try Pipeline()
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("herald-\(UUID().uuidString).sqlite")
-            .path
-        defer { for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) } }
+        let file = temporarySQLiteFile()
+        defer { file.remove() }
+        let path = file.path
         let clock = TestClock("2026-11-21T08:00:00Z")
         let total = 5000
         try await pipeline.withCollector(["herald.outbound"]) { received in
@@ -159,9 +194,6 @@ struct WorkerResilienceTests {
         configuration.callTimeout = .seconds(2)
         let store = PostgresStore(configuration: configuration, logger: pipeline.environment.logger)
         let clock = TestClock("2026-11-21T08:00:00Z")
-        func outboundEvents(_ received: ReceivedMessages) -> Int {
-            Set(received.all.compactMap(\.outbound).map(\.eventID)).count
-        }
         try await withRunningServices([store]) {
             try await store.migrate()
             try await pipeline.withCollector(["herald.outbound"]) { received in
@@ -209,6 +241,95 @@ struct WorkerResilienceTests {
                 }
                 _ = checkOutbound(received.all, expected: 300)
             }
+        }
+    }
+
+    @Test(
+        "Kafka down mid-stream and back: the worker waits instead of stopping, then carries on, and every event's notification is out"
+    )
+    func brokerOutage() async throws {
+        let pipeline = try Pipeline()
+        let file = temporarySQLiteFile()
+        defer { file.remove() }
+        // Decisions that take a while (20 ms a batch on average) keep the worker busy for seconds:
+        // the outage comes while most of the events are still to do.
+        let store = UnevenLatencyStore(try SQLiteStore(path: file.path))
+        let clock = TestClock("2026-11-21T08:00:00Z")
+        let total = 2000
+        try await pipeline.withCollector(["herald.outbound"]) { received in
+            let worker = try pipeline.worker(store: store, clock: clock, batchSize: 20)
+            let outcome = RunOutcome()
+            let running = outcome.start(worker)
+            try await registerExampleUsers(pipeline, store)
+            try await eventually("the directory is loaded") {
+                try await store.recipients(exampleUsers.map(\.user)).count == 3
+            }
+            try await pipeline.produce(orderEvents(0..<total))
+            try await eventually("the first events are out") { outboundEvents(received) >= 100 }
+
+            try pipeline.environment.cluster.setBrokerDown(1)
+            let handledAtOutage = worker.statistics.handledEvents
+            #expect(handledAtOutage < total, "the outage came with events still to do (\(handledAtOutage) handled)")
+            try await Task.sleep(for: .seconds(4))
+            #expect(outcome.ended == nil, "the worker waits for the broker instead of stopping")
+            #expect(worker.statistics.handledEvents < total, "nothing is done without its records acknowledged")
+
+            try pipeline.environment.cluster.setBrokerUp(1)
+            try await eventually(within: .seconds(90), "every event's outbound message") {
+                outboundEvents(received) >= total
+            }
+            #expect(outcome.ended == nil, "the same worker did the rest")
+            running.cancel()
+            try await running.value
+            _ = checkOutbound(received.all, expected: total)
+        }
+    }
+
+    @Test(
+        "Kafka down past the delivery timeout: the worker stops with the delivery's error instead of hanging, and a new worker loses nothing"
+    )
+    func brokerOutagePastDeliveryTimeout() async throws {
+        let pipeline = try Pipeline()
+        let file = temporarySQLiteFile()
+        defer { file.remove() }
+        let clock = TestClock("2026-11-21T08:00:00Z")
+        let total = 2000
+        try await pipeline.withCollector(["herald.outbound"]) { received in
+            let store = UnevenLatencyStore(try SQLiteStore(path: file.path))
+            let first = try pipeline.worker(store: store, clock: clock, batchSize: 20, deliveryTimeout: .seconds(2))
+            let outcome = RunOutcome()
+            _ = outcome.start(first)
+            try await registerExampleUsers(pipeline, store)
+            try await eventually("the directory is loaded") {
+                try await store.recipients(exampleUsers.map(\.user)).count == 3
+            }
+            try await pipeline.produce(orderEvents(0..<total))
+            try await eventually("the first events are out") { outboundEvents(received) >= 100 }
+
+            try pipeline.environment.cluster.setBrokerDown(1)
+            let handledAtOutage = first.statistics.handledEvents
+            #expect(handledAtOutage < total, "the outage came with events still to do (\(handledAtOutage) handled)")
+            // Its records cannot be delivered: once librdkafka gives them up, the worker stops (a
+            // process exits, and its orchestrator restarts it) rather than mark their events done.
+            // (Polled: a task's value cannot be given up on when it never comes.)
+            let outage = ContinuousClock.now
+            try await eventually(within: .seconds(60), "the worker stops") { outcome.ended != nil }
+            let failure: (any Error)? = if case .failure(let error) = outcome.ended { error } else { nil }
+            #expect(
+                (failure as? KafkaError)?.code == .deliveryTimedOut,
+                "stopped by the delivery that timed out, not by \(String(describing: failure))"
+            )
+            #expect(ContinuousClock.now - outage < .seconds(30), "stopped within the consumer's close deadlines")
+
+            // Back up: another worker on the same file does everything the first did not finish.
+            try pipeline.environment.cluster.setBrokerUp(1)
+            let second = try pipeline.worker(store: try SQLiteStore(path: file.path), clock: clock, batchSize: 20)
+            try await withRunningServices([second]) {
+                try await eventually(within: .seconds(90), "every event's outbound message") {
+                    outboundEvents(received) >= total
+                }
+            }
+            _ = checkOutbound(received.all, expected: total)
         }
     }
 }
