@@ -275,6 +275,59 @@ struct SenderTests {
         }
     }
 
+    @Test(
+        "Kafka down mid-stream and back: the sender waits instead of stopping, then carries on; each notification is accepted once or dead-lettered, retried ones included"
+    )
+    func kafkaOutage() async throws {
+        let environment = try KafkaTestEnvironment(topics: Self.topics)
+        // One call in ten answered 500: some of the calls made around the outage need a retry
+        // record, which cannot be written until the broker is back.
+        let faults = try FaultProfile(parsing: "500=0.10,retry-after=0,seed=7")
+        try await SimulatorFixture.with(faults: faults) { fixture in
+            let messages = try (0..<400).map { index in
+                var message = try SimulatorFixture.message(.fcm, id: "n-\(index)")
+                message.recipient = "user-\(index)"
+                return message
+            }
+            try await environment.withCollector(["herald.outbound.dlq"]) { deadLetters in
+                let sender = try Self.makeSender(environment, fixture, ledger: try SQLiteStore(path: ":memory:"))
+                let stopped = SharedValue(false)
+                let running = Task {
+                    defer { stopped.update { $0 = true } }
+                    try await sender.run()
+                }
+                try await environment.produce(messages[..<200].map(Self.record))
+                #expect(await eventually { fixture.simulator.statistics.accepted >= 50 })
+
+                try environment.cluster.setBrokerDown(1)
+                // Produced while the broker is down: delivered when it is back.
+                let producing = Task { try await environment.produce(messages[200...].map(Self.record)) }
+                try await Task.sleep(for: .seconds(4))
+                #expect(!stopped.value, "the sender waits for the broker instead of stopping")
+                try environment.cluster.setBrokerUp(1)
+                try await producing.value
+
+                let settled = await eventually(within: .seconds(120)) {
+                    fixture.simulator.statistics.accepted + deadLetters.count >= messages.count
+                }
+                #expect(settled, "accepted \(fixture.simulator.statistics.accepted), dead letters \(deadLetters.count)")
+                // A moment more, to catch anything sent twice.
+                try await Task.sleep(for: .milliseconds(500))
+                #expect(!stopped.value, "the same sender did the rest")
+                let dead = try deadLetters.all.map {
+                    try OutboundMessage(decoding: $0.value ?? KafkaBytes([])).notificationID
+                }
+                let wrong = messages.map(\.notificationID).filter { id in
+                    fixture.simulator.acceptedCount(id: id) + dead.filter { $0 == id }.count != 1
+                }
+                #expect(wrong.count == 0, "not accepted or dead-lettered exactly once: \(wrong.prefix(5))")
+                #expect(sender.statistics.snapshot.retriesByStep["1", default: 0] > 0, "some calls were retried")
+                running.cancel()
+                try await running.value
+            }
+        }
+    }
+
     @Test("dead tokens become device.token.invalidated directory events: APNs 410 with its time, Expo receipts")
     func tokenInvalidation() async throws {
         let environment = try KafkaTestEnvironment(topics: Self.topics)

@@ -4,7 +4,6 @@ import HeraldKafka
 import HeraldStore
 import HeraldTestSupport
 import HeraldWorker
-import Synchronization
 import Testing
 
 /// `count` order events for the example users, spread over the orders topic's partitions.
@@ -69,22 +68,15 @@ func temporarySQLiteFile() -> (path: String, remove: @Sendable () -> Void) {
     return (path, remove)
 }
 
-/// How a worker's `run` ended, readable while it still runs (`nil`).
-final class RunOutcome: Sendable {
-    private let outcome = Mutex<Result<Void, any Error>?>(nil)
-
-    var ended: Result<Void, any Error>? { outcome.withLock { $0 } }
-
-    /// Runs `worker` in a task of its own, recording how its run ends.
-    func start(_ worker: Worker) -> Task<Void, any Error> {
-        Task {
-            do {
-                try await worker.run()
-                outcome.withLock { $0 = .success(()) }
-            } catch {
-                outcome.withLock { $0 = .failure(error) }
-                throw error
-            }
+/// Runs `worker` in a task of its own; `ended` says how its run ended (`nil` while it runs).
+func start(_ worker: Worker, ended: SharedValue<Result<Void, any Error>?>) -> Task<Void, any Error> {
+    Task {
+        do {
+            try await worker.run()
+            ended.update { $0 = .success(()) }
+        } catch {
+            ended.update { $0 = .failure(error) }
+            throw error
         }
     }
 }
@@ -258,8 +250,8 @@ struct WorkerResilienceTests {
         let total = 2000
         try await pipeline.withCollector(["herald.outbound"]) { received in
             let worker = try pipeline.worker(store: store, clock: clock, batchSize: 20)
-            let outcome = RunOutcome()
-            let running = outcome.start(worker)
+            let ended = SharedValue<Result<Void, any Error>?>(nil)
+            let running = start(worker, ended: ended)
             try await registerExampleUsers(pipeline, store)
             try await eventually("the directory is loaded") {
                 try await store.recipients(exampleUsers.map(\.user)).count == 3
@@ -271,14 +263,14 @@ struct WorkerResilienceTests {
             let handledAtOutage = worker.statistics.handledEvents
             #expect(handledAtOutage < total, "the outage came with events still to do (\(handledAtOutage) handled)")
             try await Task.sleep(for: .seconds(4))
-            #expect(outcome.ended == nil, "the worker waits for the broker instead of stopping")
+            #expect(ended.value == nil, "the worker waits for the broker instead of stopping")
             #expect(worker.statistics.handledEvents < total, "nothing is done without its records acknowledged")
 
             try pipeline.environment.cluster.setBrokerUp(1)
             try await eventually(within: .seconds(90), "every event's outbound message") {
                 outboundEvents(received) >= total
             }
-            #expect(outcome.ended == nil, "the same worker did the rest")
+            #expect(ended.value == nil, "the same worker did the rest")
             running.cancel()
             try await running.value
             _ = checkOutbound(received.all, expected: total)
@@ -297,8 +289,8 @@ struct WorkerResilienceTests {
         try await pipeline.withCollector(["herald.outbound"]) { received in
             let store = UnevenLatencyStore(try SQLiteStore(path: file.path))
             let first = try pipeline.worker(store: store, clock: clock, batchSize: 20, deliveryTimeout: .seconds(2))
-            let outcome = RunOutcome()
-            _ = outcome.start(first)
+            let ended = SharedValue<Result<Void, any Error>?>(nil)
+            _ = start(first, ended: ended)
             try await registerExampleUsers(pipeline, store)
             try await eventually("the directory is loaded") {
                 try await store.recipients(exampleUsers.map(\.user)).count == 3
@@ -313,8 +305,8 @@ struct WorkerResilienceTests {
             // process exits, and its orchestrator restarts it) rather than mark their events done.
             // (Polled: a task's value cannot be given up on when it never comes.)
             let outage = ContinuousClock.now
-            try await eventually(within: .seconds(60), "the worker stops") { outcome.ended != nil }
-            let failure: (any Error)? = if case .failure(let error) = outcome.ended { error } else { nil }
+            try await eventually(within: .seconds(60), "the worker stops") { ended.value != nil }
+            let failure: (any Error)? = if case .failure(let error) = ended.value { error } else { nil }
             #expect(
                 (failure as? KafkaError)?.code == .deliveryTimedOut,
                 "stopped by the delivery that timed out, not by \(String(describing: failure))"
