@@ -68,19 +68,6 @@ func temporarySQLiteFile() -> (path: String, remove: @Sendable () -> Void) {
     return (path, remove)
 }
 
-/// Runs `worker` in a task of its own; `ended` says how its run ended (`nil` while it runs).
-func start(_ worker: Worker, ended: SharedValue<Result<Void, any Error>?>) -> Task<Void, any Error> {
-    Task {
-        do {
-            try await worker.run()
-            ended.update { $0 = .success(()) }
-        } catch {
-            ended.update { $0 = .failure(error) }
-            throw error
-        }
-    }
-}
-
 @Suite("Worker failures and rebalances", .serialized)
 struct WorkerResilienceTests {
     @Test("a worker killed mid-batch and a new one started: every outbound message exists, duplicates are identical")
@@ -250,18 +237,7 @@ struct WorkerResilienceTests {
         let total = 2000
         try await pipeline.withCollector(["herald.outbound"]) { received in
             let worker = try pipeline.worker(store: store, clock: clock, batchSize: 20)
-            let ended = SharedValue<Result<Void, any Error>?>(nil)
-            let running = start(worker, ended: ended)
-            try await registerExampleUsers(pipeline, store)
-            try await eventually("the directory is loaded") {
-                try await store.recipients(exampleUsers.map(\.user)).count == 3
-            }
-            try await pipeline.produce(orderEvents(0..<total))
-            try await eventually("the first events are out") { outboundEvents(received) >= 100 }
-
-            try pipeline.environment.cluster.setBrokerDown(1)
-            let handledAtOutage = worker.statistics.handledEvents
-            #expect(handledAtOutage < total, "the outage came with events still to do (\(handledAtOutage) handled)")
+            let (running, ended) = try await takeKafkaDownMidStream(pipeline, worker, store, received, total: total)
             try await Task.sleep(for: .seconds(4))
             #expect(ended.value == nil, "the worker waits for the broker instead of stopping")
             #expect(worker.statistics.handledEvents < total, "nothing is done without its records acknowledged")
@@ -289,18 +265,7 @@ struct WorkerResilienceTests {
         try await pipeline.withCollector(["herald.outbound"]) { received in
             let store = UnevenLatencyStore(try SQLiteStore(path: file.path))
             let first = try pipeline.worker(store: store, clock: clock, batchSize: 20, deliveryTimeout: .seconds(2))
-            let ended = SharedValue<Result<Void, any Error>?>(nil)
-            _ = start(first, ended: ended)
-            try await registerExampleUsers(pipeline, store)
-            try await eventually("the directory is loaded") {
-                try await store.recipients(exampleUsers.map(\.user)).count == 3
-            }
-            try await pipeline.produce(orderEvents(0..<total))
-            try await eventually("the first events are out") { outboundEvents(received) >= 100 }
-
-            try pipeline.environment.cluster.setBrokerDown(1)
-            let handledAtOutage = first.statistics.handledEvents
-            #expect(handledAtOutage < total, "the outage came with events still to do (\(handledAtOutage) handled)")
+            let (_, ended) = try await takeKafkaDownMidStream(pipeline, first, store, received, total: total)
             // Its records cannot be delivered: once librdkafka gives them up, the worker stops (a
             // process exits, and its orchestrator restarts it) rather than mark their events done.
             // (Polled: a task's value cannot be given up on when it never comes.)
@@ -323,5 +288,37 @@ struct WorkerResilienceTests {
             }
             _ = checkOutbound(received.all, expected: total)
         }
+    }
+
+    /// Runs `worker` over `store`, loads the example users and produces `total` order events; once
+    /// the first are out, takes the broker down, with events still to do. Returns the worker's task
+    /// and how its run ended (`nil` while it runs).
+    private func takeKafkaDownMidStream(
+        _ pipeline: Pipeline,
+        _ worker: Worker,
+        _ store: any StateStore,
+        _ received: ReceivedMessages,
+        total: Int
+    ) async throws -> (running: Task<Void, any Error>, ended: SharedValue<Result<Void, any Error>?>) {
+        let ended = SharedValue<Result<Void, any Error>?>(nil)
+        let running = Task {
+            do {
+                try await worker.run()
+                ended.update { $0 = .success(()) }
+            } catch {
+                ended.update { $0 = .failure(error) }
+                throw error
+            }
+        }
+        try await registerExampleUsers(pipeline, store)
+        try await eventually("the directory is loaded") {
+            try await store.recipients(exampleUsers.map(\.user)).count == 3
+        }
+        try await pipeline.produce(orderEvents(0..<total))
+        try await eventually("the first events are out") { outboundEvents(received) >= 100 }
+        try pipeline.environment.cluster.setBrokerDown(1)
+        let handled = worker.statistics.handledEvents
+        #expect(handled < total, "the outage came with events still to do (\(handled) handled)")
+        return (running, ended)
     }
 }
