@@ -59,23 +59,15 @@ func outboundEvents(_ received: ReceivedMessages) -> Int {
     Set(received.all.compactMap(\.outbound).map(\.eventID)).count
 }
 
-/// A temporary SQLite file's path, and the removal of the file with its journal files.
-func temporarySQLiteFile() -> (path: String, remove: @Sendable () -> Void) {
-    let path = FileManager.default.temporaryDirectory.appendingPathComponent("herald-\(UUID().uuidString).sqlite").path
-    let remove: @Sendable () -> Void = {
-        for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
-    }
-    return (path, remove)
-}
-
 @Suite("Worker failures and rebalances", .serialized)
 struct WorkerResilienceTests {
+    /// The SQLite files of the tests that restart a worker on one.
+    let scratch = ScratchDirectory()
+
     @Test("a worker killed mid-batch and a new one started: every outbound message exists, duplicates are identical")
     func killAndRestart() async throws {
         let pipeline = try Pipeline()
-        let file = temporarySQLiteFile()
-        defer { file.remove() }
-        let path = file.path
+        let path = scratch.path + "/kill-and-restart.sqlite"
         let clock = TestClock("2026-11-21T08:00:00Z")
         let total = 5000
         try await pipeline.withCollector(["herald.outbound"]) { received in
@@ -228,11 +220,9 @@ struct WorkerResilienceTests {
     )
     func brokerOutage() async throws {
         let pipeline = try Pipeline()
-        let file = temporarySQLiteFile()
-        defer { file.remove() }
         // Decisions that take a while (20 ms a batch on average) keep the worker busy for seconds:
         // the outage comes while most of the events are still to do.
-        let store = UnevenLatencyStore(try SQLiteStore(path: file.path))
+        let store = UnevenLatencyStore(try SQLiteStore(path: scratch.path + "/outage.sqlite"))
         let clock = TestClock("2026-11-21T08:00:00Z")
         let total = 2000
         try await pipeline.withCollector(["herald.outbound"]) { received in
@@ -258,12 +248,11 @@ struct WorkerResilienceTests {
     )
     func brokerOutagePastDeliveryTimeout() async throws {
         let pipeline = try Pipeline()
-        let file = temporarySQLiteFile()
-        defer { file.remove() }
+        let path = scratch.path + "/outage.sqlite"
         let clock = TestClock("2026-11-21T08:00:00Z")
         let total = 2000
         try await pipeline.withCollector(["herald.outbound"]) { received in
-            let store = UnevenLatencyStore(try SQLiteStore(path: file.path))
+            let store = UnevenLatencyStore(try SQLiteStore(path: path))
             let first = try pipeline.worker(store: store, clock: clock, batchSize: 20, deliveryTimeout: .seconds(2))
             let (_, ended) = try await takeKafkaDownMidStream(pipeline, first, store, received, total: total)
             // Its records cannot be delivered: once librdkafka gives them up, the worker stops (a
@@ -280,7 +269,7 @@ struct WorkerResilienceTests {
 
             // Back up: another worker on the same file does everything the first did not finish.
             try pipeline.environment.cluster.setBrokerUp(1)
-            let second = try pipeline.worker(store: try SQLiteStore(path: file.path), clock: clock, batchSize: 20)
+            let second = try pipeline.worker(store: try SQLiteStore(path: path), clock: clock, batchSize: 20)
             try await withRunningServices([second]) {
                 try await eventually(within: .seconds(90), "every event's outbound message") {
                     outboundEvents(received) >= total
