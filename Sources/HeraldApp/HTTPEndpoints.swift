@@ -56,7 +56,11 @@ public final class HTTPEndpoints: Service, Sendable {
                     let circuits = Dictionary(
                         uniqueKeysWithValues: [PushProvider.apns, .fcm, .expo].map { ($0, sender.circuitState(of: $0)) }
                     )
-                    body += SenderMetrics.exposition(sender.statistics.snapshot, circuits: circuits)
+                    body += SenderMetrics.exposition(
+                        sender.statistics.snapshot,
+                        circuits: circuits,
+                        waitingRetries: sender.waitingRetries
+                    )
                     if worker == nil { body += WorkerMetrics.lagLines(sender.lag()) }
                 }
                 return Response(status: .ok, contentType: WorkerMetrics.contentType, body: body)

@@ -6,7 +6,8 @@ import HeraldWorker
 public enum SenderMetrics {
     public static func exposition(
         _ counters: SenderStatistics.Counters,
-        circuits: [PushProvider: CircuitBreaker.State]
+        circuits: [PushProvider: CircuitBreaker.State],
+        waitingRetries: Int = 0
     ) -> String {
         var text = ""
         func counter(_ name: String, _ help: String, labels: [String], _ values: [String: Int]) {
@@ -72,6 +73,8 @@ public enum SenderMetrics {
         ] {
             text += "# HELP \(name) \(help)\n# TYPE \(name) counter\n\(name) \(value)\n"
         }
+        text += "# HELP herald_retries_waiting Messages of the retry topics read and held until their time.\n"
+        text += "# TYPE herald_retries_waiting gauge\nherald_retries_waiting \(waitingRetries)\n"
         text += "# HELP herald_circuit_open Whether a provider's circuit is open (1), half-open (0.5) or closed (0).\n"
         text += "# TYPE herald_circuit_open gauge\n"
         for (provider, state) in circuits.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {

@@ -22,6 +22,8 @@ extension KafkaConsumer {
         private(set) var bufferedCount = 0
         private(set) var trackers: [TopicPartition: OffsetTracker] = [:]
         private var revoking: Set<TopicPartition> = []
+        /// The epoch the next assigned partition's tracker gets.
+        private var nextEpoch = 0
         private(set) var userPaused: Set<TopicPartition> = []
         private var flow = Flow.flowing
         /// How long the buffer may stay full before fetching is paused so that librdkafka's queue
@@ -315,6 +317,21 @@ extension KafkaConsumer {
         }
 
         /// Marks messages done. Returns whether anyone waits for outstanding work to finish.
+        /// The epoch of the partition's current assignment, or nil when this consumer does not hold
+        /// it: not assigned, being revoked, or the consumer closing.
+        func assignmentEpoch(of partition: TopicPartition) -> Int? {
+            guard lifecycle == .running, !revoking.contains(partition) else { return nil }
+            return trackers[partition]?.epoch
+        }
+
+        /// Gives handed-out messages back undone (see ``OffsetTracker/release(_:)``).
+        mutating func release(_ messages: some Collection<KafkaMessage>) {
+            forEachPartitionRun(of: messages) { tracker, run in
+                for message in run { tracker.release(message.offset) }
+                return false
+            }
+        }
+
         mutating func markDone(_ messages: some Collection<KafkaMessage>) -> Bool {
             forEachPartitionRun(of: messages) { tracker, run in
                 var advanced = false
@@ -374,7 +391,8 @@ extension KafkaConsumer {
         /// New partitions. Returns whether they must start paused (the buffer is full).
         mutating func assign(_ partitions: [TopicPartition]) -> Bool {
             for partition in partitions {
-                trackers[partition] = OffsetTracker()
+                trackers[partition] = OffsetTracker(epoch: nextEpoch)
+                nextEpoch += 1
                 revoking.remove(partition)
                 userPaused.remove(partition)
             }

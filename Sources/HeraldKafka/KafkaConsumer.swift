@@ -92,6 +92,23 @@ public final class KafkaConsumer: Service, Sendable {
         if wake { state.broadcast() }
     }
 
+    /// Gives handed-out messages back without marking them done, for work given up because its
+    /// partition is no longer this consumer's (see ``assignmentEpoch(of:)``): a revoke or close no
+    /// longer waits for them, and the committed offset never passes them, so the partition's next
+    /// owner reads them again. Marking a released message done afterwards does nothing.
+    public func release(_ messages: some Collection<KafkaMessage>) {
+        state.withLock { $0.release(messages) }
+        state.broadcast()
+    }
+
+    /// An id of this consumer's current hold on `partition`, or nil when it does not hold it: not
+    /// assigned, being revoked, or the consumer closing. Every assignment gets a new one, so work
+    /// that waits long with a message (a retry not yet due) can tell whether the partition is still
+    /// the one it was handed, and ``release(_:)`` the message if not.
+    public func assignmentEpoch(of partition: TopicPartition) -> Int? {
+        state.withLock { $0.assignmentEpoch(of: partition) }
+    }
+
     /// Stops fetching `partitions` until ``resume(_:)``. Messages of them not yet handed out are
     /// discarded and re-fetched after resume, so delivery continues where the application left off.
     /// Other partitions keep flowing.

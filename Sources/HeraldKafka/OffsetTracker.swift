@@ -7,6 +7,8 @@ import DequeModule
 /// markers leave gaps), so the tracker records the offsets it handed out rather than assuming `n + 1`.
 /// Finishing 0, 1 and 3 of 0...3 makes 2 the committable position: the next offset to read.
 struct OffsetTracker: Sendable {
+    /// Which assignment of the partition this tracker belongs to: every assignment gets a new one.
+    let epoch: Int
     private var pending: Deque<Entry> = []
     /// The next offset to commit: one past the highest offset below which everything is done.
     private(set) var committable: Int64?
@@ -20,9 +22,13 @@ struct OffsetTracker: Sendable {
     private struct Entry: Sendable {
         var offset: Int64
         var done: Bool
+        /// Given back undone (``release(_:)``): not outstanding, and never committed past.
+        var released = false
     }
 
-    init() {}
+    init(epoch: Int = 0) {
+        self.epoch = epoch
+    }
 
     /// Records that the message at `offset` was handed to the application.
     mutating func handedOut(_ offset: Int64) {
@@ -37,7 +43,7 @@ struct OffsetTracker: Sendable {
     /// - Returns: whether ``committable`` moved forward.
     @discardableResult
     mutating func markDone(_ offset: Int64) -> Bool {
-        guard let index = position(of: offset), !pending[index].done else { return false }
+        guard let index = position(of: offset), !pending[index].done, !pending[index].released else { return false }
         pending[index].done = true
         outstanding -= 1
         guard index == pending.startIndex else { return false }
@@ -48,6 +54,14 @@ struct OffsetTracker: Sendable {
         }
         if let advanced { committable = advanced }
         return advanced != nil
+    }
+
+    /// Gives the message at `offset` back without it being done: nothing waits for it any more,
+    /// and ``committable`` never passes it, so the partition's next owner reads it again.
+    mutating func release(_ offset: Int64) {
+        guard let index = position(of: offset), !pending[index].done, !pending[index].released else { return }
+        pending[index].released = true
+        outstanding -= 1
     }
 
     private func position(of offset: Int64) -> Int? {

@@ -69,6 +69,8 @@ public final class Sender: Service, Sendable {
     let consumer: KafkaConsumer
     let producer: KafkaProducer
     let breakers: [PushProvider: CircuitBreaker]
+    /// Messages of retry topics read and held until their time.
+    private let waiting = Atomic<Int>(0)
     let logger: Logger
     public let statistics: SenderStatistics
     /// Notifications whose call a group in hand is making. Groups overlap (`batchesInFlight`), and a
@@ -100,6 +102,9 @@ public final class Sender: Service, Sendable {
         consumer = try KafkaConsumer(configuration: configuration.consumer, logger: logger)
         producer = try KafkaProducer(configuration: configuration.producer, logger: logger)
     }
+
+    /// Messages of the retry topics read and held until their time (up to the longest retry delay).
+    public var waitingRetries: Int { waiting.load(ordering: .relaxed) }
 
     /// Partitions of the outbound and retry topics this sender holds.
     public var assignedPartitions: Int { consumer.assignment.count }
@@ -152,11 +157,17 @@ public final class Sender: Service, Sendable {
             for await batch in consumer.messages {
                 let (ready, waiting) = split(batch)
                 for (partition, messages) in waiting {
+                    guard let epoch = consumer.assignmentEpoch(of: partition) else {
+                        // Revoked (or closing) since they were handed out: the next owner sends them.
+                        consumer.release(messages)
+                        continue
+                    }
                     // Not due yet: this partition stops fetching until its messages have been tried.
                     consumer.pause([partition])
                     group.addTask {
-                        try await self.handleWhenDue(messages)
-                        self.consumer.resume([partition])
+                        if try await self.handleWhenDue(messages, of: partition, epoch: epoch) {
+                            self.consumer.resume([partition])
+                        }
                     }
                 }
                 guard !ready.isEmpty else { continue }
@@ -192,13 +203,34 @@ public final class Sender: Service, Sendable {
         message.header(HeraldHeader.notBefore).flatMap { Timestamp(rfc3339: $0.string) }
     }
 
-    /// Waits for each message's time, in order, and handles the ones that are due together.
-    private func handleWhenDue(_ messages: [KafkaMessage]) async throws {
+    /// Waits for each message's time, in order, and handles the ones that are due together. While
+    /// it waits (up to the longest retry delay, an hour by default) the partition may be revoked or
+    /// the sender closed: then it gives the rest back undone, for the partition's next owner to
+    /// send. Kept, they held up the revoke until its timeout and were then sent by both owners.
+    ///
+    /// - Returns: whether it handled them all (false: given back, the partition no longer this
+    ///   sender's).
+    private func handleWhenDue(
+        _ messages: [KafkaMessage],
+        of partition: TopicPartition,
+        epoch: Int
+    ) async throws -> Bool {
         var rest = messages[...]
+        waiting.add(rest.count, ordering: .relaxed)
+        defer { waiting.subtract(rest.count, ordering: .relaxed) }
         while let first = rest.first {
             if let notBefore = Self.notBefore(first) {
                 let wait = notBefore.epochMilliseconds - clock.now().epochMilliseconds
-                if wait > 0 { try await Task.sleep(for: .milliseconds(wait)) }
+                // Slept in slices, looking at the partition between them: a revoke does not wake a
+                // sleeping task. (Measured on the monotonic clock: a test's clock may stand still.)
+                let due = ContinuousClock.now + .milliseconds(max(wait, 0))
+                while consumer.assignmentEpoch(of: partition) == epoch, ContinuousClock.now < due {
+                    try await Task.sleep(for: min(due - ContinuousClock.now, Self.holdCheckInterval))
+                }
+            }
+            guard consumer.assignmentEpoch(of: partition) == epoch else {
+                consumer.release(rest)
+                return false
             }
             let now = clock.now()
             let due = rest.prefix { (Self.notBefore($0) ?? now) <= now }
@@ -206,8 +238,13 @@ public final class Sender: Service, Sendable {
             let chunk = due.isEmpty ? rest.prefix(1) : due
             try await handle(Array(chunk))
             rest = rest.dropFirst(chunk.count)
+            waiting.subtract(chunk.count, ordering: .relaxed)
         }
+        return true
     }
+
+    /// How often a task waiting for a retry's time looks whether its partition is still held.
+    static let holdCheckInterval: Duration = .milliseconds(200)
 
     /// One group of messages, start to finish: ledger check, calls, follow-up records, ledger
     /// writes, acknowledgements, then the offsets.

@@ -171,6 +171,74 @@ struct KafkaConsumerGroupTests {
         #expect(redelivered.all.map(\.offset) == [2, 3])
     }
 
+    @Test(
+        "messages released when their partition stops being held: the revoke does not wait for them, and the next owner reads them"
+    )
+    func releaseOnRevoke() async throws {
+        let env = try KafkaTestEnvironment(topics: ["release": 2])
+        let producer = try env.makeProducer()
+        try await withRunningServices([producer]) {
+            try await produce(producer, topic: "release", count: 20, partitions: 2)
+        }
+        // A revoke that waited for the held messages would wait far longer than the test does.
+        let holder = try env.makeConsumer(
+            group: "release",
+            topics: ["release"],
+            configure: { $0.revokeTimeout = .seconds(120) }
+        )
+        let held = ReceivedMessages()
+        let receivedByJoiner = ReceivedMessages()
+        try await withRunningServices([holder]) {
+            let holding = Task {
+                for await batch in holder.messages { held.append(batch) }
+            }
+            #expect(await eventually { held.count == 20 })
+            let partitions = [0, 1].map { TopicPartition("release", $0) }
+            let epochs = partitions.map { holder.assignmentEpoch(of: $0) }
+            #expect(epochs.allSatisfy { $0 != nil }, "both partitions held")
+            // As the sender's waiting retries do: give a partition's messages back once it is no
+            // longer held, without marking them done.
+            let releasing = Task {
+                var released: Set<TopicPartition> = []
+                while released.count < 2, !Task.isCancelled {
+                    for (partition, epoch) in zip(partitions, epochs) where !released.contains(partition) {
+                        if holder.assignmentEpoch(of: partition) != epoch {
+                            holder.release(held.all.filter { $0.topicPartition == partition })
+                            released.insert(partition)
+                        }
+                    }
+                    try? await Task.sleep(for: .milliseconds(50))
+                }
+                return released
+            }
+            let joiner = try env.makeConsumer(group: "release", topics: ["release"])
+            try await withRunningServices([joiner]) {
+                let joining = consume(joiner, into: receivedByJoiner)
+                // Each round of the embedded coordinator's rebalance can wait out a session timeout (6 s).
+                #expect(
+                    await eventually(within: .seconds(45)) {
+                        joiner.assignment.count == 1 && receivedByJoiner.count == 10
+                    },
+                    "handed over with its 10 messages (the joiner read \(receivedByJoiner.count))"
+                )
+                let moved = joiner.assignment
+                #expect(
+                    Set(receivedByJoiner.all.map(\.topicPartition)) == Set(moved),
+                    "the joiner read the released messages of the partition it took"
+                )
+                if let kept = partitions.first(where: { !moved.contains($0) }) {
+                    #expect(holder.assignmentEpoch(of: kept) == epochs[partitions.firstIndex(of: kept)!])
+                }
+                joiner.triggerShutdown()
+                await joining.value
+            }
+            releasing.cancel()
+            _ = await releasing.value
+            holder.triggerShutdown()
+            await holding.value
+        }
+    }
+
     @Test("on revoke, in-flight work of the revoked partitions is finished and committed before release")
     func revokeWaitsForInFlightWork() async throws {
         let env = try KafkaTestEnvironment(topics: ["revoke": 2])

@@ -22,6 +22,24 @@ struct OffsetTrackerTests {
         #expect(tracker.outstanding == 0)
     }
 
+    @Test("a released offset is no longer outstanding, is never committed past, and marking it done changes nothing")
+    func released() {
+        var tracker = OffsetTracker()
+        for offset: Int64 in 0...3 { tracker.handedOut(offset) }
+        tracker.markDone(0)
+        tracker.release(1)
+        tracker.release(1)
+        #expect(tracker.outstanding == 2)
+        tracker.markDone(2)
+        tracker.markDone(3)
+        #expect(tracker.outstanding == 0)
+        #expect(tracker.committable == 1, "the next owner reads 1 again")
+        let advanced = tracker.markDone(1)
+        #expect(!advanced)
+        #expect(tracker.committable == 1)
+        #expect(tracker.outstanding == 0)
+    }
+
     @Test("gaps in offsets (compaction, transaction markers) do not block commits")
     func gaps() {
         var tracker = OffsetTracker()

@@ -8,6 +8,7 @@ import HeraldStore
 import HeraldTestSupport
 import HeraldWorker
 import Logging
+import ServiceLifecycle
 import Testing
 
 /// The sender on the embedded broker against the provider simulator.
@@ -361,6 +362,65 @@ struct SenderTests {
                 _ = try? await running.value
                 try await secondRun?.value
             }
+        }
+    }
+
+    @Test(
+        "retries waiting for their time when the sender stops are given back: it stops at once, not at their time, and the next sender sends each once"
+    )
+    func waitingRetriesGivenBack() async throws {
+        let environment = try KafkaTestEnvironment(topics: Self.topics)
+        try await SimulatorFixture.with { fixture in
+            // Fewer than the circuit breaker's threshold: its circuit would put them back itself.
+            let tokens = (1...10).map(ProviderAnswerTests.apnsToken)
+            let messages = try tokens.enumerated().map { index, token in
+                var message = try SimulatorFixture.message(.apns, token: token, id: "w-\(index)")
+                message.recipient = "user-\(index)"
+                return message
+            }
+            // APNs calls are known to the simulator by their apns-id.
+            let callIDs = messages.map { message in message.request.headers.first { $0.name == "apns-id" }!.value }
+            // Every first call is answered 503: each message waits 12 s in herald.outbound.retry.1.
+            for token in tokens {
+                fixture.simulator.script(token: token, .init(status: 503, reason: "ServiceUnavailable"))
+            }
+            let delays: [Duration] = [.seconds(12), .milliseconds(100), .milliseconds(100), .milliseconds(100)]
+            let ledgerPath = scratch.path + "/waiting.sqlite"
+            let first = try Self.makeSender(
+                environment,
+                fixture,
+                ledger: try SQLiteStore(path: ledgerPath),
+                delays: delays
+            )
+            // Stopped as SIGTERM stops it: a graceful shutdown, no cancellation.
+            let group = ServiceGroup(
+                configuration: ServiceGroupConfiguration(services: [.init(service: first)], logger: environment.logger)
+            )
+            let running = Task { try await group.run() }
+            try await environment.produce(messages.map(Self.record))
+            #expect(await eventually { first.waitingRetries == messages.count }, "the retries are read back and wait")
+            for token in tokens { fixture.simulator.script(token: token, nil) }
+
+            let stopping = ContinuousClock.now
+            await group.triggerGracefulShutdown()
+            try await running.value
+            // Kept, they held the sender until their time (and were sent by it and the next owner).
+            #expect(
+                ContinuousClock.now - stopping < .seconds(4),
+                "stopped without waiting for its retries' time (\(ContinuousClock.now - stopping))"
+            )
+            #expect(first.waitingRetries == 0)
+            #expect(fixture.simulator.statistics.accepted == 0, "nothing sent before its time")
+
+            try await Self.withSender(environment, fixture, ledger: try SQLiteStore(path: ledgerPath), delays: delays) {
+                _ in
+                #expect(
+                    await eventually(within: .seconds(60)) { fixture.simulator.statistics.accepted >= messages.count },
+                    "accepted \(fixture.simulator.statistics.accepted) of \(messages.count)"
+                )
+            }
+            let wrong = callIDs.filter { fixture.simulator.acceptedCount(id: $0) != 1 }
+            #expect(wrong.count == 0, "not accepted exactly once: \(wrong.prefix(5))")
         }
     }
 
