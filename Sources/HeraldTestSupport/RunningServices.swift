@@ -22,6 +22,24 @@ public func withRunningServices<R: Sendable>(
     }
 }
 
+/// Runs `service` in a task of its own. `ended` says how its run ended, `nil` while it runs: a test
+/// can look without awaiting the task, whose value may never come.
+public func startService(
+    _ service: any Service
+) -> (running: Task<Void, any Error>, ended: SharedValue<Result<Void, any Error>?>) {
+    let ended = SharedValue<Result<Void, any Error>?>(nil)
+    let running = Task {
+        do {
+            try await service.run()
+            ended.update { $0 = .success(()) }
+        } catch {
+            ended.update { $0 = .failure(error) }
+            throw error
+        }
+    }
+    return (running, ended)
+}
+
 /// Fails with ``TimedOut`` if `body` has not finished within `limit`.
 public func withTimeout<R: Sendable>(
     _ limit: Duration,

@@ -305,16 +305,7 @@ struct SenderTests {
                     ledger: try SQLiteStore(path: ledgerPath),
                     deliveryTimeout: pastDeliveryTimeout ? .seconds(2) : nil
                 )
-                let ended = SharedValue<Result<Void, any Error>?>(nil)
-                let running = Task {
-                    do {
-                        try await first.run()
-                        ended.update { $0 = .success(()) }
-                    } catch {
-                        ended.update { $0 = .failure(error) }
-                        throw error
-                    }
-                }
+                let (running, ended) = startService(first)
                 try await environment.produce(messages[..<200].map(Self.record))
                 #expect(await eventually { fixture.simulator.statistics.accepted >= 50 })
 

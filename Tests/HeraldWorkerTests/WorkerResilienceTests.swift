@@ -289,16 +289,7 @@ struct WorkerResilienceTests {
         _ received: ReceivedMessages,
         total: Int
     ) async throws -> (running: Task<Void, any Error>, ended: SharedValue<Result<Void, any Error>?>) {
-        let ended = SharedValue<Result<Void, any Error>?>(nil)
-        let running = Task {
-            do {
-                try await worker.run()
-                ended.update { $0 = .success(()) }
-            } catch {
-                ended.update { $0 = .failure(error) }
-                throw error
-            }
-        }
+        let (running, ended) = startService(worker)
         try await registerExampleUsers(pipeline, store)
         try await eventually("the directory is loaded") {
             try await store.recipients(exampleUsers.map(\.user)).count == 3
