@@ -7,7 +7,7 @@ public enum SenderMetrics {
     public static func exposition(
         _ counters: SenderStatistics.Counters,
         circuits: [PushProvider: CircuitBreaker.State],
-        waitingRetries: Int = 0
+        waitingRetries: Int
     ) -> String {
         var text = ""
         func counter(_ name: String, _ help: String, labels: [String], _ values: [String: Int]) {

@@ -316,7 +316,6 @@ extension KafkaConsumer {
             }
         }
 
-        /// Marks messages done. Returns whether anyone waits for outstanding work to finish.
         /// The epoch of the partition's current assignment, or nil when this consumer does not hold
         /// it: not assigned, being revoked, or the consumer closing.
         func assignmentEpoch(of partition: TopicPartition) -> Int? {
@@ -332,6 +331,7 @@ extension KafkaConsumer {
             }
         }
 
+        /// Marks messages done. Returns whether anyone waits for outstanding work to finish.
         mutating func markDone(_ messages: some Collection<KafkaMessage>) -> Bool {
             forEachPartitionRun(of: messages) { tracker, run in
                 var advanced = false

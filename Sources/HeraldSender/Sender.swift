@@ -70,7 +70,7 @@ public final class Sender: Service, Sendable {
     let producer: KafkaProducer
     let breakers: [PushProvider: CircuitBreaker]
     /// Messages of retry topics read and held until their time.
-    private let waiting = Atomic<Int>(0)
+    private let heldRetries = Atomic<Int>(0)
     let logger: Logger
     public let statistics: SenderStatistics
     /// Notifications whose call a group in hand is making. Groups overlap (`batchesInFlight`), and a
@@ -104,7 +104,7 @@ public final class Sender: Service, Sendable {
     }
 
     /// Messages of the retry topics read and held until their time (up to the longest retry delay).
-    public var waitingRetries: Int { waiting.load(ordering: .relaxed) }
+    public var waitingRetries: Int { heldRetries.load(ordering: .relaxed) }
 
     /// Partitions of the outbound and retry topics this sender holds.
     public var assignedPartitions: Int { consumer.assignment.count }
@@ -206,7 +206,8 @@ public final class Sender: Service, Sendable {
     /// Waits for each message's time, in order, and handles the ones that are due together. While
     /// it waits (up to the longest retry delay, an hour by default) the partition may be revoked or
     /// the sender closed: then it gives the rest back undone, for the partition's next owner to
-    /// send. Kept, they held up the revoke until its timeout and were then sent by both owners.
+    /// send. Kept, they held up a revoke until its timeout (and a shutdown until their time), and
+    /// after the revoke both the old and the new owner would have called the provider with them.
     ///
     /// - Returns: whether it handled them all (false: given back, the partition no longer this
     ///   sender's).
@@ -216,8 +217,9 @@ public final class Sender: Service, Sendable {
         epoch: Int
     ) async throws -> Bool {
         var rest = messages[...]
-        waiting.add(rest.count, ordering: .relaxed)
-        defer { waiting.subtract(rest.count, ordering: .relaxed) }
+        // Counted down as chunks are handled; what is left when this returns or throws, at the end.
+        heldRetries.add(rest.count, ordering: .relaxed)
+        defer { heldRetries.subtract(rest.count, ordering: .relaxed) }
         while let first = rest.first {
             if let notBefore = Self.notBefore(first) {
                 let wait = notBefore.epochMilliseconds - clock.now().epochMilliseconds
@@ -238,7 +240,7 @@ public final class Sender: Service, Sendable {
             let chunk = due.isEmpty ? rest.prefix(1) : due
             try await handle(Array(chunk))
             rest = rest.dropFirst(chunk.count)
-            waiting.subtract(chunk.count, ordering: .relaxed)
+            heldRetries.subtract(chunk.count, ordering: .relaxed)
         }
         return true
     }

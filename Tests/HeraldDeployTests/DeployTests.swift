@@ -145,7 +145,7 @@ struct DeployTests {
         counters.eventsByType["order.confirmed"] = 1
         let text =
             WorkerMetrics.exposition(counters, lag: [:]) + WorkerMetrics.lagLines([:])
-            + SenderMetrics.exposition(SenderStatistics.Counters(), circuits: [.apns: .closed])
+            + SenderMetrics.exposition(SenderStatistics.Counters(), circuits: [.apns: .closed], waitingRetries: 0)
         var names: Set<String> = ["up"]
         for line in text.split(separator: "\n") where line.hasPrefix("# TYPE ") {
             let words = line.split(separator: " ")

@@ -389,7 +389,13 @@ struct SenderTests {
             )
             let running = Task { try await group.run() }
             try await environment.produce(messages.map(Self.record))
-            #expect(await eventually { first.waitingRetries == messages.count }, "the retries are read back and wait")
+            #expect(
+                await eventually { first.statistics.snapshot.retriesByStep["1", default: 0] == messages.count },
+                "every first call was answered 503 and its retry written"
+            )
+            // Read back, they wait for their time. Not necessarily all at once: a partition waiting
+            // is paused, and what it holds beyond its first fetch is read when that has been tried.
+            #expect(await eventually { first.waitingRetries > 0 }, "retries are read back and wait")
             for token in tokens { fixture.simulator.script(token: token, nil) }
 
             let stopping = ContinuousClock.now
