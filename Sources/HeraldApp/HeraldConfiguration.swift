@@ -370,11 +370,13 @@ public struct HeraldConfiguration: Sendable {
         return result
     }
 
-    /// `name=value,name=value` from a variable, spaces around names and values ignored. An entry without `=` is named by its position, not
-    /// shown: it may be a secret that lost its name.
+    /// `name=value,name=value` from a variable, spaces around names and values ignored. A comma
+    /// inside a value is written `\,` (librdkafka's `debug=cgrp\,fetch`) and a backslash `\\`;
+    /// any other backslash is kept as it is. An entry without `=` is named by its
+    /// position, not shown: it may be a secret that lost its name.
     static func entries(_ text: String, variable: String) throws(ConfigurationError) -> [String: String] {
         var result: [String: String] = [:]
-        for (position, entry) in text.split(separator: ",").enumerated() {
+        for (position, entry) in splitEntries(text).enumerated() {
             let trimmed = entry.trimmingCharacters(in: .whitespaces)
             guard let equals = trimmed.firstIndex(of: "="), equals != trimmed.startIndex else {
                 throw ConfigurationError("\(variable): entry \(position + 1) is not name=value")
@@ -385,6 +387,30 @@ public struct HeraldConfiguration: Sendable {
             result[name] = trimmed[trimmed.index(after: equals)...].trimmingCharacters(in: .whitespaces)
         }
         return result
+    }
+
+    /// `text` split at its commas that are not escaped, the escapes undone; empty entries dropped.
+    private static func splitEntries(_ text: String) -> [String] {
+        var entries: [String] = []
+        var current = ""
+        var characters = text.makeIterator()
+        while let character = characters.next() {
+            switch character {
+            case ",":
+                entries.append(current)
+                current = ""
+            case "\\":
+                switch characters.next() {
+                case ","?: current.append(",")
+                case "\\"?: current.append("\\")
+                case let other?: current += "\\\(other)"
+                case nil: current.append("\\")
+                }
+            default: current.append(character)
+            }
+        }
+        entries.append(current)
+        return entries.filter { !$0.allSatisfy(\.isWhitespace) }
     }
 
     init(values: [String: Value], origins: [String: String], readsCredentials: Bool) throws(ConfigurationError) {

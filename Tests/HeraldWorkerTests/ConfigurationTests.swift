@@ -153,6 +153,18 @@ struct ConfigurationTests {
             }
         )
         #expect(overridden.kafka.properties == ["client.rack": "eu-north-1b", "linger.ms": "20"])
+
+        // librdkafka's list values (`debug`) hold commas: escaped, they stay in the value.
+        let listed = try HeraldConfiguration.load(
+            path: path,
+            environment: environment.merging([
+                "HERALD_KAFKA_PROPERTIES": #"debug=cgrp\,fetch, client.rack=rack\\1,,ssl.cipher.suites=a\b"#
+            ]) { $1 }
+        )
+        #expect(
+            listed.kafka.properties
+                == ["debug": "cgrp,fetch", "client.rack": #"rack\1"#, "ssl.cipher.suites": #"a\b"#]
+        )
         #expect(HeraldConfiguration().kafka.properties.isEmpty)
     }
 
