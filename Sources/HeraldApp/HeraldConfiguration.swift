@@ -649,6 +649,16 @@ public struct HeraldConfiguration: Sendable {
         case .scalar?, .list?:
             throw ConfigurationError("\(source): expected a mapping of librdkafka properties to values")
         }
+        try Self.checkKafkaProperties(properties, source: source)
+        kafka.properties = properties
+    }
+
+    /// Refuses a property Herald sets itself, or one librdkafka refuses, naming `source` and the
+    /// property (never its value: it may be a secret).
+    public static func checkKafkaProperties(
+        _ properties: [String: String],
+        source: String
+    ) throws(ConfigurationError) {
         for (name, value) in properties.sorted(by: { $0.key < $1.key }) {
             if let reason = Kafka.managedProperties[name] {
                 throw ConfigurationError("\(source): '\(name)' is not set here: \(reason)")
@@ -657,7 +667,6 @@ public struct HeraldConfiguration: Sendable {
                 throw ConfigurationError("\(source): '\(name)': \(problem)")
             }
         }
-        kafka.properties = properties
     }
 
     private mutating func readSender(
@@ -855,7 +864,9 @@ public struct HeraldConfiguration: Sendable {
 
 /// A configuration problem, naming the file or variable and key.
 public struct ConfigurationError: Error, Sendable, CustomStringConvertible {
-    public var description: String
+    /// What is wrong, naming the key (or option) it is about.
+    public var message: String
+    public var description: String { "configuration: " + message }
 
-    init(_ description: String) { self.description = "configuration: " + description }
+    init(_ message: String) { self.message = message }
 }

@@ -44,6 +44,10 @@ public struct PipelineBenchmark: Sendable {
     /// broker`), so that the peak RSS reported is the worker's (with the feeder), as in a deployment
     /// where the broker runs elsewhere. `nil`: the broker runs in this process.
     public var brokerExecutable: String?
+    /// Further librdkafka properties for the worker's Kafka clients, as `kafka.properties` sets them
+    /// (`compression.type`, `linger.ms`, ...): to try a setting on this machine. The feeder and the
+    /// passthroughs the ratios are taken against keep their own.
+    public var kafkaProperties: [String: String] = [:]
 
     public init() {}
 
@@ -94,6 +98,20 @@ public struct PipelineBenchmark: Sendable {
         public var ratio: Double? { rawMedian.map { eventsPerSecond / $0.messagesPerSecond } }
     }
 
+    /// The domain topic the feeder writes and the worker reads.
+    static let eventsTopic = "bench.events"
+
+    /// The worker's configuration: the defaults, with the benchmark's topic, batch size and Kafka
+    /// properties.
+    public func workerConfiguration() -> HeraldConfiguration {
+        var configuration = HeraldConfiguration()
+        configuration.worker.domainTopics = [Self.eventsTopic]
+        configuration.worker.batchSize = batchSize
+        configuration.worker.groupID = "herald-bench-pipeline"
+        configuration.kafka.properties = kafkaProperties
+        return configuration
+    }
+
     public func run(
         store: any StateStore,
         storeName: String,
@@ -106,11 +124,8 @@ public struct PipelineBenchmark: Sendable {
         let seedSeconds = (ContinuousClock.now - seeded).inSeconds
         progress("seeded \(users) users with \(devices) devices in \(String(format: "%.1f", seedSeconds)) s")
 
-        let topic = "bench.events"
-        var configuration = HeraldConfiguration()
-        configuration.worker.domainTopics = [topic]
-        configuration.worker.batchSize = batchSize
-        configuration.worker.groupID = "herald-bench-pipeline"
+        let topic = Self.eventsTopic
+        let configuration = workerConfiguration()
         let topics = [
             (topic, partitions), (configuration.worker.topics.directory, partitions),
             (configuration.worker.topics.outbound, partitions), (configuration.worker.topics.eventsDeadLetter, 1),

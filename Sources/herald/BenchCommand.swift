@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import HeraldApp
+import HeraldKafka
 import HeraldStore
 import Logging
 
@@ -390,9 +391,36 @@ struct PipelineBenchCommand: AsyncParsableCommand {
     )
     var brokerInProcess = false
 
+    @Option(
+        name: .customLong("kafka-property"),
+        help: ArgumentHelp(
+            "A librdkafka property for the worker's Kafka clients, as kafka.properties sets it (repeatable).",
+            valueName: "name=value"
+        )
+    )
+    var kafkaProperties: [String] = []
+
     @OptionGroup var global: GlobalOptions
 
+    /// `--kafka-property` as names and values, each checked as `kafka.properties` checks it.
+    func workerKafkaProperties() throws -> [String: String] {
+        var properties: [String: String] = [:]
+        for entry in kafkaProperties {
+            guard let equals = entry.firstIndex(of: "="), equals != entry.startIndex else {
+                throw ValidationError("--kafka-property expects name=value")
+            }
+            properties[String(entry[..<equals])] = String(entry[entry.index(after: equals)...])
+        }
+        do {
+            try HeraldConfiguration.checkKafkaProperties(properties, source: "--kafka-property")
+        } catch {
+            throw ValidationError(error.message)
+        }
+        return properties
+    }
+
     func validate() throws {
+        _ = try workerKafkaProperties()
         guard events >= 1, users >= 2, partitions >= 1, batchSize >= 1, window >= batchSize else {
             throw ValidationError(
                 "--events must be at least 1, --users at least 2, --partitions and --batch-size at least 1, --window at least --batch-size"
@@ -415,6 +443,7 @@ struct PipelineBenchCommand: AsyncParsableCommand {
         benchmark.rawMessages = rawMessages
         benchmark.rawRounds = rawRounds
         benchmark.catalogDirectory = catalog
+        benchmark.kafkaProperties = try workerKafkaProperties()
         if !brokerInProcess {
             benchmark.brokerExecutable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().path
         }
@@ -437,6 +466,12 @@ struct PipelineBenchCommand: AsyncParsableCommand {
         print(
             "  event-to-outbound latency: p50 \(bound(0.5)), p99 \(bound(0.99)), mean \(String(format: "%.0f", latency.sum / Double(max(latency.count, 1)) * 1000)) ms"
         )
+        if !benchmark.kafkaProperties.isEmpty {
+            let properties = benchmark.kafkaProperties.sorted { $0.key < $1.key }.map {
+                KafkaClientOptions.isSecret($0.key) ? "\($0.key)=(secret)" : "\($0.key)=\($0.value)"
+            }
+            print("  the worker's Kafka clients with: " + properties.joined(separator: ", "))
+        }
         let cpuOwner = report.brokerPeakResidentMegabytes == nil ? "worker, feeder and broker" : "worker and feeder"
         print(
             "  process CPU (\(cpuOwner)): \(String(format: "%.1f", report.cpuSeconds)) s, "

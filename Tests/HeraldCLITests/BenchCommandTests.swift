@@ -85,6 +85,38 @@ extension BenchCommandTests {
     }
 }
 
+extension BenchCommandTests {
+    @Test(
+        "--kafka-property reaches the worker's clients and the report; one Herald sets itself is refused, naming the option"
+    )
+    func kafkaProperties() throws {
+        let herald = try heraldExecutable().path
+        let arguments = [
+            "bench", "pipeline", "--events", "1000", "--users", "100", "--partitions", "2", "--batch-size", "200",
+            "--window", "1000", "--raw-messages", "0", "--catalog", "\(repositoryRoot)/catalog",
+        ]
+        let compressed = try run(
+            herald,
+            arguments + ["--kafka-property", "compression.type=lz4", "--kafka-property", "linger.ms=20"]
+        )
+        #expect(compressed.status == 0, "\(compressed.error)")
+        #expect(compressed.output.contains("1000 events"), "\(compressed.output)")
+        #expect(
+            compressed.output.contains("the worker's Kafka clients with: compression.type=lz4, linger.ms=20"),
+            "\(compressed.output)"
+        )
+
+        let managed = try run(herald, arguments + ["--kafka-property", "enable.auto.commit=true"])
+        #expect(managed.status != 0)
+        #expect(managed.error.contains("--kafka-property: 'enable.auto.commit' is not set here"), "\(managed.error)")
+        let unknown = try run(herald, arguments + ["--kafka-property", "linger.milliseconds=5"])
+        #expect(unknown.status != 0)
+        #expect(unknown.error.contains("--kafka-property: 'linger.milliseconds'"), "\(unknown.error)")
+        let malformed = try run(herald, arguments + ["--kafka-property", "linger.ms"])
+        #expect(malformed.error.contains("--kafka-property expects name=value"), "\(malformed.error)")
+    }
+}
+
 @Suite("herald bench decisions", .timeLimit(.minutes(2)))
 struct DecisionBenchCommandTests {
     @Test(

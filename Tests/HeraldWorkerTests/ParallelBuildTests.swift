@@ -147,6 +147,21 @@ struct ParallelBuildTests {
         #expect(report.rawMedian?.messagesPerSecond == rates[1])
         #expect(report.ratio == report.eventsPerSecond / rates[1])
     }
+
+    @Test("herald bench pipeline's Kafka properties reach the worker's clients, and only with the option")
+    func pipelineBenchmarkKafkaProperties() {
+        var benchmark = PipelineBenchmark()
+        benchmark.kafkaProperties = ["compression.type": "lz4", "linger.ms": "20"]
+        let options = WorkerApp.clientOptions(benchmark.workerConfiguration().kafka, bootstrapServers: ["b:9092"])
+        #expect(options.properties["compression.type"] == "lz4")
+        #expect(options.properties["linger.ms"] == "20")
+        #expect(options.bootstrapServers == ["b:9092"])
+        #expect(
+            WorkerApp.clientOptions(PipelineBenchmark().workerConfiguration().kafka, bootstrapServers: []).properties[
+                "compression.type"
+            ] == nil
+        )
+    }
 }
 
 @Suite("Benchmark medians")
