@@ -1,5 +1,5 @@
+import HeraldStore
 import ServiceLifecycle
-import Synchronization
 
 /// Runs `services` for the duration of `body`, then cancels them (which each Herald service treats as
 /// a graceful shutdown) and waits for them to finish.
@@ -44,71 +44,17 @@ public func startService(
 /// Fails with ``TimedOut`` if `body` has not finished within `limit`, whether or not `body` stops
 /// when it is cancelled: awaiting a task's `value` or a continuation does not, and a task group
 /// racing the body against a timer would wait for it all the same (a hung test instead of a
-/// failed one). The body runs in a task of its own, cancelled when the time is up and then left
-/// to end by itself.
+/// failed one). The body runs in a task of its own (``CallDeadline``), cancelled when the time is up
+/// and then left to end by itself.
 public func withTimeout<R: Sendable>(
     _ limit: Duration,
     _ what: String = "operation",
     _ body: @escaping @Sendable () async throws -> R
 ) async throws -> R {
-    let race = TimeoutRace<R>()
-    return try await withTaskCancellationHandler {
-        try await withCheckedThrowingContinuation { continuation in
-            let work = Task {
-                do { race.finish(.success(try await body())) } catch { race.finish(.failure(error)) }
-            }
-            let timer = Task {
-                try? await Task.sleep(for: limit)
-                race.finish(.failure(TimedOut(what: what, limit: limit)))
-            }
-            race.start(continuation, tasks: [work, timer])
-        }
-    } onCancel: {
-        race.finish(.failure(CancellationError()))
-    }
-}
-
-/// The first of the body, the timer and the caller's cancellation to end a ``withTimeout(_:_:_:)``
-/// resumes it and cancels the others.
-private final class TimeoutRace<R: Sendable>: Sendable {
-    private struct State {
-        var continuation: CheckedContinuation<R, any Error>?
-        var tasks: [Task<Void, Never>] = []
-        /// An outcome that came before the continuation was handed over (cancelled at once).
-        var early: Result<R, any Error>?
-        var finished = false
-    }
-    private let state = Mutex(State())
-
-    func start(_ continuation: CheckedContinuation<R, any Error>, tasks: [Task<Void, Never>]) {
-        let early: Result<R, any Error>? = state.withLock { state in
-            state.tasks = tasks
-            guard let early = state.early else {
-                state.continuation = continuation
-                return nil
-            }
-            return early
-        }
-        if let early {
-            for task in tasks { task.cancel() }
-            continuation.resume(with: early)
-        }
-    }
-
-    func finish(_ outcome: Result<R, any Error>) {
-        let (continuation, tasks): (CheckedContinuation<R, any Error>?, [Task<Void, Never>]) =
-            state.withLock { state in
-                guard !state.finished else { return (nil, []) }
-                state.finished = true
-                guard let continuation = state.continuation else {
-                    state.early = outcome
-                    return (nil, [])
-                }
-                state.continuation = nil
-                return (continuation, state.tasks)
-            }
-        for task in tasks { task.cancel() }
-        continuation?.resume(with: outcome)
+    do {
+        return try await CallDeadline.run(limit, body)
+    } catch is CallDeadline.TimedOut {
+        throw TimedOut(what: what, limit: limit)
     }
 }
 

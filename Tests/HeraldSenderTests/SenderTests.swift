@@ -326,7 +326,7 @@ struct SenderTests {
                     #expect(ended.value == nil, "the sender waits for the broker instead of stopping")
                 }
                 try environment.cluster.setBrokerUp(1)
-                try await producing.value
+                _ = try await producing.value
                 let second =
                     pastDeliveryTimeout
                     ? try Self.makeSender(environment, fixture, ledger: try SQLiteStore(path: ledgerPath)) : nil

@@ -7,11 +7,11 @@ import Synchronization
 /// end; postgres-nio's wait for a pooled connection does not always end on cancellation while the
 /// server is unreachable, and the caller would then wait as long as the outage lasts. Here the call
 /// runs in a task of its own: on time-out (or when the caller is cancelled) it is cancelled and
-/// left to finish by itself, and its result is discarded.
-enum CallDeadline {
-    struct TimedOut: Error {}
+/// left to finish by itself, and its result is discarded. The tests' `withTimeout` runs on it too.
+package enum CallDeadline {
+    package struct TimedOut: Error {}
 
-    static func run<R: Sendable>(
+    package static func run<R: Sendable>(
         _ limit: Duration,
         _ body: @escaping @Sendable () async throws -> R
     ) async throws -> R {
