@@ -402,14 +402,17 @@ struct PipelineBenchCommand: AsyncParsableCommand {
 
     @OptionGroup var global: GlobalOptions
 
-    /// `--kafka-property` as names and values, each checked as `kafka.properties` checks it.
+    /// `--kafka-property` as names and values, each checked as `kafka.properties` checks it. Spaces
+    /// around a name or value are ignored, as in `HERALD_KAFKA_PROPERTIES`.
     func workerKafkaProperties() throws -> [String: String] {
         var properties: [String: String] = [:]
         for entry in kafkaProperties {
-            guard let equals = entry.firstIndex(of: "="), equals != entry.startIndex else {
+            let name = entry.prefix { $0 != "=" }.trimmingCharacters(in: .whitespaces)
+            guard name.count < entry.count, !name.isEmpty else {
                 throw ValidationError("--kafka-property expects name=value")
             }
-            properties[String(entry[..<equals])] = String(entry[entry.index(after: equals)...])
+            let value = entry.drop { $0 != "=" }.dropFirst()
+            properties[name] = value.trimmingCharacters(in: .whitespaces)
         }
         do {
             try HeraldConfiguration.checkKafkaProperties(properties, source: "--kafka-property")
