@@ -125,6 +125,15 @@ struct TypeCheckTests {
         #expect(type?.key == "fields.itemCount.type")
         let path = try only(["kinds/order.confirmed.yaml": replacing("path: data.orderId", "path: payload.orderId")])
         #expect(path?.key == "fields.orderId.path")
+        let trailingDot = try only([
+            "kinds/order.confirmed.yaml": replacing("path: data.orderId", "path: data.orderId.")
+        ])
+        #expect(trailingDot?.key == "fields.orderId.path")
+        // A key after an index is a path docs/catalog.md shows; the loader used to call it malformed.
+        let indexed = try diagnostics([
+            "kinds/order.confirmed.yaml": replacing("path: data.deliveryNote", #"path: "data.notes[0].text""#)
+        ])
+        #expect(indexed.isEmpty, "\(indexed)")
     }
 
     @Test("a missing required key in a kind names it")
