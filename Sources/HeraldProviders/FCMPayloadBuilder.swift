@@ -61,8 +61,11 @@ public enum FCMPayloadBuilder {
         // Every reserved key starts with one of these letters; most data keys are decided by one byte.
         switch key.utf8.first {
         case UInt8(ascii: "f"), UInt8(ascii: "n"), UInt8(ascii: "m"), UInt8(ascii: "c"), UInt8(ascii: "g"):
-            return ["from", "notification", "message_type", "collapse_key"].contains(key) || key.hasPrefix("google.")
-                || key.hasPrefix("gcm.")
+            // A switch, not `[...].contains(key)`, which made and freed an array on every call.
+            switch key {
+            case "from", "notification", "message_type", "collapse_key": return true
+            default: return key.hasPrefix("google.") || key.hasPrefix("gcm.")
+            }
         default:
             return false
         }

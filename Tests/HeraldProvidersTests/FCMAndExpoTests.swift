@@ -25,13 +25,26 @@ struct FCMAndExpoTests {
                 $0.highPriority = false
                 $0.data.append(.init("google.sent_time", "1"))
                 $0.data.append(.init("from", "x"))
+                for reserved in ["notification", "message_type", "collapse_key", "gcm.n.e"] {
+                    $0.data.append(.init(reserved, "x"))
+                }
+                // Keys that share a reserved key's first letter or prefix but are the app's own.
+                $0.data.append(.init("chatId", "chat-1"))
+                $0.data.append(.init("fromUser", "u-2"))
+                $0.data.append(.init("googleish", "y"))
             },
             for: fcmDevice
         )
         let json = try JSONParser().parse(body)
         #expect(json["message"]?["notification"] == nil)
         #expect(json["message"]?["android"]?["priority"] == .string("NORMAL"))
-        #expect(json["message"]?["data"]?["google.sent_time"] == nil && json["message"]?["data"]?["from"] == nil)
+        let data = json["message"]?["data"]
+        for reserved in ["google.sent_time", "from", "notification", "message_type", "collapse_key", "gcm.n.e"] {
+            #expect(data?[reserved] == nil, "\(reserved)")
+        }
+        #expect(data?["chatId"] == .string("chat-1"))
+        #expect(data?["fromUser"] == .string("u-2"))
+        #expect(data?["googleish"] == .string("y"))
         #expect(
             json["message"]?["apns"]?["payload"]?["aps"] == .object(JSONObject([("content-available", .number("1"))]))
         )
