@@ -160,7 +160,10 @@ public struct EventDecoder: Sendable {
         var time: Timestamp?
         if let text = attributes.time {
             guard let parsed = Timestamp(rfc3339: text) else {
-                throw EventError(code: .badTime, message: "time '\(text.prefix(40))' is not an RFC 3339 date-time")
+                throw EventError(
+                    code: .badTime,
+                    message: "time '\(text.prefix(40))' is not an RFC 3339 date-time from year 0000 to 9999"
+                )
             }
             time = parsed
         }

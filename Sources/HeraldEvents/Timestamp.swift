@@ -9,8 +9,14 @@ public struct Timestamp: Sendable, Hashable, Comparable, CustomStringConvertible
 
     public static func < (lhs: Timestamp, rhs: Timestamp) -> Bool { lhs.epochMilliseconds < rhs.epochMilliseconds }
 
+    /// The earliest and latest moments RFC 3339 can write (`0000-01-01T00:00:00.000Z` and
+    /// `9999-12-31T23:59:59.999Z`): its years have four digits.
+    public static let representable =
+        Timestamp(epochMilliseconds: -62_167_219_200_000)...Timestamp(epochMilliseconds: 253_402_300_799_999)
+
     /// Parses an RFC 3339 date-time (`2026-11-21T12:00:00Z`, `2026-11-21T13:00:00.250+01:00`).
-    /// Returns `nil` for anything else, including impossible dates such as February 30.
+    /// Returns `nil` for anything else, including impossible dates such as February 30 and moments
+    /// that an offset moves out of ``representable`` (`0000-01-01T00:00:00+00:01`).
     public init?(rfc3339 text: String) {
         var utf8 = Array(text.utf8)
         guard let parsed = utf8.withUnsafeMutableBufferPointer({ Self.parse(UnsafeBufferPointer($0)) }) else {
@@ -19,7 +25,8 @@ public struct Timestamp: Sendable, Hashable, Comparable, CustomStringConvertible
         self = parsed
     }
 
-    /// RFC 3339 in UTC with milliseconds, e.g. `2026-11-21T12:00:00.000Z`.
+    /// RFC 3339 in UTC with milliseconds, e.g. `2026-11-21T12:00:00.000Z`. A moment outside
+    /// ``representable`` (made by arithmetic, not parsed) is written as the nearest end of it.
     public var description: String {
         String(unsafeUninitializedCapacity: Self.textLength) { write(to: UnsafeMutableRawBufferPointer($0)) }
     }
@@ -31,7 +38,10 @@ public struct Timestamp: Sendable, Hashable, Comparable, CustomStringConvertible
     /// runs for every outbound message, and a string this long is an allocation of its own.
     @discardableResult
     func write(to bytes: UnsafeMutableRawBufferPointer) -> Int {
-        let (days, millisecondOfDay) = epochMilliseconds.floorDivided(by: 86_400_000)
+        // A year below 0 would make a negative digit, which traps: an event timed a minute before
+        // year 0 crashed the worker wherever its time was written.
+        let clamped = min(max(self, Self.representable.lowerBound), Self.representable.upperBound)
+        let (days, millisecondOfDay) = clamped.epochMilliseconds.floorDivided(by: 86_400_000)
         let (year, month, day) = Self.civil(fromDays: days)
         func put(_ value: Int64, _ width: Int, at offset: Int) {
             var remaining = value
@@ -114,7 +124,8 @@ public struct Timestamp: Sendable, Hashable, Comparable, CustomStringConvertible
         let days = Self.days(fromCivil: year, month, day)
         // A leap second (:60) is folded into the next second.
         let seconds = days * 86_400 + hour * 3600 + minute * 60 + second - offsetMinutes * 60
-        return Timestamp(epochMilliseconds: seconds * 1000 + millisecond)
+        let moment = Timestamp(epochMilliseconds: seconds * 1000 + millisecond)
+        return representable.contains(moment) ? moment : nil
     }
 
     private static func daysIn(month: Int64, year: Int64) -> Int64 {

@@ -46,6 +46,10 @@ struct EventDecoderTests {
                 #"{"specversion":"1.0","id":"1","source":"/s","type":"t","time":"2026-02-30T00:00:00Z"}"#,
                 EventError.Code.badTime
             ),
+            (
+                #"{"specversion":"1.0","id":"1","source":"/s","type":"t","time":"0000-01-01T00:00:00+00:01"}"#,
+                EventError.Code.badTime
+            ),
             (#"{"specversion":"1.0","id":7,"source":"/s","type":"t"}"#, EventError.Code.badAttribute),
             (
                 #"{"specversion":"1.0","id":"1","source":"/s","type":"t","datacontenttype":"text/xml","data":"<a/>"}"#,
@@ -214,8 +218,27 @@ struct TimestampTests {
         for bad in [
             "2023-02-29T00:00:00Z", "2026-13-01T00:00:00Z", "2026-11-21T24:00:00Z", "2026-11-21 12:00", "",
             "2026-11-21T12:00:00",
+            // Written with four-digit years, but moved by their offsets past what RFC 3339 can write.
+            "0000-01-01T00:00:00+00:01", "9999-12-31T23:59:59.999-00:01",
         ] {
             #expect(Timestamp(rfc3339: bad) == nil, "\(bad)")
+        }
+        // The ends of the range parse and print as they were written.
+        for edge in ["0000-01-01T00:00:00.000Z", "9999-12-31T23:59:59.999Z"] {
+            #expect(Timestamp(rfc3339: edge)?.description == edge)
+        }
+        #expect(Timestamp(rfc3339: "0000-01-01T00:00:00Z") == Timestamp.representable.lowerBound)
+        #expect(Timestamp(rfc3339: "9999-12-31T23:59:59.999Z") == Timestamp.representable.upperBound)
+    }
+
+    @Test("a moment outside four-digit years prints as the nearest end of them instead of trapping")
+    func printingOutOfRange() {
+        // A year below 0 made a negative digit, which trapped: the worker crashed on such an event.
+        for milliseconds: Int64 in [Timestamp.representable.lowerBound.epochMilliseconds - 60_000, -1 << 60, .min] {
+            #expect(Timestamp(epochMilliseconds: milliseconds).description == "0000-01-01T00:00:00.000Z")
+        }
+        for milliseconds: Int64 in [Timestamp.representable.upperBound.epochMilliseconds + 1, 1 << 60, .max] {
+            #expect(Timestamp(epochMilliseconds: milliseconds).description == "9999-12-31T23:59:59.999Z")
         }
     }
 

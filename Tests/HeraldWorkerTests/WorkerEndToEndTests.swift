@@ -242,6 +242,15 @@ struct WorkerEndToEndTests {
         let poison: [(code: String, record: KafkaProducerRecord)] = [
             ("event.not_json", record("this is not JSON")),
             ("event.missing_attribute", record(#"{"specversion":"1.0","type":"order.confirmed","source":"/orders"}"#)),
+            // A minute before year 0: written in its outbound message, this time crashed the worker. Dead
+            // letters of the decoding stage come before those of rendering, hence its place here.
+            (
+                "event.bad_time",
+                record(
+                    #"{"specversion":"1.0","id":"p8","source":"/orders","type":"order.confirmed","#
+                        + #""time":"0000-01-01T00:00:00+00:01","data":"# + object(orderData).serialized + "}"
+                )
+            ),
             ("event.unknown_type", record(cloudEvent(id: "p3", type: "order.teleported", data: object(orderData)))),
             (
                 "render.field_type_mismatch",
