@@ -509,8 +509,10 @@ public struct HeraldConfiguration: Sendable {
             worker.unknownEventTypes = UnknownEventTypes(rawValue: handling)!
         }
         worker.batchSize = try integer("worker.batch_size") ?? worker.batchSize
-        if worker.batchSize < 1 {
-            throw ConfigurationError("\(source(key("worker.batch_size"))): must be at least 1")
+        if !Self.batchSizes.contains(worker.batchSize) {
+            throw ConfigurationError(
+                "\(source(key("worker.batch_size"))): must be from 1 to \(Self.batchSizes.upperBound)"
+            )
         }
         worker.dueWorkInterval = try duration("worker.due_work_interval") ?? worker.dueWorkInterval
         worker.shutdownDeadline = try duration("worker.shutdown_deadline") ?? worker.shutdownDeadline
@@ -707,7 +709,9 @@ public struct HeraldConfiguration: Sendable {
             sender.retryJitter = value
         }
         sender.batchSize = try integer("sender.batch_size") ?? sender.batchSize
-        if sender.batchSize < 1 { throw ConfigurationError("\(source("sender.batch_size")): must be at least 1") }
+        if !Self.batchSizes.contains(sender.batchSize) {
+            throw ConfigurationError("\(source("sender.batch_size")): must be from 1 to \(Self.batchSizes.upperBound)")
+        }
         sender.receiptDelay = try duration("sender.receipt_delay") ?? sender.receiptDelay
         sender.circuitFailureThreshold =
             try integer("sender.circuit_failure_threshold") ?? sender.circuitFailureThreshold
@@ -838,16 +842,22 @@ public struct HeraldConfiguration: Sendable {
         }
     }
 
-    /// `500ms`, `5s`, `2m`, `1h`, `7d`, or a plain number of seconds.
+    /// What `worker.batch_size` and `sender.batch_size` may be. A consumer allocates room for a
+    /// batch up front and buffers ten; a batch size beyond any use (10^18) trapped at start-up.
+    static let batchSizes = 1...100_000
+
+    /// `500ms`, `5s`, `2m`, `1h`, `7d`, or a plain number of seconds; `nil` for anything else,
+    /// including a number too large for 64 bits of milliseconds (which trapped at start-up).
     public static func duration(_ text: String) -> Duration? {
         let units: [(String, Int64)] = [
             ("ms", 1), ("s", 1000), ("m", 60_000), ("h", 3_600_000), ("d", 86_400_000),
         ]
         for (suffix, milliseconds) in units where text.hasSuffix(suffix) {
             guard let number = Int64(text.dropLast(suffix.count)), number >= 0 else { return nil }
-            return .milliseconds(number * milliseconds)
+            let (total, overflow) = number.multipliedReportingOverflow(by: milliseconds)
+            return overflow ? nil : .milliseconds(total)
         }
-        return Int64(text).flatMap { $0 >= 0 ? .seconds($0) : nil }
+        return Int64(text).flatMap { $0 >= 0 && $0 <= Int64.max / 1000 ? .seconds($0) : nil }
     }
 
     /// Yams' message without the document's text (it may hold a secret).

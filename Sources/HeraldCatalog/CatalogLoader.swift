@@ -208,8 +208,13 @@ private struct Context {
                     if let kind = rule.kind, !kinds.contains(kind) {
                         error("catalog.yaml", "\(ruleKey).kind", "unknown kind '\(kind)'")
                     }
-                    guard let seconds = Self.seconds(rule.window), seconds > 0 else {
-                        error("catalog.yaml", "\(ruleKey).window", "must be a duration such as 30s, 15m, 1h or 7d")
+                    guard let seconds = Self.seconds(rule.window), seconds > 0, seconds <= Self.maximumWindowSeconds
+                    else {
+                        error(
+                            "catalog.yaml",
+                            "\(ruleKey).window",
+                            "must be a duration from 1s to 366d, such as 30s, 15m, 1h or 7d"
+                        )
                         continue
                     }
                     throttle?.append(
@@ -233,17 +238,29 @@ private struct Context {
         return policies
     }
 
-    /// `30s`, `15m`, `1h`, `7d` in seconds.
+    /// `30s`, `15m`, `1h`, `7d` in seconds; `nil` for anything else, including a count too large
+    /// for 64 bits of seconds (which trapped: `catalog check` crashed instead of naming the key).
     static func seconds(_ text: String) -> Int64? {
         guard let unit = text.last, let count = Int64(text.dropLast()) else { return nil }
+        let scale: Int64
         switch unit {
-        case "s": return count
-        case "m": return count * 60
-        case "h": return count * 3600
-        case "d": return count * 86_400
+        case "s": scale = 1
+        case "m": scale = 60
+        case "h": scale = 3600
+        case "d": scale = 86_400
         default: return nil
         }
+        let (seconds, overflow) = count.multipliedReportingOverflow(by: scale)
+        return overflow ? nil : seconds
     }
+
+    /// The longest throttle window: a year and a day. Windows are counted in milliseconds of event
+    /// time; a window beyond any use would overflow that arithmetic for every event it applies to.
+    static let maximumWindowSeconds: Int64 = 366 * 86_400
+
+    /// The longest `push.ttl`: 28 days, the most FCM accepts (it refuses a message with more). At
+    /// least a second: a notification whose time to live is 0 is expired as soon as it is decided.
+    static let timeToLiveSeconds = 1...2_419_200
 
     // MARK: Bundles
 
@@ -415,6 +432,9 @@ private struct Context {
                 error(file, key, "placeholder '\(name)' is not a declared field")
             }
             templates[key] = template
+        }
+        if let ttl = raw.push.ttl, !Self.timeToLiveSeconds.contains(ttl) {
+            error(file, "push.ttl", "must be from 1 to 2419200 seconds (28 days, the most FCM accepts), not \(ttl)")
         }
         let priority = raw.push.priority ?? "high"
         if !["high", "normal"].contains(priority) { error(file, "push.priority", "must be high or normal") }

@@ -136,6 +136,21 @@ struct TypeCheckTests {
         #expect(indexed.isEmpty, "\(indexed)")
     }
 
+    @Test("a time to live or throttle window out of range names its key (a huge one crashed catalog check)")
+    func outOfRangeDurations() throws {
+        for ttl in ["0", "2419201", "-5", "9223372036854775807"] {
+            let found = try only(["kinds/order.confirmed.yaml": replacing("ttl: 86400", "ttl: \(ttl)")])
+            #expect(found?.key == "push.ttl", "\(ttl)")
+            #expect(found?.message.contains("2419200") == true)
+        }
+        #expect(try diagnostics(["kinds/order.confirmed.yaml": replacing("ttl: 86400", "ttl: 2419200")]).isEmpty)
+        for window in ["367d", "999999999999999999d", "9223372036854775807s", "0s"] {
+            let found = try only(["catalog.yaml": replacing("window: 7d", "window: \(window)")])
+            #expect(found?.key == "policies.marketing.throttle[0].window", "\(window)")
+        }
+        #expect(try diagnostics(["catalog.yaml": replacing("window: 7d", "window: 366d")]).isEmpty)
+    }
+
     @Test("a missing required key in a kind names it")
     func missingKey() throws {
         let found = try only(["kinds/promo.offer.yaml": replacing("category: marketing\n", "")])

@@ -72,6 +72,18 @@ struct ConfigurationTests {
             ("store:\n  timeout: 0s\n", [:], "store.timeout: must be longer than 0s"),
             ("store:\n  retention: 0d\n", [:], "store.retention: must be longer than 0s"),
             ("", ["HERALD_STORE_RETENTION": "a week"], "HERALD_STORE_RETENTION: expected a duration"),
+            // Too large for 64 bits of milliseconds: these trapped at start-up instead of naming the key.
+            (
+                "", ["HERALD_WORKER_SHUTDOWN_DEADLINE": "999999999999999999d"],
+                "HERALD_WORKER_SHUTDOWN_DEADLINE: expected a duration"
+            ),
+            ("store:\n  retention: 9223372036854775807s\n", [:], "store.retention: expected a duration"),
+            ("worker:\n  batch_size: 0\n", [:], "worker.batch_size: must be from 1 to 100000"),
+            (
+                "", ["HERALD_WORKER_BATCH_SIZE": "1000000000000000000"],
+                "HERALD_WORKER_BATCH_SIZE: must be from 1 to 100000"
+            ),
+            ("sender:\n  batch_size: 100001\n", [:], "sender.batch_size: must be from 1 to 100000"),
             (
                 "", ["HERALD_STORE_SQLITE_MMAP_MB": "-1"],
                 "HERALD_STORE_SQLITE_MMAP_MB: expected a non-negative integer, got '-1'"
