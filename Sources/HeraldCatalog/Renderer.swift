@@ -134,13 +134,13 @@ public final class Renderer: Sendable {
         switch (type, raw) {
         case (.string, .string(let text)), (.url, .string(let text)): return .string(text)
         case (.int, .number(let text)): return Int64(text).map(FieldValue.int)
-        case (.decimal, .number(let text)): return .decimal(text)
-        case (.decimal, .string(let text)) where Double(text) != nil: return .decimal(text)
+        case (.decimal, .number(let text)), (.decimal, .string(let text)):
+            return isFiniteDecimal(text) ? .decimal(text) : nil
         case (.money, .object(let object)):
-            guard case .string(let currency)? = object["currency"], currency.count == 3 else { return nil }
+            guard case .string(let code)? = object["currency"], let currency = currencyCode(code) else { return nil }
             switch object["amount"] {
-            case .number(let amount)?: return .money(amount: amount, currency: currency)
-            case .string(let amount)? where Double(amount) != nil: return .money(amount: amount, currency: currency)
+            case .number(let amount)?, .string(let amount)?:
+                return isFiniteDecimal(amount) ? .money(amount: amount, currency: currency) : nil
             default: return nil
             }
         case (.datetime, .string(let text)): return Timestamp(rfc3339: text).map(FieldValue.datetime)
@@ -154,6 +154,39 @@ public final class Renderer: Sendable {
             return .list(strings)
         default: return nil
         }
+    }
+
+    /// Whether `text` is a decimal number as JSON writes one (`-12`, `1234.50`, `1e3`) whose value
+    /// is finite. `Double(text)` alone took `inf`, `nan` and `0x1p3` as amounts, which rendered as
+    /// "∞ €" and "BTCNaN"; a JSON number as large as `1e400` is infinite too.
+    static func isFiniteDecimal(_ text: String) -> Bool {
+        var bytes = text.utf8[...]
+        func digits() -> Bool {
+            let start = bytes.startIndex
+            while let byte = bytes.first, byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") { bytes.removeFirst() }
+            return bytes.startIndex != start
+        }
+        if bytes.first == UInt8(ascii: "-") { bytes.removeFirst() }
+        guard digits() else { return false }
+        if bytes.first == UInt8(ascii: ".") {
+            bytes.removeFirst()
+            guard digits() else { return false }
+        }
+        if bytes.first == UInt8(ascii: "e") || bytes.first == UInt8(ascii: "E") {
+            bytes.removeFirst()
+            if bytes.first == UInt8(ascii: "+") || bytes.first == UInt8(ascii: "-") { bytes.removeFirst() }
+            guard digits() else { return false }
+        }
+        return bytes.isEmpty && Double(text)?.isFinite == true
+    }
+
+    /// An ISO 4217 currency code: three ASCII letters, upper-cased (`nok` is NOK); `nil` otherwise.
+    static func currencyCode(_ text: String) -> String? {
+        let letters = text.utf8
+        let upper = { (byte: UInt8) in byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") }
+        let lower = { (byte: UInt8) in byte >= UInt8(ascii: "a") && byte <= UInt8(ascii: "z") }
+        guard letters.count == 3, letters.allSatisfy({ upper($0) || lower($0) }) else { return nil }
+        return letters.allSatisfy(upper) ? text : text.uppercased()
     }
 
     /// Renders `event` as `kind` for a recipient.

@@ -234,6 +234,51 @@ struct RenderTests {
         }
     }
 
+    @Test("money and decimals must be finite decimal numbers, currencies three letters (inf rendered as ∞ €)")
+    func moneyAndDecimalValues() throws {
+        let kind = catalog.kind(named: "order.confirmed")!
+        let event = try sampleEvent("order.confirmed")
+        func rendered(amount: JSONValue, currency: JSONValue = .string("EUR")) throws -> String {
+            var changed = event
+            var data = try dataObject(of: event)
+            data.members = data.members.map {
+                $0.key == "total" ? ($0.key, .object(JSONObject([("amount", amount), ("currency", currency)]))) : $0
+            }
+            changed.data = .object(data)
+            return try renderer.render(changed, as: kind, locale: "en", timeZone: "UTC").body
+        }
+        for amount: JSONValue in [
+            .string("inf"), .string("-inf"), .string("nan"), .string("NaN"), .string("Infinity"), .string("0x1p3"),
+            .string("+5"), .string(".5"), .string("5."), .string(""), .string(" 5"), .string("1,000"),
+            .string("1e400"), .number("1e400"), .number("-1e400"),
+        ] {
+            let error = #expect(throws: RenderError.self, "\(amount)") { try rendered(amount: amount) }
+            #expect(error?.code == .fieldTypeMismatch)
+        }
+        for currency: JSONValue in [.string("ÆØÅ"), .string("EU"), .string("EURO"), .string("E1R"), .number("978")] {
+            let error = #expect(throws: RenderError.self, "\(currency)") {
+                try rendered(amount: .number("5"), currency: currency)
+            }
+            #expect(error?.code == .fieldTypeMismatch)
+        }
+        for amount: JSONValue in [
+            .string("5000"), .string("1234.50"), .string("-0.5"), .string("1e3"), .number("12.5"),
+        ] {
+            #expect(throws: Never.self, "\(amount)") { _ = try rendered(amount: amount) }
+        }
+        #expect(
+            try rendered(amount: .string("1234.50"), currency: .string("eur")) == rendered(amount: .string("1234.50"))
+        )
+        #expect(try rendered(amount: .string("1234.50")).contains("1,234.50"))
+
+        #expect(Renderer.typed(.string("12.5"), as: .decimal) != nil)
+        #expect(Renderer.typed(.number("-3e2"), as: .decimal) != nil)
+        for text in ["inf", "nan", "0x10", "+1", "1e400", ""] {
+            #expect(Renderer.typed(.string(text), as: .decimal) == nil, "\(text)")
+        }
+        #expect(Renderer.typed(.number("1e400"), as: .decimal) == nil)
+    }
+
     @Test("a field of the wrong type or a missing required field fails with its code and name")
     func fieldErrors() throws {
         let kind = catalog.kind(named: "order.confirmed")!
