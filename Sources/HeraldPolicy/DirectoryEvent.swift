@@ -1,3 +1,4 @@
+import Foundation
 import HeraldEvents
 
 /// One change to the recipient directory, from a CloudEvent on `herald.directory` (key = user id).
@@ -129,10 +130,18 @@ extension DirectoryEvent {
         case "device.token.invalidated":
             self = .tokenInvalidated(provider: try provider(), token: try string("token"), at: time)
         case "user.profile.updated":
+            // An empty value says nothing, like an absent one: the stored value stays.
+            let timeZone = try optionalString("timeZone").flatMap { $0.isEmpty ? nil : $0 }
+            // Checked here, not first when a notification is rendered: an unknown zone stored with
+            // the profile dead-lettered every later notification with a date for the user as
+            // render.bad_time_zone, where this dead-letters the one bad update.
+            if let timeZone, TimeZone(identifier: timeZone) == nil {
+                throw DirectoryEventError(message: "'timeZone' must be an IANA time zone such as Europe/Oslo")
+            }
             self = .profileUpdated(
                 userID: try string("userId"),
-                locale: try optionalString("locale"),
-                timeZone: try optionalString("timeZone"),
+                locale: try optionalString("locale").flatMap { $0.isEmpty ? nil : $0 },
+                timeZone: timeZone,
                 at: time
             )
         case "user.preferences.updated":

@@ -47,6 +47,17 @@ struct DirectoryEventTests {
                     at: Timestamp(rfc3339: "2026-11-21T12:00:00Z")!
                 )
         )
+        // Empty values leave the stored ones as they are, as absent ones do.
+        let empty = try DirectoryEvent(event("user.profile.updated", #"{"userId":"u-1","locale":"","timeZone":""}"#))
+        #expect(
+            empty
+                == .profileUpdated(
+                    userID: "u-1",
+                    locale: nil,
+                    timeZone: nil,
+                    at: Timestamp(rfc3339: "2026-11-21T12:00:00Z")!
+                )
+        )
         let preferences = try DirectoryEvent(
             event(
                 "user.preferences.updated",
@@ -78,6 +89,8 @@ struct DirectoryEventTests {
                 #"{"userId":"u-1","quietHours":{"start":"22:00","end":"22:00","timezone":"Europe/Oslo"}}"#, "quietHours"
             ),
             ("user.preferences.updated", #"{"userId":"u-1","categories":{"marketing":"yes"}}"#, "categories.marketing"),
+            ("user.profile.updated", #"{"userId":"u-1","locale":"nb","timeZone":"Mars/Olympus_Mons"}"#, "'timeZone'"),
+            ("user.profile.updated", #"{"userId":"u-1","timeZone":"Local"}"#, "'timeZone'"),
             (
                 "user.preferences.updated", #"{"userId":"u-1","channels":{"messages":{"push":"no"}}}"#,
                 "channels.messages.push"

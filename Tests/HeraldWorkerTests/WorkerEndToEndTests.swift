@@ -312,18 +312,44 @@ struct WorkerEndToEndTests {
                             provider: "fcm",
                             token: "mars-token",
                             locale: "en",
-                            timeZone: "Mars/Olympus_Mons"
+                            timeZone: "UTC"
                         )
+                        // A profile update naming an unknown zone is dead-lettered, not stored.
+                        + [
+                            directoryRecord(
+                                "u-mars",
+                                "u-mars-zone",
+                                "user.profile.updated",
+                                [("timeZone", .string("Mars/Olympus_Mons"))]
+                            )
+                        ]
                 )
-                try await eventually("the directory holds both users") {
-                    try await store.recipients([user.user, "u-mars"]).count == 2
+                try await eventually("the directory holds both users, and the bad update is dead-lettered") {
+                    try await store.recipients([user.user, "u-mars"]).count == 2 && received.count == 1
                 }
+                #expect(try await store.recipients(["u-mars"])["u-mars"]?.timeZone == "UTC")
+                // A zone stored before profile updates were checked (or by another tool) still fails
+                // when a notification with a date is rendered for the user.
+                try await store.apply([
+                    .profileUpdated(
+                        userID: "u-mars",
+                        locale: nil,
+                        timeZone: "Mars/Olympus_Mons",
+                        at: Timestamp(rfc3339: "2026-11-02T09:00:00Z")!
+                    )
+                ])
                 try await pipeline.produce(poison.map(\.record) + [good])
                 try await eventually("every poison event dead-lettered and the good one sent") {
-                    received.count >= poison.count + 1
+                    received.count >= poison.count + 2
                 }
             }
-            let letters = received.all.filter { $0.topic == "herald.events.dlq" }
+            let directoryLetters = received.all.filter {
+                $0.topic == "herald.events.dlq" && $0.headerText(HeraldHeader.originalTopic) == "herald.directory"
+            }
+            #expect(directoryLetters.map { $0.headerText(HeraldHeader.errorCode) } == ["directory.invalid_event"])
+            let letters = received.all.filter {
+                $0.topic == "herald.events.dlq" && $0.headerText(HeraldHeader.originalTopic) == order
+            }
             #expect(letters.map { $0.headerText(HeraldHeader.errorCode) ?? "" } == poison.map(\.code))
             for (letter, original) in zip(letters, poison) {
                 #expect(letter.text == String(decoding: Array(original.record.value!), as: UTF8.self))
@@ -342,7 +368,7 @@ struct WorkerEndToEndTests {
             #expect(sent.map(\.eventID) == ["good"], "the event after the poison ones is handled")
         }
         let statistics = worker.statistics.snapshot
-        #expect(statistics.deadLettersByCode.values.reduce(0, +) == poison.count)
+        #expect(statistics.deadLettersByCode.values.reduce(0, +) == poison.count + 1)
     }
 }
 
