@@ -129,8 +129,12 @@ public struct Policy: Sendable {
 
 extension Duration {
     /// Whole milliseconds (sub-millisecond parts are dropped): the unit of Herald's timestamps.
+    /// Saturates at `Int64.min` and `Int64.max` (about 292 million years) rather than trapping.
     public var milliseconds: Int64 {
         let (seconds, attoseconds) = components
-        return seconds * 1000 + attoseconds / 1_000_000_000_000_000
+        let (whole, overflow) = seconds.multipliedReportingOverflow(by: 1000)
+        if overflow { return seconds < 0 ? .min : .max }
+        let (total, overflowAgain) = whole.addingReportingOverflow(attoseconds / 1_000_000_000_000_000)
+        return overflowAgain ? (whole < 0 ? .min : .max) : total
     }
 }

@@ -13,13 +13,26 @@ import Synchronization
 struct ProviderAnswer: Sendable {
     var status: Int
     var body: [UInt8]
-    /// `Retry-After` in seconds (the only form APNs, FCM and Expo send).
+    /// `Retry-After` in seconds (the only form APNs, FCM and Expo send), at most a day.
     var retryAfter: Duration?
+
+    /// The longest `Retry-After` honoured. More would hold the retry's partition (everything
+    /// behind it waits its turn) for longer than a notification is worth; and a value such as
+    /// 10^16 seconds overflowed the retry's not-before time, which trapped: the sender crashed on
+    /// one odd header.
+    static let maximumRetryAfterSeconds: Int64 = 86_400
 
     init(status: Int, body: [UInt8], retryAfter: String?) {
         self.status = status
         self.body = body
-        self.retryAfter = retryAfter.flatMap { Int64($0.trimmingCharacters(in: .whitespaces)) }.map { .seconds($0) }
+        self.retryAfter = Self.retryAfter(retryAfter)
+    }
+
+    /// A `Retry-After` of whole seconds, capped at ``maximumRetryAfterSeconds``; `nil` for anything
+    /// else (a negative number, an HTTP date, which no provider of ours sends, or garbage).
+    static func retryAfter(_ text: String?) -> Duration? {
+        guard let text, let seconds = UInt64(text.trimmingCharacters(in: .whitespaces)) else { return nil }
+        return .seconds(Int64(min(seconds, UInt64(maximumRetryAfterSeconds))))
     }
 }
 

@@ -8,6 +8,8 @@ import HeraldProviders
 public struct OutboundMessage: Sendable, Hashable {
     /// The current schema. A change that a version-1 reader would misread gets a new version.
     public static let schema = "herald.outbound.v1"
+    /// What `attempt` may be: the worker writes 1 and each retry counts one more.
+    public static let attempts = 1...1_000_000
 
     /// `hash(eventId, kind, recipient, device token)`: the same on every worker and redelivery.
     public var notificationID: String {
@@ -318,8 +320,12 @@ public struct OutboundMessage: Sendable, Hashable {
         for (name, value) in read.headers {
             headers.append(Header(name, try string(value, "request.headers.\(name)")))
         }
-        guard case .number(let attempt) = read.attempt, let attemptNumber = Int(attempt) else {
-            throw OutboundMessageError(message: "'attempt' must be an integer")
+        // Bounded: the sender counts a retry as `attempt + 1`, which trapped for Int.max (a record on
+        // the outbound topic could crash every sender that read it).
+        guard case .number(let attempt) = read.attempt, let attemptNumber = Int(attempt),
+            Self.attempts.contains(attemptNumber)
+        else {
+            throw OutboundMessageError(message: "'attempt' must be an integer from 1 to \(Self.attempts.upperBound)")
         }
         self.init(
             notificationID: try string(read.notificationID, "notificationId"),

@@ -103,6 +103,14 @@ struct OutboundMessageTests {
         let broken = encoded.replacingOccurrences(of: #""attempt":3"#, with: #""attempt":3,"extra":[1,,2]"#)
         let failure = #expect(throws: OutboundMessageError.self) { try OutboundMessage(decoding: Array(broken.utf8)) }
         #expect(failure?.message == "not a JSON object")
+        // The sender counts a retry as attempt + 1, which trapped for the largest integer.
+        for attempt in ["0", "-1", "1000001", "9223372036854775807", "1.5"] {
+            let bad = encoded.replacingOccurrences(of: #""attempt":3"#, with: #""attempt":"# + attempt)
+            let refused = #expect(throws: OutboundMessageError.self, "\(attempt)") {
+                try OutboundMessage(decoding: Array(bad.utf8))
+            }
+            #expect(refused?.message == "'attempt' must be an integer from 1 to 1000000")
+        }
         let wrongType = encoded.replacingOccurrences(of: #""kind":"order.confirmed""#, with: #""kind":["order"]"#)
         let wrong = #expect(throws: OutboundMessageError.self) { try OutboundMessage(decoding: Array(wrongType.utf8)) }
         #expect(wrong?.message == "'kind' must be a string")
