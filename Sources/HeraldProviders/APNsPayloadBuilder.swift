@@ -309,7 +309,8 @@ public enum APNsPayloadBuilder {
 
     /// A number in [0, 1] written with at most three decimals and no exponent: `1`, `0.5`, `0.025`.
     static func decimal(_ value: Double) -> String {
-        let thousandths = Int((value * 1000).rounded())
+        // NaN passes through min and max, and Int(NaN) traps: it is written as 0.
+        let thousandths = value.isNaN ? 0 : Int((value * 1000).rounded())
         let (whole, fraction) = (thousandths / 1000, thousandths % 1000)
         guard fraction != 0 else { return String(whole) }
         var digits = String(fraction)

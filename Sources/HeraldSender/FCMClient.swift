@@ -97,7 +97,10 @@ public final class FCMAccessToken: Sendable {
                         ? .retry(reason, after: answer.retryAfter) : .configuration(reason)
                 )
             }
-            return .success((token, Timestamp(epochMilliseconds: now.epochMilliseconds + lifetime * 1000)))
+            // Google's tokens live an hour. Bounded: an endpoint answering 10^16 seconds overflowed
+            // this sum, which trapped; one answering 0 or less would be fetched again every call.
+            let bounded = min(max(lifetime, 60), 86_400)
+            return .success((token, Timestamp(epochMilliseconds: now.epochMilliseconds + bounded * 1000)))
         }
     }
 }

@@ -78,7 +78,10 @@ extension ProviderSimulator {
         let lifetime = configuration.accessTokenLifetimeSeconds
         let accessToken = state.withLock { state in
             let accessToken = state.makeID("ya29.simulated-")
-            state.accessTokens[accessToken] = (account.projectID, now + lifetime * 1000)
+            // Saturated: a test may configure a lifetime far beyond any real one.
+            let (span, overflow) = max(lifetime, 0).multipliedReportingOverflow(by: 1000)
+            let (expiry, later) = now.addingReportingOverflow(overflow ? .max : span)
+            state.accessTokens[accessToken] = (account.projectID, later ? .max : expiry)
             return accessToken
         }
         var writer = JSONStreamWriter(capacity: 128)

@@ -42,6 +42,20 @@ struct RetryAfterTests {
         }
     }
 
+    @Test(
+        "an OAuth token's lifetime is bounded: 10^16 seconds does not trap, 30 (under the refresh margin) is fetched again each call",
+        arguments: [(Int64(9_999_999_999_999_999), 1), (30, 2)]
+    )
+    func accessTokenLifetime(lifetime: Int64, exchanges: Int) async throws {
+        try await SimulatorFixture.with(accessTokenLifetimeSeconds: lifetime) { fixture in
+            for index in 0..<2 {
+                let message = try SimulatorFixture.message(.fcm, token: SimulatorFixture.fcmToken, id: "t-\(index)")
+                #expect(await fixture.fcm.send(message) == .delivered())
+            }
+            #expect(fixture.simulator.statistics.answers["oauth 200"] == exchanges)
+        }
+    }
+
     @Test("whole milliseconds of a duration saturate instead of trapping")
     func saturatingMilliseconds() {
         #expect(Duration.seconds(5).milliseconds == 5000)

@@ -37,6 +37,7 @@ struct SimulatorFixture {
         senderClock: TestClock = TestClock("2026-11-22T12:00:00Z"),
         trustedAPNsKey: Bool = true,
         frames: Bool = true,
+        accessTokenLifetimeSeconds: Int64 = 3600,
         _ body: (SimulatorFixture) async throws -> Void
     ) async throws {
         let apnsKey = APNsSigningKey.generate(keyID: "KEY1234567", teamID: "TEAM123456").key
@@ -54,6 +55,7 @@ struct SimulatorFixture {
         ]
         configuration.faults = faults
         configuration.keepsBodies = true
+        configuration.accessTokenLifetimeSeconds = accessTokenLifetimeSeconds
         let simulator = ProviderSimulator(configuration: configuration, now: { simulatorClock.now() })
         let tls = try SimulatorTLS.generate()
         let server = SimulatorServer(simulator: simulator, tls: tls, logger: Logger(label: "test.simulator"))
