@@ -832,15 +832,21 @@ public struct HeraldConfiguration: Sendable {
         }
         providers.expo.concurrency = try integer("providers.expo.concurrency") ?? providers.expo.concurrency
         providers.expo.requestTimeout = try duration("providers.expo.request_timeout") ?? providers.expo.requestTimeout
-        for (path, value) in [
-            ("providers.apns.concurrency", providers.apns.concurrency),
-            ("providers.apns.connections", providers.apns.frameConnections),
-            ("providers.fcm.concurrency", providers.fcm.concurrency),
-            ("providers.expo.concurrency", providers.expo.concurrency),
-        ] where value < 1 {
-            throw ConfigurationError("\(source(path)): must be at least 1")
+        // Bounded: the APNs pool makes a slot per connection up front, and a count beyond any use
+        // (10^18) trapped when the first call was made.
+        for (path, value, limit) in [
+            ("providers.apns.concurrency", providers.apns.concurrency, Self.maximumConcurrency),
+            ("providers.apns.connections", providers.apns.frameConnections, Self.maximumConnections),
+            ("providers.fcm.concurrency", providers.fcm.concurrency, Self.maximumConcurrency),
+            ("providers.expo.concurrency", providers.expo.concurrency, Self.maximumConcurrency),
+        ] where !(1...limit).contains(value) {
+            throw ConfigurationError("\(source(path)): must be from 1 to \(limit)")
         }
     }
+
+    /// The most requests in flight per provider credential, and HTTP/2 connections per APNs host.
+    static let maximumConcurrency = 10_000
+    static let maximumConnections = 256
 
     /// What `worker.batch_size` and `sender.batch_size` may be. A consumer allocates room for a
     /// batch up front and buffers ten; a batch size beyond any use (10^18) trapped at start-up.

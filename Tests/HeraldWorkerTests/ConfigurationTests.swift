@@ -88,7 +88,12 @@ struct ConfigurationTests {
                 "", ["HERALD_STORE_SQLITE_MMAP_MB": "-1"],
                 "HERALD_STORE_SQLITE_MMAP_MB: expected a non-negative integer, got '-1'"
             ),
-            ("providers:\n  apns:\n    connections: 0\n", [:], "providers.apns.connections: must be at least 1"),
+            ("providers:\n  apns:\n    connections: 0\n", [:], "providers.apns.connections: must be from 1 to 256"),
+            (
+                "", ["HERALD_PROVIDERS_APNS_CONNECTIONS": "1000000000000000000"],
+                "HERALD_PROVIDERS_APNS_CONNECTIONS: must be from 1 to 256"
+            ),
+            ("providers:\n  fcm:\n    concurrency: 10001\n", [:], "providers.fcm.concurrency: must be from 1 to 10000"),
             (
                 "kafka:\n  properties:\n    fetch.min.bytes: lots\n", [:],
                 "kafka.properties: 'fetch.min.bytes': Invalid value for configuration property \"fetch.min.bytes\""
