@@ -190,7 +190,7 @@ public final class Sender: Service, Sendable {
             let partition = message.topicPartition
             if waiting[partition] != nil {
                 waiting[partition]!.append(message)
-            } else if let notBefore = Self.notBefore(message), notBefore > now {
+            } else if let time = notBefore(message), time > now {
                 waiting[partition] = [message]
             } else {
                 ready.append(message)
@@ -199,8 +199,28 @@ public final class Sender: Service, Sendable {
         return (ready, waiting.sorted { $0.key < $1.key }.map { ($0.key, $0.value) })
     }
 
-    static func notBefore(_ message: KafkaMessage) -> Timestamp? {
-        message.header(HeraldHeader.notBefore).flatMap { Timestamp(rfc3339: $0.string) }
+    /// When a retry may be tried: its `herald.not.before`, but no later than ``longestHold`` after
+    /// it was written to its retry topic. A retry waits by holding its partition, and everything
+    /// behind it waits too: a not-before years ahead (a garbled header, a sender's clock far off)
+    /// stalled the partition until then.
+    func notBefore(_ message: KafkaMessage) -> Timestamp? {
+        Self.notBefore(message, holdingAtMost: longestHold)
+    }
+
+    static func notBefore(_ message: KafkaMessage, holdingAtMost hold: Duration) -> Timestamp? {
+        guard let asked = message.header(HeraldHeader.notBefore).flatMap({ Timestamp(rfc3339: $0.string) }) else {
+            return nil
+        }
+        guard let written = message.timestampMilliseconds else { return asked }
+        let (latest, overflow) = written.addingReportingOverflow(hold.milliseconds)
+        return overflow ? asked : min(asked, Timestamp(epochMilliseconds: latest))
+    }
+
+    /// The longest a retry can have been asked to wait: the last step's delay with its jitter, or
+    /// the longest `Retry-After` honoured, and an hour more for clocks that disagree.
+    var longestHold: Duration {
+        let delay = (configuration.retry.delays.max() ?? .zero) * (1 + max(configuration.retry.jitter, 0))
+        return max(delay, .seconds(ProviderAnswer.maximumRetryAfterSeconds)) + .seconds(3600)
     }
 
     /// Waits for each message's time, in order, and handles the ones that are due together. While
@@ -221,8 +241,8 @@ public final class Sender: Service, Sendable {
         heldRetries.add(rest.count, ordering: .relaxed)
         defer { heldRetries.subtract(rest.count, ordering: .relaxed) }
         while let first = rest.first {
-            if let notBefore = Self.notBefore(first) {
-                let wait = notBefore.epochMilliseconds - clock.now().epochMilliseconds
+            if let time = notBefore(first) {
+                let wait = time.epochMilliseconds - clock.now().epochMilliseconds
                 // Slept in slices, looking at the partition between them: a revoke does not wake a
                 // sleeping task. (Measured on the monotonic clock: a test's clock may stand still.)
                 let due = ContinuousClock.now + .milliseconds(max(wait, 0))
@@ -235,7 +255,7 @@ public final class Sender: Service, Sendable {
                 return false
             }
             let now = clock.now()
-            let due = rest.prefix { (Self.notBefore($0) ?? now) <= now }
+            let due = rest.prefix { (notBefore($0) ?? now) <= now }
             // The first is due by now (or the clock stands still, as in tests): take at least it.
             let chunk = due.isEmpty ? rest.prefix(1) : due
             try await handle(Array(chunk))

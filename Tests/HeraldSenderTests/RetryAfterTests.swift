@@ -1,4 +1,5 @@
 import HeraldEvents
+import HeraldKafka
 import HeraldPolicy
 import HeraldTestSupport
 import HeraldWorker
@@ -54,6 +55,35 @@ struct RetryAfterTests {
             }
             #expect(fixture.simulator.statistics.answers["oauth 200"] == exchanges)
         }
+    }
+
+    @Test("a retry waits no longer than the longest hold after it was written, whatever its not-before says")
+    func notBeforeIsBounded() throws {
+        let written = Timestamp(rfc3339: "2026-11-26T12:00:00Z")!
+        let hold = Duration.seconds(25 * 3600)
+        func retry(notBefore: String?, written: Timestamp? = written) -> KafkaMessage {
+            KafkaMessage(
+                topic: "herald.outbound.retry.1",
+                partition: 0,
+                offset: 0,
+                timestampMilliseconds: written?.epochMilliseconds,
+                key: nil,
+                value: nil,
+                headers: notBefore.map { [KafkaHeader(HeraldHeader.notBefore, string: $0)] } ?? []
+            )
+        }
+        let latest = Timestamp(epochMilliseconds: written.epochMilliseconds + hold.milliseconds)
+        // Years ahead (a garbled header, a clock far off): it held the partition until then.
+        #expect(Sender.notBefore(retry(notBefore: "9999-12-31T23:59:59Z"), holdingAtMost: hold) == latest)
+        let inTenMinutes = "2026-11-26T12:10:00.000Z"
+        #expect(Sender.notBefore(retry(notBefore: inTenMinutes), holdingAtMost: hold)?.description == inTenMinutes)
+        #expect(Sender.notBefore(retry(notBefore: nil), holdingAtMost: hold) == nil)
+        #expect(Sender.notBefore(retry(notBefore: "soon"), holdingAtMost: hold) == nil)
+        // Without the record's time there is nothing to bound it by.
+        #expect(
+            Sender.notBefore(retry(notBefore: "9999-12-31T23:59:59Z", written: nil), holdingAtMost: hold)
+                == Timestamp(rfc3339: "9999-12-31T23:59:59Z")
+        )
     }
 
     @Test("whole milliseconds of a duration saturate instead of trapping")
