@@ -69,7 +69,7 @@ public struct DecisionBenchmark: Sendable {
     }
 
     /// A small deterministic generator (SplitMix64), so every run decides the same pairs.
-    struct Generator {
+    struct Generator: RandomNumberGenerator {
         var state: UInt64
         mutating func next() -> UInt64 {
             state &+= 0x9E37_79B9_7F4A_7C15

@@ -9,8 +9,8 @@ public struct FieldPath: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// The event attribute the path starts at (`data`, or `id`, `source`, `type`, `subject`, `time`).
-    public var root: String
-    public var segments: [Segment]
+    public let root: String
+    public let segments: [Segment]
     public let description: String
     /// `root`, resolved once: looking a value up compared `root` with each attribute's name.
     private let attribute: Attribute

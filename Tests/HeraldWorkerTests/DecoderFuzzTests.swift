@@ -5,22 +5,15 @@ import HeraldPolicy
 import HeraldWorker
 import Testing
 
+@testable import HeraldApp
+
 /// The decoders of what Herald reads from Kafka, fed mutated copies of valid records: each must
 /// return a value or throw its error (a crash would take the worker or sender down with every
 /// redelivery of the record), and what it returns must survive being written and read again.
 @Suite("Decoders under mutated input")
 struct DecoderFuzzTests {
-    /// SplitMix64: the same mutations on every run, so a failure can be replayed.
-    struct Generator: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
+    /// The same mutations on every run, so a failure can be replayed.
+    typealias Generator = DecisionBenchmark.Generator
 
     /// Bytes that change JSON's structure when they land in the wrong place.
     static let significant = Array(#"{}[]",:\-+.0123456789eEtrufalsn "#.utf8) + [0x00, 0x1F, 0x80, 0xC3, 0xED, 0xFF]
