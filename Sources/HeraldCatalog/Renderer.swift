@@ -274,7 +274,13 @@ public final class Renderer: Sendable {
         }
         if let pattern = kind.deepLinkPattern {
             guard let path = pattern.render(plain) else {
-                throw RenderError(code: .missingField, message: "a deep-link parameter of \(kind.name) is missing")
+                // Only required fields are parameters (catalog check): the value is there, but empty,
+                // and an empty path segment would open a different screen. Named, never quoted.
+                let empty = pattern.parameters.first { plain($0)?.isEmpty ?? true } ?? "?"
+                throw RenderError(
+                    code: .missingField,
+                    message: "deep-link parameter '\(empty)' of \(kind.name) is empty: it cannot be a path segment"
+                )
             }
             let app = plan.app
             rendered.deepLink = RenderedNotification.DeepLink(

@@ -82,6 +82,10 @@ extension DirectoryEvent {
 
     /// Reads a directory event. The time of the change is the event's `time` (required: ordering
     /// registrations against invalidations depends on it).
+    /// The longest user id, device id, platform, provider, token or app id accepted. Provider
+    /// tokens are far shorter: APNs 64–200 hex digits, FCM about 160 characters, Expo about 40.
+    public static let maximumValueBytes = 1024
+
     public init(_ event: CloudEvent) throws(DirectoryEventError) {
         guard let time = event.time else { throw DirectoryEventError(message: "\(event.type) needs a time") }
         guard case .object(let data)? = event.data else {
@@ -90,6 +94,12 @@ extension DirectoryEvent {
         func string(_ key: String) throws(DirectoryEventError) -> String {
             guard case .string(let value)? = data[key], !value.isEmpty else {
                 throw DirectoryEventError(message: "\(event.type) needs a non-empty string '\(key)'")
+            }
+            // Tokens and ids are copied into every outbound record of the device (an APNs token
+            // twice, in its target and its path), and the path goes in an HTTP/2 header: one
+            // absurdly long value would make every notification to the user oversize.
+            guard value.utf8.count <= Self.maximumValueBytes else {
+                throw DirectoryEventError(message: "'\(key)' is longer than \(Self.maximumValueBytes) bytes")
             }
             return value
         }

@@ -279,6 +279,22 @@ struct RenderTests {
         #expect(Renderer.typed(.number("1e400"), as: .decimal) == nil)
     }
 
+    @Test("an empty deep-link parameter fails naming the parameter, not as a missing one")
+    func emptyDeepLinkParameter() throws {
+        let kind = catalog.kind(named: "order.confirmed")!
+        var event = try sampleEvent("order.confirmed")
+        var data = try dataObject(of: event)
+        data.members = data.members.map { $0.key == "orderId" ? ($0.key, .string("")) : $0 }
+        event.data = .object(data)
+        let error = #expect(throws: RenderError.self) {
+            try renderer.render(event, as: kind, locale: "en", timeZone: "UTC")
+        }
+        #expect(error?.code == .missingField)
+        #expect(
+            error?.message == "deep-link parameter 'orderId' of order.confirmed is empty: it cannot be a path segment"
+        )
+    }
+
     @Test("a field of the wrong type or a missing required field fails with its code and name")
     func fieldErrors() throws {
         let kind = catalog.kind(named: "order.confirmed")!

@@ -92,6 +92,11 @@ struct DirectoryEventTests {
             ("user.profile.updated", #"{"userId":"u-1","locale":"nb","timeZone":"Mars/Olympus_Mons"}"#, "'timeZone'"),
             ("user.profile.updated", #"{"userId":"u-1","timeZone":"Local"}"#, "'timeZone'"),
             (
+                "device.registered",
+                #"{"userId":"u-1","deviceId":"d-1","platform":"ios","provider":"apns","appId":"a","token":""#
+                    + String(repeating: "ab", count: 513) + #""}"#, "'token' is longer than 1024 bytes"
+            ),
+            (
                 "user.preferences.updated", #"{"userId":"u-1","channels":{"messages":{"push":"no"}}}"#,
                 "channels.messages.push"
             ),
