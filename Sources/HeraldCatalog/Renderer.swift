@@ -172,12 +172,17 @@ public final class Renderer: Sendable {
             bytes.removeFirst()
             guard digits() else { return false }
         }
+        var exponent = false
         if bytes.first == UInt8(ascii: "e") || bytes.first == UInt8(ascii: "E") {
             bytes.removeFirst()
             if bytes.first == UInt8(ascii: "+") || bytes.first == UInt8(ascii: "-") { bytes.removeFirst() }
             guard digits() else { return false }
+            exponent = true
         }
-        return bytes.isEmpty && Double(text)?.isFinite == true
+        guard bytes.isEmpty else { return false }
+        // Only an exponent or more than 308 digits can reach infinity: most amounts skip the
+        // conversion, which runs for every money field of every event.
+        return (!exponent && text.utf8.count <= 300) || Double(text)?.isFinite == true
     }
 
     /// An ISO 4217 currency code: three ASCII letters, upper-cased (`nok` is NOK); `nil` otherwise.

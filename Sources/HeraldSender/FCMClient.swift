@@ -97,9 +97,10 @@ public final class FCMAccessToken: Sendable {
                         ? .retry(reason, after: answer.retryAfter) : .configuration(reason)
                 )
             }
-            // Google's tokens live an hour. Bounded: an endpoint answering 10^16 seconds overflowed
-            // this sum, which trapped; one answering 0 or less would be fetched again every call.
-            let bounded = min(max(lifetime, 60), 86_400)
+            // Google's tokens live an hour. At most a day: an endpoint answering 10^16 seconds
+            // overflowed this sum, which trapped. (A lifetime under the refresh margin, 0 or negative
+            // included, makes the next call fetch a new token, as it should.)
+            let bounded = min(max(lifetime, 0), 86_400)
             return .success((token, Timestamp(epochMilliseconds: now.epochMilliseconds + bounded * 1000)))
         }
     }

@@ -71,6 +71,9 @@ public final class Sender: Service, Sendable {
     let breakers: [PushProvider: CircuitBreaker]
     /// Messages of retry topics read and held until their time.
     private let heldRetries = Atomic<Int>(0)
+    /// ``longestHold(_:)`` of the configuration's retry policy, worked out once: it bounds every
+    /// retry's wait.
+    let longestHold: Duration
     let logger: Logger
     public let statistics: SenderStatistics
     /// Notifications whose call a group in hand is making. Groups overlap (`batchesInFlight`), and a
@@ -89,6 +92,7 @@ public final class Sender: Service, Sendable {
         var configuration = configuration
         configuration.consumer.topics = [configuration.topics.outbound] + configuration.retry.topics
         self.configuration = configuration
+        longestHold = Self.longestHold(configuration.retry)
         self.providers = providers
         self.ledger = ledger
         self.clock = clock
@@ -218,8 +222,8 @@ public final class Sender: Service, Sendable {
 
     /// The longest a retry can have been asked to wait: the last step's delay with its jitter, or
     /// the longest `Retry-After` honoured, and an hour more for clocks that disagree.
-    var longestHold: Duration {
-        let delay = (configuration.retry.delays.max() ?? .zero) * (1 + max(configuration.retry.jitter, 0))
+    static func longestHold(_ retry: RetryPolicy) -> Duration {
+        let delay = (retry.delays.max() ?? .zero) * (1 + max(retry.jitter, 0))
         return max(delay, .seconds(ProviderAnswer.maximumRetryAfterSeconds)) + .seconds(3600)
     }
 

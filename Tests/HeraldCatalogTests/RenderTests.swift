@@ -237,14 +237,9 @@ struct RenderTests {
     @Test("money and decimals must be finite decimal numbers, currencies three letters (inf rendered as ∞ €)")
     func moneyAndDecimalValues() throws {
         let kind = catalog.kind(named: "order.confirmed")!
-        let event = try sampleEvent("order.confirmed")
         func rendered(amount: JSONValue, currency: JSONValue = .string("EUR")) throws -> String {
-            var changed = event
-            var data = try dataObject(of: event)
-            data.members = data.members.map {
-                $0.key == "total" ? ($0.key, .object(JSONObject([("amount", amount), ("currency", currency)]))) : $0
-            }
-            changed.data = .object(data)
+            let total = JSONValue.object(JSONObject([("amount", amount), ("currency", currency)]))
+            let changed = try sampleEvent("order.confirmed", setting: "total", to: total)
             return try renderer.render(changed, as: kind, locale: "en", timeZone: "UTC").body
         }
         for amount: JSONValue in [
@@ -277,15 +272,15 @@ struct RenderTests {
             #expect(Renderer.typed(.string(text), as: .decimal) == nil, "\(text)")
         }
         #expect(Renderer.typed(.number("1e400"), as: .decimal) == nil)
+        // Without an exponent only a number of more than 308 digits is infinite.
+        #expect(Renderer.typed(.number(String(repeating: "9", count: 400)), as: .decimal) == nil)
+        #expect(Renderer.typed(.number(String(repeating: "9", count: 300) + ".5"), as: .decimal) != nil)
     }
 
     @Test("an empty deep-link parameter fails naming the parameter, not as a missing one")
     func emptyDeepLinkParameter() throws {
         let kind = catalog.kind(named: "order.confirmed")!
-        var event = try sampleEvent("order.confirmed")
-        var data = try dataObject(of: event)
-        data.members = data.members.map { $0.key == "orderId" ? ($0.key, .string("")) : $0 }
-        event.data = .object(data)
+        let event = try sampleEvent("order.confirmed", setting: "orderId", to: .string(""))
         let error = #expect(throws: RenderError.self) {
             try renderer.render(event, as: kind, locale: "en", timeZone: "UTC")
         }
@@ -298,10 +293,7 @@ struct RenderTests {
     @Test("a field of the wrong type or a missing required field fails with its code and name")
     func fieldErrors() throws {
         let kind = catalog.kind(named: "order.confirmed")!
-        var event = try sampleEvent("order.confirmed")
-        var data = try dataObject(of: event)
-        data.members = data.members.map { $0.key == "itemCount" ? ($0.key, .string("three")) : $0 }
-        event.data = .object(data)
+        var event = try sampleEvent("order.confirmed", setting: "itemCount", to: .string("three"))
         let mismatch = #expect(throws: RenderError.self) {
             try renderer.render(event, as: kind, locale: "en", timeZone: "UTC")
         }
@@ -324,6 +316,16 @@ struct RenderTests {
 
 /// `event`'s data as an object: a test whose sample has none fails here, rather than returning
 /// early and passing with nothing checked.
+/// The example catalog's sample event of `kind` with its data member `key` set to `value`.
+private func sampleEvent(_ kind: String, setting key: String, to value: JSONValue) throws -> CloudEvent {
+    var event = try sampleEvent(kind)
+    var data = try dataObject(of: event)
+    #expect(data.members.contains { $0.key == key }, "the sample \(kind) has no '\(key)'")
+    data.members = data.members.map { $0.key == key ? (key, value) : $0 }
+    event.data = .object(data)
+    return event
+}
+
 private func dataObject(of event: CloudEvent) throws -> JSONObject {
     let object: JSONObject? = if case .object(let data) = event.data { data } else { nil }
     return try #require(object, "the sample event's data is not a JSON object")

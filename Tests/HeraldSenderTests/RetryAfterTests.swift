@@ -60,7 +60,9 @@ struct RetryAfterTests {
     @Test("a retry waits no longer than the longest hold after it was written, whatever its not-before says")
     func notBeforeIsBounded() throws {
         let written = Timestamp(rfc3339: "2026-11-26T12:00:00Z")!
-        let hold = Duration.seconds(25 * 3600)
+        // The default policy's: a day's Retry-After (more than its last step, 1 h and 10%) and an hour.
+        let hold = Sender.longestHold(RetryPolicy())
+        #expect(hold == .seconds(25 * 3600))
         func retry(notBefore: String?, written: Timestamp? = written) -> KafkaMessage {
             KafkaMessage(
                 topic: "herald.outbound.retry.1",
