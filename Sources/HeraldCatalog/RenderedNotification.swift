@@ -66,6 +66,12 @@ public struct RenderedNotification: Sendable, Hashable {
         _modify { yield &storage.fields.threadID }
     }
 
+    /// The most UTF-8 a title or a subtitle keeps; a longer one is shortened at a grapheme boundary
+    /// and ends with `…`. A phone shows a line or two of either, and the provider's byte budget
+    /// (4 KB) shortens only the body: a chat message from someone whose display name is 6,000
+    /// characters long would otherwise never fit and be dead-lettered, not sent.
+    public static let maximumHeadingBytes = 256
+
     @usableFromInline var storage: SharedFields<Fields>
 
     @usableFromInline struct Fields: Sendable {

@@ -263,8 +263,10 @@ public final class Renderer: Sendable {
             app: kind.app,
             locale: locale,
             usedFallbackLocale: isFallback,
-            title: try format(plan.title),
-            subtitle: try plan.subtitle.map { message throws(RenderError) in try format(message) },
+            title: try format(plan.title).shortened(toUTF8Bytes: RenderedNotification.maximumHeadingBytes),
+            subtitle: try plan.subtitle.map { message throws(RenderError) in
+                try format(message).shortened(toUTF8Bytes: RenderedNotification.maximumHeadingBytes)
+            },
             body: body,
             deepLink: nil,
             data: [],

@@ -80,12 +80,13 @@ extension DirectoryEvent {
         "user.preferences.updated",
     ]
 
-    /// Reads a directory event. The time of the change is the event's `time` (required: ordering
-    /// registrations against invalidations depends on it).
-    /// The longest user id, device id, platform, provider, token or app id accepted. Provider
-    /// tokens are far shorter: APNs 64–200 hex digits, FCM about 160 characters, Expo about 40.
+    /// The longest string value accepted: a user id, device id, platform, provider, token, app id,
+    /// locale or time zone. Provider tokens are far shorter: APNs 64–200 hex digits, FCM about 160
+    /// characters, Expo about 40.
     public static let maximumValueBytes = 1024
 
+    /// Reads a directory event. The time of the change is the event's `time` (required: ordering
+    /// registrations against invalidations depends on it).
     public init(_ event: CloudEvent) throws(DirectoryEventError) {
         guard let time = event.time else { throw DirectoryEventError(message: "\(event.type) needs a time") }
         guard case .object(let data)? = event.data else {
@@ -106,7 +107,12 @@ extension DirectoryEvent {
         func optionalString(_ key: String) throws(DirectoryEventError) -> String? {
             switch data[key] {
             case nil, .null?: return nil
-            case .string(let value)?: return value
+            case .string(let value)?:
+                // A locale is kept with the device or the profile and read for every notification.
+                guard value.utf8.count <= Self.maximumValueBytes else {
+                    throw DirectoryEventError(message: "'\(key)' is longer than \(Self.maximumValueBytes) bytes")
+                }
+                return value
             default: throw DirectoryEventError(message: "'\(key)' must be a string")
             }
         }

@@ -188,7 +188,7 @@ public enum APNsPayloadBuilder {
     static func collapseID(_ key: String) -> String {
         guard key.utf8.count > maximumCollapseIDBytes else { return key }
         let hash = StableHash.hexString(StableHash.fnv1a(key))
-        return SizeBudget.prefix(key, maximumBytes: maximumCollapseIDBytes - hash.count - 1) + "~" + hash
+        return String(key.graphemePrefix(maximumUTF8Bytes: maximumCollapseIDBytes - hash.count - 1)) + "~" + hash
     }
 
     static func isValidToken(_ token: String) -> Bool {

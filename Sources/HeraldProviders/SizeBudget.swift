@@ -86,18 +86,4 @@ enum SizeBudget {
         }
         return best
     }
-
-    /// The longest prefix of `text` that is at most `maximumBytes` of UTF-8 and ends at a grapheme
-    /// boundary.
-    static func prefix(_ text: String, maximumBytes: Int) -> String {
-        var result = ""
-        var bytes = 0
-        for character in text {
-            let size = character.utf8.count
-            if bytes + size > maximumBytes { break }
-            result.append(character)
-            bytes += size
-        }
-        return result
-    }
 }

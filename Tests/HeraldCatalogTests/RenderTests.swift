@@ -290,6 +290,23 @@ struct RenderTests {
         )
     }
 
+    @Test("a title longer than 256 bytes is shortened at a grapheme boundary, with an ellipsis")
+    func longTitles() throws {
+        let kind = catalog.kind(named: "message.received")!
+        let family = "👨‍👩‍👧‍👦"  // one grapheme of 25 bytes
+        for (name, expected) in [
+            (String(repeating: "A", count: 6000), String(repeating: "A", count: 253) + "…"),
+            // 10 families are 250 bytes: the 11th would not fit beside the ellipsis and is not split.
+            (String(repeating: family, count: 40), String(repeating: family, count: 10) + "…"),
+            (String(repeating: "é", count: 128), String(repeating: "é", count: 128)),
+        ] {
+            let event = try sampleEvent("message.received", setting: "senderName", to: .string(name))
+            let rendered = try renderer.render(event, as: kind, locale: "en", timeZone: "UTC")
+            #expect(rendered.title == expected)
+            #expect(rendered.title.utf8.count <= RenderedNotification.maximumHeadingBytes)
+        }
+    }
+
     @Test("a field of the wrong type or a missing required field fails with its code and name")
     func fieldErrors() throws {
         let kind = catalog.kind(named: "order.confirmed")!
@@ -314,8 +331,6 @@ struct RenderTests {
     }
 }
 
-/// `event`'s data as an object: a test whose sample has none fails here, rather than returning
-/// early and passing with nothing checked.
 /// The example catalog's sample event of `kind` with its data member `key` set to `value`.
 private func sampleEvent(_ kind: String, setting key: String, to value: JSONValue) throws -> CloudEvent {
     var event = try sampleEvent(kind)
@@ -326,6 +341,8 @@ private func sampleEvent(_ kind: String, setting key: String, to value: JSONValu
     return event
 }
 
+/// `event`'s data as an object: a test whose sample has none fails here, rather than returning
+/// early and passing with nothing checked.
 private func dataObject(of event: CloudEvent) throws -> JSONObject {
     let object: JSONObject? = if case .object(let data) = event.data { data } else { nil }
     return try #require(object, "the sample event's data is not a JSON object")

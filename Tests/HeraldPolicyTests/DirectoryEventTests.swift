@@ -97,6 +97,11 @@ struct DirectoryEventTests {
                     + String(repeating: "ab", count: 513) + #""}"#, "'token' is longer than 1024 bytes"
             ),
             (
+                "user.profile.updated",
+                #"{"userId":"u-1","locale":""# + String(repeating: "nb-", count: 342) + #""}"#,
+                "'locale' is longer than 1024 bytes"
+            ),
+            (
                 "user.preferences.updated", #"{"userId":"u-1","channels":{"messages":{"push":"no"}}}"#,
                 "channels.messages.push"
             ),
