@@ -594,7 +594,7 @@ struct PostgresStoreTests {
         )
         #expect(configuration.host == "db.internal" && configuration.port == 6543)
         #expect(configuration.username == "herald" && configuration.password == "s3cret")
-        #expect(configuration.database == "state" && configuration.requireTLS)
+        #expect(configuration.database == "state" && configuration.tlsMode == .require)
         do {
             _ = try PostgresStore.Configuration(url: "postgres://herald:s3cret@db.internal:6543/")
             Issue.record("a URL without a database was accepted")

@@ -58,6 +58,20 @@ struct PostgresTLSTests {
             try await !connects(url("localhost", "sslmode=disable"), within: refusal),
             "the server refuses plain TCP"
         )
+        // This server takes TLS only: connecting at all shows the connection was encrypted.
+        for query in ["sslmode=prefer", "sslmode=allow", ""] {
+            #expect(try await connects(url("127.0.0.1", query)), "'\(query)' encrypts, unverified, as libpq")
+        }
+    }
+
+    @Test("sslmode=prefer, and no sslmode, fall back to plain TCP when the server has no TLS")
+    func preferPlain() async throws {
+        let cluster = try PostgresTestCluster.shared()
+        let database = try cluster.makeDatabase().database
+        for query in ["sslmode=prefer", ""] {
+            let url = "postgres://\(cluster.username)@127.0.0.1:\(cluster.port)/\(database)?\(query)"
+            #expect(try await connects(url), "'\(query)'")
+        }
     }
 
     let refusal = Duration.seconds(5)
@@ -66,7 +80,8 @@ struct PostgresTLSTests {
     func badSettings() throws {
         for (query, expected) in [
             ("sslmode=verify-full&sslrootcert=/no/such/root.crt", "sslrootcert: cannot read /no/such/root.crt"),
-            ("sslmode=sometimes", "sslmode must be disable, require, verify-ca or verify-full"),
+            ("sslmode=sometimes", "sslmode must be disable, allow, prefer, require, verify-ca or verify-full"),
+            ("sslmode=prefer&sslrootcert=\(try scratch.file("root.crt", "x"))", "sslrootcert needs sslmode require"),
             ("sslrootcert=\(try scratch.file("root.crt", "x"))", "sslrootcert needs sslmode require"),
         ] {
             do {
@@ -78,6 +93,12 @@ struct PostgresTLSTests {
             }
         }
         let verifyCA = try PostgresStore.Configuration(url: "postgres://herald@db/herald?sslmode=verify-ca")
-        #expect(verifyCA.requireTLS && !verifyCA.verifiesHostName && verifyCA.rootCertificatesFile == nil)
+        #expect(verifyCA.tlsMode == .require && !verifyCA.verifiesHostName && verifyCA.rootCertificatesFile == nil)
+        for (query, mode) in [
+            ("", PostgresStore.TLSMode.prefer), ("sslmode=prefer", .prefer), ("sslmode=allow", .prefer),
+            ("sslmode=disable", .disable), ("sslmode=require", .require), ("sslmode=verify-full", .require),
+        ] {
+            #expect(try PostgresStore.Configuration(url: "postgres://herald@db/herald?\(query)").tlsMode == mode)
+        }
     }
 }

@@ -20,12 +20,8 @@ public final class PostgresStore: StateStore, Service {
         public var username: String
         public var password: String?
         public var database: String
-        /// Require TLS (`sslmode=require`, `verify-ca` or `verify-full`); otherwise plain TCP, for
-        /// loopback and private networks. The server's certificate is always verified: against
-        /// ``rootCertificatesFile`` or the system's authorities, and its host name too unless
-        /// ``verifiesHostName`` is off. (libpq's `require` encrypts without verifying; Herald does
-        /// not connect to a server it cannot authenticate.)
-        public var requireTLS: Bool
+        /// Whether and how the connection is encrypted (`sslmode`).
+        public var tlsMode: TLSMode
         /// `sslrootcert`: a PEM file of the authorities the server's certificate chains to, instead
         /// of the system's: managed databases (Amazon RDS, Cloud SQL, Azure) sign with their own.
         public var rootCertificatesFile: String?
@@ -45,7 +41,7 @@ public final class PostgresStore: StateStore, Service {
             username: String,
             password: String? = nil,
             database: String,
-            requireTLS: Bool = false,
+            tlsMode: TLSMode = .disable,
             maximumConnections: Int = 8
         ) {
             self.host = host
@@ -53,12 +49,13 @@ public final class PostgresStore: StateStore, Service {
             self.username = username
             self.password = password
             self.database = database
-            self.requireTLS = requireTLS
+            self.tlsMode = tlsMode
             self.maximumConnections = maximumConnections
         }
 
         /// Reads a `postgres://user[:password]@host[:port]/database` URL, with optional
-        /// `sslmode=disable|require|verify-ca|verify-full` and `sslrootcert=PATH`.
+        /// `sslmode=disable|allow|prefer|require|verify-ca|verify-full` (``TLSMode``; `prefer`
+        /// without one, as libpq) and `sslrootcert=PATH`.
         ///
         /// - Throws: ``StoreError`` `.storeOpen`, naming what is wrong but not repeating the URL
         ///   (it may hold a password).
@@ -78,20 +75,24 @@ public final class PostgresStore: StateStore, Service {
             guard !database.isEmpty else {
                 throw StoreError(code: .storeOpen, message: "the PostgreSQL URL has no database name")
             }
-            var requireTLS = false
+            // libpq's default: a URL copied from a libpq setup keeps the encryption it had there.
+            var tlsMode = TLSMode.prefer
             var verifiesHostName = true
             var rootCertificatesFile: String?
             for item in components.queryItems ?? [] {
                 switch (item.name, item.value) {
-                case ("sslmode", "disable"?), ("sslmode", "prefer"?), ("sslmode", "allow"?): requireTLS = false
-                case ("sslmode", "require"?), ("sslmode", "verify-full"?): requireTLS = true
+                case ("sslmode", "disable"?): tlsMode = .disable
+                // postgres-nio cannot try plain TCP first and TLS after, as libpq's `allow` does;
+                // TLS first connects to every server `allow` connects to.
+                case ("sslmode", "prefer"?), ("sslmode", "allow"?): tlsMode = .prefer
+                case ("sslmode", "require"?), ("sslmode", "verify-full"?): tlsMode = .require
                 case ("sslmode", "verify-ca"?):
-                    requireTLS = true
+                    tlsMode = .require
                     verifiesHostName = false
                 case ("sslmode", _):
                     throw StoreError(
                         code: .storeOpen,
-                        message: "sslmode must be disable, require, verify-ca or verify-full"
+                        message: "sslmode must be disable, allow, prefer, require, verify-ca or verify-full"
                     )
                 case ("sslrootcert", let path?) where !path.isEmpty:
                     guard FileManager.default.isReadableFile(atPath: path) else {
@@ -101,7 +102,7 @@ public final class PostgresStore: StateStore, Service {
                 default: break
                 }
             }
-            if rootCertificatesFile != nil && !requireTLS {
+            if rootCertificatesFile != nil && tlsMode != .require {
                 throw StoreError(
                     code: .storeOpen,
                     message: "sslrootcert needs sslmode require, verify-ca or verify-full"
@@ -113,11 +114,27 @@ public final class PostgresStore: StateStore, Service {
                 username: user,
                 password: components.password,
                 database: database,
-                requireTLS: requireTLS
+                tlsMode: tlsMode
             )
             self.verifiesHostName = verifiesHostName
             self.rootCertificatesFile = rootCertificatesFile
         }
+    }
+
+    /// How a connection is encrypted.
+    public enum TLSMode: Sendable, Equatable {
+        /// Plain TCP (`sslmode=disable`), for loopback and private networks.
+        case disable
+        /// TLS if the server offers it, plain TCP if not, and the certificate not verified
+        /// (`sslmode=prefer` or `allow`, and a URL without `sslmode`): as libpq's `prefer`, this
+        /// keeps a passive eavesdropper out, not a server that pretends to be the database.
+        case prefer
+        /// TLS only, with the server's certificate verified against ``Configuration/rootCertificatesFile``
+        /// or the system's authorities, and its host name too unless
+        /// ``Configuration/verifiesHostName`` is off (`sslmode=require`, `verify-ca` or
+        /// `verify-full`). libpq's `require` encrypts without verifying; Herald does not send a
+        /// password over TLS to a server it cannot authenticate.
+        case require
     }
 
     let client: PostgresClient
@@ -135,7 +152,7 @@ public final class PostgresStore: StateStore, Service {
             username: configuration.username,
             password: configuration.password,
             database: configuration.database,
-            tls: configuration.requireTLS ? .require(Self.tls(configuration)) : .disable
+            tls: Self.tls(configuration)
         )
         clientConfiguration.options.maximumConnections = configuration.maximumConnections
         self.client = PostgresClient(configuration: clientConfiguration, backgroundLogger: logger)
@@ -144,12 +161,20 @@ public final class PostgresStore: StateStore, Service {
         self.callTimeout = configuration.callTimeout
     }
 
-    /// The client side of a TLS connection to the server `configuration` names.
-    static func tls(_ configuration: Configuration) -> TLSConfiguration {
+    /// The client side of a connection to the server `configuration` names.
+    static func tls(_ configuration: Configuration) -> PostgresClient.Configuration.TLS {
         var tls = TLSConfiguration.makeClientConfiguration()
-        if let file = configuration.rootCertificatesFile { tls.trustRoots = .file(file) }
-        if !configuration.verifiesHostName { tls.certificateVerification = .noHostnameVerification }
-        return tls
+        switch configuration.tlsMode {
+        case .disable:
+            return .disable
+        case .prefer:
+            tls.certificateVerification = .none
+            return .prefer(tls)
+        case .require:
+            if let file = configuration.rootCertificatesFile { tls.trustRoots = .file(file) }
+            if !configuration.verifiesHostName { tls.certificateVerification = .noHostnameVerification }
+            return .require(tls)
+        }
     }
 
     /// Runs the connection pool until cancelled (or the service group shuts down).
