@@ -68,18 +68,6 @@ public struct DecisionBenchmark: Sendable {
             + "\(hex(low >> 48, 4))-\(hex(low & 0xFFFF_FFFF_FFFF, 12))"
     }
 
-    /// A small deterministic generator (SplitMix64), so every run decides the same pairs.
-    struct Generator: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     public func run(store: any StateStore, storeName: String, log: (String) -> Void) async throws -> Report {
         let users = max(devices / 2, 1)
         let seeded = ContinuousClock.now
@@ -132,7 +120,8 @@ public struct DecisionBenchmark: Sendable {
         log("seeded \(devices) devices in \(String(format: "%.1f", seedSeconds)) s")
 
         let policy = Policy.defaults
-        var generator = Generator(state: 42)
+        // The same pairs on every run.
+        var generator = SeededRandom(seed: 42)
         var roundSeconds: [Double] = []
         var roundCPU: [Double] = []
         var reasons: [String: Int] = [:]

@@ -845,12 +845,12 @@ public struct HeraldConfiguration: Sendable {
     }
 
     /// The most requests in flight per provider credential, and HTTP/2 connections per APNs host.
-    static let maximumConcurrency = 10_000
-    static let maximumConnections = 256
+    public static let maximumConcurrency = 10_000
+    public static let maximumConnections = 256
 
     /// What `worker.batch_size` and `sender.batch_size` may be. A consumer allocates room for a
     /// batch up front and buffers ten; a batch size beyond any use (10^18) trapped at start-up.
-    static let batchSizes = 1...100_000
+    public static let batchSizes = 1...100_000
 
     /// `500ms`, `5s`, `2m`, `1h`, `7d`, or a plain number of seconds; `nil` for anything else,
     /// including a number too large for 64 bits of milliseconds (which trapped at start-up).

@@ -444,7 +444,7 @@ struct EventGenerator: Sendable {
     ///   wall clock.
     func write(_ number: Int, time: Timestamp? = nil, key: inout [UInt8], value: inout [UInt8]) -> Int32 {
         var random = UInt64(truncatingIfNeeded: number) &+ 0x5DEE_CE66
-        random = DecisionBenchmark.Generator(state: random).nextValue
+        random = SeededRandom.first(seed: random)
         let user = Int(random % UInt64(users))
         let userID = Self.userID(user)
         key.removeAll(keepingCapacity: true)
@@ -577,14 +577,6 @@ struct EventGenerator: Sendable {
             case .promoOffer: "/marketing"
             }
         }
-    }
-}
-
-extension DecisionBenchmark.Generator {
-    /// The first value of a generator started at this state.
-    var nextValue: UInt64 {
-        var copy = self
-        return copy.next()
     }
 }
 

@@ -1,4 +1,5 @@
 import Foundation
+import HeraldEvents
 
 /// How often the simulator misbehaves, and how slowly it answers. Faults apply to send requests
 /// that would otherwise succeed, so a test can tell a fault from a bad request.
@@ -101,26 +102,18 @@ enum Fault: Equatable {
     case internalError, unavailable, tooManyRequests, unregistered, dropConnection
 }
 
-/// The fault dice: SplitMix64, seeded from the profile.
+/// The fault dice, seeded from the profile: the same requests fail on every run.
 struct FaultDice {
-    private var state: UInt64
+    private var random: SeededRandom
     let profile: FaultProfile
 
     init(profile: FaultProfile) {
         self.profile = profile
-        state = profile.seed
-    }
-
-    private mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
+        random = SeededRandom(seed: profile.seed)
     }
 
     /// A uniform number in [0, 1).
-    private mutating func uniform() -> Double { Double(next() >> 11) / Double(1 << 53) }
+    private mutating func uniform() -> Double { Double(random.next() >> 11) / Double(1 << 53) }
 
     /// The fault for one request, if any. `perMessage: false` leaves out the unregistered-device
     /// fault, for requests that carry many devices (Expo), whose devices roll it one by one.

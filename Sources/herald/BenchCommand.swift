@@ -216,9 +216,10 @@ struct DecisionBenchCommand: AsyncParsableCommand {
     @OptionGroup var global: GlobalOptions
 
     func validate() throws {
-        guard devices >= 2, decisions >= 1, batchSize >= 1, rounds >= 1 else {
-            throw ValidationError("--devices must be at least 2; --decisions, --batch-size and --rounds at least 1")
+        guard devices >= 2, decisions >= 1, rounds >= 1 else {
+            throw ValidationError("--devices must be at least 2; --decisions and --rounds at least 1")
         }
+        try PipelineBenchCommand.checkBatchSize(batchSize)
     }
 
     func run() async throws {
@@ -298,23 +299,31 @@ struct SenderBenchCommand: AsyncParsableCommand {
 
     @OptionGroup var global: GlobalOptions
 
+    /// The configuration's ranges: a count it would refuse (an APNs pool of 10^18 connections)
+    /// traps the benchmark as it would the sender.
+    func validate() throws {
+        guard calls >= 1, h2loadClients >= 1, h2loadStreams >= 1 else {
+            throw ValidationError("--calls, --h2load-clients and --h2load-streams must be at least 1")
+        }
+        if let concurrency, !(1...HeraldConfiguration.maximumConcurrency).contains(concurrency) {
+            throw ValidationError("--concurrency must be from 1 to \(HeraldConfiguration.maximumConcurrency)")
+        }
+        if let connections, !(1...HeraldConfiguration.maximumConnections).contains(connections) {
+            throw ValidationError("--connections must be from 1 to \(HeraldConfiguration.maximumConnections)")
+        }
+        guard ["frames", "async-http-client"].contains(transport) else {
+            throw ValidationError("--transport must be frames or async-http-client")
+        }
+    }
+
     func run() async throws {
         let logger = try global.bootstrapLogging(label: "herald.bench")
         var benchmark = SenderBenchmark()
         benchmark.calls = calls
         benchmark.h2loadClients = h2loadClients
         benchmark.h2loadStreams = h2loadStreams
-        if let concurrency {
-            guard concurrency > 0 else { throw ValidationError("--concurrency must be at least 1") }
-            benchmark.concurrency = concurrency
-        }
-        if let connections {
-            guard connections > 0 else { throw ValidationError("--connections must be at least 1") }
-            benchmark.connections = connections
-        }
-        guard ["frames", "async-http-client"].contains(transport) else {
-            throw ValidationError("--transport must be frames or async-http-client")
-        }
+        if let concurrency { benchmark.concurrency = concurrency }
+        if let connections { benchmark.connections = connections }
         benchmark.usesFrameConnections = transport == "frames"
         let report = try await benchmark.run(logger: logger) { line in
             FileHandle.standardError.write(Data((line + "\n").utf8))
@@ -424,9 +433,10 @@ struct PipelineBenchCommand: AsyncParsableCommand {
 
     func validate() throws {
         _ = try workerKafkaProperties()
-        guard events >= 1, users >= 2, partitions >= 1, batchSize >= 1, window >= batchSize else {
+        try Self.checkBatchSize(batchSize)
+        guard events >= 1, users >= 2, partitions >= 1, window >= batchSize else {
             throw ValidationError(
-                "--events must be at least 1, --users at least 2, --partitions and --batch-size at least 1, --window at least --batch-size"
+                "--events must be at least 1, --users at least 2, --partitions at least 1, --window at least --batch-size"
             )
         }
         guard rawMessages >= 0, rawRounds >= 1 else {
@@ -516,6 +526,14 @@ struct PipelineBenchCommand: AsyncParsableCommand {
         print("  events: " + Self.line(counters.eventsByType))
         if !counters.deadLettersByCode.isEmpty { print("  dead letters: " + Self.line(counters.deadLettersByCode)) }
         print("  seeding the directory took \(String(format: "%.1f", report.seedSeconds)) s")
+    }
+
+    /// A batch size the configuration would take (`worker.batch_size`): a consumer allocates room
+    /// for its batches up front.
+    static func checkBatchSize(_ batchSize: Int) throws {
+        guard HeraldConfiguration.batchSizes.contains(batchSize) else {
+            throw ValidationError("--batch-size must be from 1 to \(HeraldConfiguration.batchSizes.upperBound)")
+        }
     }
 
     static func line(_ counts: [String: Int]) -> String {
@@ -608,6 +626,14 @@ struct ReplayBenchCommand: AsyncParsableCommand {
     var catalog = "catalog"
 
     @OptionGroup var global: GlobalOptions
+
+    func validate() throws {
+        guard events >= 1, users >= 2 else { throw ValidationError("--events must be at least 1, --users at least 2") }
+        try PipelineBenchCommand.checkBatchSize(batchSize)
+        if let parallelism, !(1...256).contains(parallelism) {
+            throw ValidationError("--parallelism must be from 1 to 256")
+        }
+    }
 
     func run() async throws {
         var logger = try global.bootstrapLogging(label: "herald.bench")

@@ -127,6 +127,27 @@ extension BenchCommandTests {
     }
 }
 
+@Suite("herald bench options")
+struct BenchOptionTests {
+    @Test(
+        "a count the configuration would refuse is refused before anything starts, naming the option and its range",
+        arguments: [
+            (["pipeline", "--batch-size", "1000000000000000000"], "--batch-size must be from 1 to 100000"),
+            (["replay", "--batch-size", "0"], "--batch-size must be from 1 to 100000"),
+            (["replay", "--parallelism", "0"], "--parallelism must be from 1 to 256"),
+            (["decisions", "--batch-size", "100001"], "--batch-size must be from 1 to 100000"),
+            (["sender", "--connections", "1000000000000000000"], "--connections must be from 1 to 256"),
+            (["sender", "--concurrency", "10001"], "--concurrency must be from 1 to 10000"),
+            (["sender", "--calls", "0"], "--calls, --h2load-clients and --h2load-streams must be at least 1"),
+        ]
+    )
+    func outOfRange(arguments: [String], message: String) throws {
+        let result = try run(try heraldExecutable().path, ["bench"] + arguments)
+        #expect(result.status != 0)
+        #expect(result.error.contains(message), "\(result.error)")
+    }
+}
+
 @Suite("herald bench decisions", .timeLimit(.minutes(2)))
 struct DecisionBenchCommandTests {
     @Test(

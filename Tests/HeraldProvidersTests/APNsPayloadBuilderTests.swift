@@ -211,7 +211,7 @@ struct SizeBudgetTests {
         "random unicode, emoji and right-to-left text never yields an oversize request, invalid UTF-8 or a split grapheme"
     )
     func property() throws {
-        var random = SplitMix64(seed: 0x4845_5241_4C44)
+        var random = SeededRandom(seed: 0x4845_5241_4C44)
         let pool = [
             "a", "Z", " ", "ø", "ß", "e\u{301}", "n\u{303}\u{323}", "👍🏽", "👩‍👩‍👧‍👦", "🏳️‍🌈", "🇳🇴", "🇵🇱",
             "مرحبا", "ש", "\u{200F}", "中", "日本", "한", "\"", "\\", "\n", "\u{01}", "€", "𝄞",
@@ -249,18 +249,5 @@ struct SizeBudgetTests {
             let expo = try ExpoPayloadBuilder.build(built, for: Device(token: "ExponentPushToken[x]", appID: "a"))
             #expect(expo.count <= ExpoPayloadBuilder.limit && (try? JSONParser().parse(expo)) != nil)
         }
-    }
-}
-
-/// A small deterministic generator, so a failing case can be reproduced.
-struct SplitMix64 {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

@@ -17,12 +17,12 @@ struct MemoryStoreTests {
     func sameDirectory(seed: UInt64) async throws {
         let sqlite = try SQLiteStore(path: ":memory:", directoryCache: 0)
         let memory = MemoryStore()
-        var random = Generator(state: seed)
+        var random = Generator(seed: seed)
         let everyone = (0..<6).map { "user-\($0)" }
         var devices = 0
         var invalidated = 0
         for _ in 0..<80 {
-            let batch = (0..<(1 + random.next(5))).map { _ in RecipientRecordTests().change(&random) }
+            let batch = (0..<(1 + random.next(below: 5))).map { _ in RecipientRecordTests().change(&random) }
             invalidated += batch.filter { if case .tokenInvalidated = $0 { true } else { false } }.count
             try await sqlite.apply(batch)
             try await memory.apply(batch)
@@ -58,7 +58,7 @@ struct MemoryStoreTests {
         let sqlite = try SQLiteStore(path: ":memory:")
         // Half the runs with room reserved in the ledger, as replay reserves it from the log's size.
         let memory = seed.isMultiple(of: 2) ? MemoryStore(expectedDecisions: 4_096) : MemoryStore()
-        var random = Generator(state: seed)
+        var random = Generator(seed: seed)
         let night = Preferences(quietHours: QuietHours(start: "22:00", end: "08:00", timeZone: "Europe/Oslo"))
         var now = at("2026-11-21T20:00:00Z")
         var sent: [DecisionRequest] = []
@@ -66,29 +66,30 @@ struct MemoryStoreTests {
         var claims = 0
         var held: [(sqlite: DueWork, memory: DueWork)] = []
         for step in 0..<200 {
-            now = Timestamp(epochMilliseconds: now.epochMilliseconds + Int64(random.next(50)) * 1_000)
+            now = Timestamp(epochMilliseconds: now.epochMilliseconds + Int64(random.next(below: 50)) * 1_000)
             // Now and then a batch decided by a worker whose clock is behind: its items join a
             // digest already claimed, or a window already counted.
-            let decidedAt = random.next(4) == 0 ? Timestamp(epochMilliseconds: now.epochMilliseconds - 60_000) : now
+            let decidedAt =
+                random.next(below: 4) == 0 ? Timestamp(epochMilliseconds: now.epochMilliseconds - 60_000) : now
             var batch: [DecisionRequest] = []
-            for index in 0..<(1 + random.next(6)) {
-                if !sent.isEmpty && random.next(5) == 0 {
+            for index in 0..<(1 + random.next(below: 6)) {
+                if !sent.isEmpty && random.next(below: 5) == 0 {
                     // A redelivery, as it was first sent.
-                    batch.append(sent[random.next(sent.count)])
+                    batch.append(sent[random.next(below: sent.count)])
                     continue
                 }
-                let category = ["messages", "messages", "transactional", "marketing"][random.next(4)]
+                let category = ["messages", "messages", "transactional", "marketing"][random.next(below: 4)]
                 batch.append(
                     request(
                         "event-\(step)-\(index)",
                         policy: tightMessages,
                         kind: category == "transactional" ? "receipt" : "message.received",
                         category: category,
-                        recipient: "user-\(random.next(2))",
-                        preferences: random.next(3) == 0
-                            ? night : Preferences(categories: ["marketing": random.next(2) == 0]),
+                        recipient: "user-\(random.next(below: 2))",
+                        preferences: random.next(below: 3) == 0
+                            ? night : Preferences(categories: ["marketing": random.next(below: 2) == 0]),
                         now: decidedAt,
-                        eventTime: random.next(4) == 0 ? nil : decidedAt
+                        eventTime: random.next(below: 4) == 0 ? nil : decidedAt
                     )
                 )
             }
@@ -100,14 +101,14 @@ struct MemoryStoreTests {
 
             // Claims are completed a few steps later, or left to run out: digests collect more
             // meanwhile, and deferrals are decided again.
-            if !held.isEmpty && random.next(3) == 0 {
+            if !held.isEmpty && random.next(below: 3) == 0 {
                 try await sqlite.complete(held.map(\.sqlite))
                 try await memory.complete(held.map(\.memory))
                 held.removeAll()
             }
-            guard random.next(3) == 0 else { continue }
-            let lease = Duration.seconds(Int64(random.next(300)))
-            let limit = 1 + random.next(4)
+            guard random.next(below: 3) == 0 else { continue }
+            let lease = Duration.seconds(Int64(random.next(below: 300)))
+            let limit = 1 + random.next(below: 4)
             let fromSQLite = try await sqlite.claimDue(now: now, limit: limit, lease: lease)
             let fromMemory = try await memory.claimDue(now: now, limit: limit, lease: lease)
             #expect(fromMemory.map(Claimed.init) == fromSQLite.map(Claimed.init))
@@ -128,7 +129,7 @@ struct MemoryStoreTests {
                 resumed.append(again)
             }
             if !resumed.isEmpty { #expect(try await memory.decide(resumed) == sqlite.decide(resumed)) }
-            if random.next(4) != 0 { held += zip(fromSQLite, fromMemory).map { ($0, $1) } }
+            if random.next(below: 4) != 0 { held += zip(fromSQLite, fromMemory).map { ($0, $1) } }
         }
         #expect(claims > 0)
         for reason in [

@@ -10,55 +10,46 @@ import Testing
 /// `devices` and `users`; these check that the two never disagree, whatever the changes.
 @Suite("SQLite recipient records")
 struct RecipientRecordTests {
-    /// A small deterministic generator (SplitMix64), so a failure can be replayed.
-    struct Generator {
-        var state: UInt64
-        mutating func next(_ bound: Int) -> Int {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return Int((z ^ (z >> 31)) % UInt64(bound))
-        }
-    }
+    /// Seeded, so a failure can be replayed.
+    typealias Generator = SeededRandom
 
     /// Any directory change over a few users, devices and tokens, so tokens move between users,
     /// invalidations meet re-registrations, and changes arrive out of order.
     func change(_ random: inout Generator) -> DirectoryEvent {
-        let user = "user-\(random.next(6))"
-        let at = Timestamp(epochMilliseconds: 1_763_000_000_000 + Int64(random.next(1_000)) * 1_000)
-        let provider: PushProvider = [.apns, .fcm, .expo][random.next(3)]
-        switch random.next(10) {
+        let user = "user-\(random.next(below: 6))"
+        let at = Timestamp(epochMilliseconds: 1_763_000_000_000 + Int64(random.next(below: 1_000)) * 1_000)
+        let provider: PushProvider = [.apns, .fcm, .expo][random.next(below: 3)]
+        switch random.next(below: 10) {
         case 0..<4:
             return .deviceRegistered(
                 DeviceRegistration(
                     userID: user,
-                    deviceID: "device-\(random.next(3))",
+                    deviceID: "device-\(random.next(below: 3))",
                     platform: provider == .apns ? "ios" : "android",
                     provider: provider,
-                    token: "token-\(random.next(8))",
+                    token: "token-\(random.next(below: 8))",
                     appID: "no.getdrop.app",
-                    sandbox: random.next(2) == 0,
-                    locale: random.next(2) == 0 ? nil : "pl-PL",
+                    sandbox: random.next(below: 2) == 0,
+                    locale: random.next(below: 2) == 0 ? nil : "pl-PL",
                     at: at
                 )
             )
-        case 4: return .deviceUnregistered(userID: user, deviceID: "device-\(random.next(3))", at: at)
-        case 5: return .tokenInvalidated(provider: provider, token: "token-\(random.next(8))", at: at)
+        case 4: return .deviceUnregistered(userID: user, deviceID: "device-\(random.next(below: 3))", at: at)
+        case 5: return .tokenInvalidated(provider: provider, token: "token-\(random.next(below: 8))", at: at)
         case 6, 7:
             return .profileUpdated(
                 userID: user,
-                locale: random.next(3) == 0 ? nil : "nb-NO",
-                timeZone: random.next(3) == 0 ? nil : "Europe/Oslo",
+                locale: random.next(below: 3) == 0 ? nil : "nb-NO",
+                timeZone: random.next(below: 3) == 0 ? nil : "Europe/Oslo",
                 at: at
             )
         default:
             return .preferencesUpdated(
                 userID: user,
                 preferences: Preferences(
-                    pushEnabled: random.next(4) != 0,
-                    categories: ["marketing": random.next(2) == 0],
-                    quietHours: random.next(2) == 0
+                    pushEnabled: random.next(below: 4) != 0,
+                    categories: ["marketing": random.next(below: 2) == 0],
+                    quietHours: random.next(below: 2) == 0
                         ? nil : QuietHours(start: "22:00", end: "07:00", timeZone: "Europe/Oslo")
                 ),
                 at: at
@@ -69,11 +60,11 @@ struct RecipientRecordTests {
     @Test("after any sequence of directory changes, the records say what devices and users say", arguments: [1, 2, 3])
     func recordsFollowTheDirectory(seed: UInt64) async throws {
         let store = try SQLiteStore(path: ":memory:", directoryCache: 0)
-        var random = Generator(state: seed)
+        var random = Generator(seed: seed)
         let everyone = (0..<6).map { "user-\($0)" }
         var changed = 0
         for _ in 0..<60 {
-            let batch = (0..<(1 + random.next(5))).map { _ in change(&random) }
+            let batch = (0..<(1 + random.next(below: 5))).map { _ in change(&random) }
             try await store.apply(batch)
             let fromRecords = try await store.recipients(everyone)
             let fromTables = try await store.assembledRecipients(everyone)
