@@ -48,6 +48,10 @@ public final class Renderer: Sendable {
         case .string(let id)?:
             ids = [id]
         case .array(let elements)?:
+            ids.reserveCapacity(elements.count)
+            // A search of the ids so far is quickest for the few most events name; a list of 40,000
+            // (an event's 256 KB allows that many) searched that way took seconds of the worker.
+            var seen: Set<String>? = elements.count > 16 ? Set(minimumCapacity: elements.count) : nil
             for element in elements {
                 guard case .string(let id) = element else {
                     throw RenderError(
@@ -55,7 +59,8 @@ public final class Renderer: Sendable {
                         message: "recipients (\(kind.recipients)) must be strings, not \(element.typeName)"
                     )
                 }
-                if !ids.contains(id) { ids.append(id) }
+                let isNew = seen != nil ? seen!.insert(id).inserted : !ids.contains(id)
+                if isNew { ids.append(id) }
             }
         case let other?:
             throw RenderError(

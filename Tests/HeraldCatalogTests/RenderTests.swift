@@ -226,6 +226,13 @@ struct RenderTests {
         }
         event.data = .object(data)
         #expect(try renderer.recipients(of: event, kind: promo) == ["a", "b"])
+        // As many as an event's 256 KB holds, each twice: a set, not a search per id, finds the repeats.
+        let many = (0..<40_000).map { "u\($0)" }
+        data.members = data.members.map {
+            $0.key == "userIds" ? ($0.key, .array((many + many.reversed()).map(JSONValue.string))) : $0
+        }
+        event.data = .object(data)
+        #expect(try renderer.recipients(of: event, kind: promo) == many)
         for broken: JSONValue in [.array([]), .number("7"), .array([.number("1")]), .string("")] {
             data.members = data.members.map { $0.key == "userIds" ? ($0.key, broken) : $0 }
             event.data = .object(data)
