@@ -601,7 +601,12 @@ extension DeadLetterReason: Error {}
 
 extension WorkerStatistics.Counters {
     mutating func add(_ other: Self) {
-        eventsByType.merge(other.eventsByType, uniquingKeysWith: +)
+        for (type, count) in other.eventsByType {
+            let named =
+                eventsByType[type] != nil
+                || (eventsByType.count < Self.maximumEventTypes && type.utf8.count <= Self.maximumEventTypeBytes)
+            eventsByType[named ? type : Self.otherEventTypes, default: 0] += count
+        }
         decisionsByReason.merge(other.decisionsByReason, uniquingKeysWith: +)
         outboundByProvider.merge(other.outboundByProvider, uniquingKeysWith: +)
         outboundByKind.merge(other.outboundByKind, uniquingKeysWith: +)

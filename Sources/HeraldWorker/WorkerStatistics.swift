@@ -5,8 +5,17 @@ import Synchronization
 /// up; one lock per update batch, not per event.
 public final class WorkerStatistics: Sendable {
     public struct Counters: Sendable {
-        /// Events consumed, by CloudEvents type (`unparsable` when the type could not be read).
+        /// Events consumed, by CloudEvents type (`unparsable` when the type could not be read;
+        /// `(other)` past ``maximumEventTypes`` types, and for a type longer than
+        /// ``maximumEventTypeBytes``).
         public var eventsByType: [String: Int] = [:]
+        /// How many event types the counters name. Each is a label value of
+        /// `herald_events_consumed_total`, and Prometheus keeps a series for each: a producer that
+        /// puts an id into its types would otherwise add one per event, to the worker's memory and
+        /// to every scrape. The first types seen keep their names.
+        public static let maximumEventTypes = 200
+        public static let maximumEventTypeBytes = 128
+        public static let otherEventTypes = "(other)"
         public var decisionsByReason: [String: Int] = [:]
         public var outboundByProvider: [String: Int] = [:]
         /// Outbound messages by kind, by the catalog locale rendered, and by category.

@@ -30,4 +30,23 @@ struct EventTypeTableTests {
         #expect(known.allSatisfy { !exampleCatalog.kinds(forEventType: $0).isEmpty })
         #expect(invented.allSatisfy { exampleCatalog.kinds(forEventType: $0).isEmpty })
     }
+
+    @Test("the worker's counters name at most 200 event types, none longer than 128 bytes; the rest are (other)")
+    func boundedLabels() {
+        typealias Counters = WorkerStatistics.Counters
+        var total = Counters()
+        var batch = Counters()
+        batch.eventsByType = ["order.confirmed": 2, String(repeating: "x", count: 129): 1]
+        total.add(batch)
+        #expect(total.eventsByType == ["order.confirmed": 2, Counters.otherEventTypes: 1])
+        for round in 0..<3 {
+            batch.eventsByType = Dictionary(uniqueKeysWithValues: (0..<150).map { ("invented.\(round).\($0)", 1) })
+            batch.eventsByType["order.confirmed"] = 1
+            total.add(batch)
+        }
+        #expect(total.eventsByType.count == Counters.maximumEventTypes)
+        #expect(total.eventsByType["order.confirmed"] == 5, "a type already named keeps counting under its name")
+        #expect(total.eventsByType.values.reduce(0, +) == 3 + 3 * 151)
+        #expect(total.eventsByType.keys.allSatisfy { $0.utf8.count <= Counters.maximumEventTypeBytes })
+    }
 }
