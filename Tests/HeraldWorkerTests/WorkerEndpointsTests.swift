@@ -107,4 +107,49 @@ struct WorkerEndpointsTests {
             }
         }
     }
+
+    @Test("a connection that sends nothing, or half a request, is closed after the idle timeout")
+    func idleConnections() async throws {
+        let endpoints = try HTTPEndpoints(
+            listen: "127.0.0.1:0",
+            worker: nil,
+            sender: nil,
+            logger: Logger(label: "test"),
+            idleTimeout: .milliseconds(300)
+        )
+        try await withRunningServices([endpoints]) {
+            let port = await endpoints.port()
+            for sent in ["", "GET /metrics HTTP/1.1\r\nHost: herald\r\n"] {
+                let started = ContinuousClock.now
+                let closed = try silentConnection(port: port, sending: sent)
+                #expect(closed, "the server closed the connection ('\(sent)')")
+                #expect(ContinuousClock.now - started < .seconds(4))
+            }
+            #expect(try httpGet("http://127.0.0.1:\(port)/health/live").status == 200)
+        }
+    }
+}
+
+/// Connects to 127.0.0.1:`port`, writes `text`, and waits up to 5 s for the server to close the
+/// connection: whether it did.
+func silentConnection(port: Int, sending text: String) throws -> Bool {
+    let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard socket >= 0 else { throw POSIXError(.EIO) }
+    defer { close(socket) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = in_port_t(UInt16(port).bigEndian)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    let connected = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+            connect(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+        }
+    }
+    guard connected == 0 else { throw POSIXError(.ECONNREFUSED) }
+    var limit = timeval(tv_sec: 5, tv_usec: 0)
+    setsockopt(socket, SOL_SOCKET, SO_RCVTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
+    if !text.isEmpty { _ = text.withCString { send(socket, $0, strlen($0), 0) } }
+    var buffer = [UInt8](repeating: 0, count: 256)
+    // 0: the server hung up; -1: the 5 s passed (or an error) with the connection still open.
+    return recv(socket, &buffer, buffer.count, 0) == 0
 }
