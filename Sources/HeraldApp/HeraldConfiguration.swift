@@ -169,6 +169,9 @@ public struct HeraldConfiguration: Sendable {
     struct Key {
         enum Kind {
             case string, integer, list, duration
+            /// A duration longer than zero: a zero deadline, timeout or interval makes every call fail
+            /// at once, or a loop spin.
+            case positiveDuration
             case choice([String])
             /// Names and values (`kafka.properties`): a YAML mapping, or `name=value,name=value`
             /// in the variable.
@@ -200,7 +203,7 @@ public struct HeraldConfiguration: Sendable {
         Key(path: "kafka.sasl_username", kind: .string),
         Key(path: "kafka.sasl_password_file", kind: .string),
         Key(path: "kafka.sasl_password", kind: .string, secret: true),
-        Key(path: "kafka.session_timeout", kind: .duration),
+        Key(path: "kafka.session_timeout", kind: .positiveDuration),
         Key(path: "kafka.ssl_ca_file", kind: .string),
         Key(path: "kafka.ssl_certificate_file", kind: .string),
         Key(path: "kafka.ssl_key_file", kind: .string),
@@ -215,8 +218,8 @@ public struct HeraldConfiguration: Sendable {
         Key(path: "worker.decisions_topic", kind: .string),
         Key(path: "worker.unknown_event_types", kind: .choice(UnknownEventTypes.allCases.map(\.rawValue))),
         Key(path: "worker.batch_size", kind: .integer),
-        Key(path: "worker.due_work_interval", kind: .duration),
-        Key(path: "worker.shutdown_deadline", kind: .duration),
+        Key(path: "worker.due_work_interval", kind: .positiveDuration),
+        Key(path: "worker.shutdown_deadline", kind: .positiveDuration),
         Key(path: "sender.group_id", kind: .string),
         Key(path: "sender.outbound_topic", kind: .string),
         Key(path: "sender.directory_topic", kind: .string),
@@ -229,7 +232,7 @@ public struct HeraldConfiguration: Sendable {
         Key(path: "sender.receipt_delay", kind: .duration),
         Key(path: "sender.circuit_failure_threshold", kind: .integer),
         Key(path: "sender.circuit_open_duration", kind: .duration),
-        Key(path: "sender.shutdown_deadline", kind: .duration),
+        Key(path: "sender.shutdown_deadline", kind: .positiveDuration),
         Key(path: "providers.trust_roots_file", kind: .string),
         Key(path: "providers.apns.key_file", kind: .string),
         Key(path: "providers.apns.key", kind: .string, secret: true),
@@ -238,25 +241,25 @@ public struct HeraldConfiguration: Sendable {
         Key(path: "providers.apns.production_url", kind: .string),
         Key(path: "providers.apns.sandbox_url", kind: .string),
         Key(path: "providers.apns.concurrency", kind: .integer),
-        Key(path: "providers.apns.request_timeout", kind: .duration),
+        Key(path: "providers.apns.request_timeout", kind: .positiveDuration),
         Key(path: "providers.apns.transport", kind: .choice(["async-http-client", "frames"])),
         Key(path: "providers.apns.connections", kind: .integer),
         Key(path: "providers.fcm.service_account_file", kind: .string),
         Key(path: "providers.fcm.service_account", kind: .string, secret: true),
         Key(path: "providers.fcm.base_url", kind: .string),
         Key(path: "providers.fcm.concurrency", kind: .integer),
-        Key(path: "providers.fcm.request_timeout", kind: .duration),
+        Key(path: "providers.fcm.request_timeout", kind: .positiveDuration),
         Key(path: "providers.expo.enabled", kind: .choice(["true", "false"])),
         Key(path: "providers.expo.base_url", kind: .string),
         Key(path: "providers.expo.access_token_file", kind: .string),
         Key(path: "providers.expo.access_token", kind: .string, secret: true),
         Key(path: "providers.expo.concurrency", kind: .integer),
-        Key(path: "providers.expo.request_timeout", kind: .duration),
+        Key(path: "providers.expo.request_timeout", kind: .positiveDuration),
         Key(path: "store.url", kind: .string, secret: true),
         Key(path: "store.directory_cache", kind: .integer),
         Key(path: "store.sqlite_mmap_mb", kind: .integer),
-        Key(path: "store.timeout", kind: .duration),
-        Key(path: "store.retention", kind: .duration),
+        Key(path: "store.timeout", kind: .positiveDuration),
+        Key(path: "store.retention", kind: .positiveDuration),
         Key(path: "store.purge_interval", kind: .duration),
         Key(path: "catalog.directory", kind: .string),
         Key(path: "http.listen", kind: .string),
@@ -446,11 +449,14 @@ public struct HeraldConfiguration: Sendable {
                 guard let number = Int(value), number >= 0 else {
                     throw ConfigurationError("\(source(key)): expected a non-negative integer, got '\(value)'")
                 }
-            case .duration:
-                guard Self.duration(value) != nil else {
+            case .duration, .positiveDuration:
+                guard let duration = Self.duration(value) else {
                     throw ConfigurationError(
                         "\(source(key)): expected a duration such as 500ms, 5s or 2m, got '\(value)'"
                     )
+                }
+                if case .positiveDuration = key.kind, duration <= .zero {
+                    throw ConfigurationError("\(source(key)): must be longer than 0s")
                 }
             case .choice(let choices):
                 guard choices.contains(value) else {
@@ -479,7 +485,9 @@ public struct HeraldConfiguration: Sendable {
         kafka.securityProtocol = try string("kafka.security_protocol") ?? kafka.securityProtocol
         kafka.saslMechanism = try string("kafka.sasl_mechanism") ?? kafka.saslMechanism
         kafka.saslUsername = try string("kafka.sasl_username") ?? kafka.saslUsername
+        var passwordKey = "kafka.sasl_password_file"
         if let password = try string("kafka.sasl_password") {
+            passwordKey = "kafka.sasl_password"
             kafka.saslPassword = password
         } else if let file = try string("kafka.sasl_password_file"), !file.isEmpty {
             guard let data = FileManager.default.contents(atPath: file) else {
@@ -487,10 +495,23 @@ public struct HeraldConfiguration: Sendable {
             }
             kafka.saslPassword = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .newlines)
         }
-        if kafka.securityProtocol.hasPrefix("sasl") && (kafka.saslMechanism.isEmpty || kafka.saslPassword == nil) {
+        let sasl = [
+            ("kafka.sasl_mechanism", !kafka.saslMechanism.isEmpty),
+            ("kafka.sasl_username", !kafka.saslUsername.isEmpty),
+            (passwordKey, kafka.saslPassword != nil),
+        ]
+        if kafka.securityProtocol.hasPrefix("sasl") {
+            if let missing = sasl.first(where: { !$0.1 })?.0 {
+                throw ConfigurationError(
+                    "\(source(key("kafka.security_protocol"))): \(kafka.securityProtocol) needs \(missing)"
+                        + (missing == passwordKey ? " (or HERALD_KAFKA_SASL_PASSWORD)" : "")
+                )
+            }
+        } else if let set = sasl.first(where: \.1)?.0 {
+            // librdkafka reads SASL settings only with a sasl_* protocol: these credentials would go
+            // unused, and a cluster that wants them refuses the connection with a less clear error.
             throw ConfigurationError(
-                "kafka.security_protocol \(kafka.securityProtocol) needs kafka.sasl_mechanism, kafka.sasl_username and "
-                    + "kafka.sasl_password_file (or HERALD_KAFKA_SASL_PASSWORD)"
+                "\(source(key(set))): needs kafka.security_protocol sasl_plaintext or sasl_ssl, not \(kafka.securityProtocol)"
             )
         }
 
@@ -550,16 +571,11 @@ public struct HeraldConfiguration: Sendable {
         }
         directoryCache = try integer("store.directory_cache") ?? directoryCache
         sqliteMemoryMapMegabytes = try integer("store.sqlite_mmap_mb") ?? sqliteMemoryMapMegabytes
+        // Neither may be zero (checked with the keys): a zero timeout would fail every PostgreSQL
+        // call at once, so the worker would never be ready; a zero retention would forget every
+        // decision as soon as it is made, so redeliveries would count twice.
         storeTimeout = try duration("store.timeout") ?? storeTimeout
-        // Zero would fail every PostgreSQL call at once: the worker would never be ready.
-        if storeTimeout <= .zero {
-            throw ConfigurationError("\(source(key("store.timeout"))): must be longer than 0s")
-        }
         purge.retention = try duration("store.retention") ?? purge.retention
-        // Zero would forget every decision as soon as it is made: redeliveries would count twice.
-        if purge.retention <= .zero {
-            throw ConfigurationError("\(source(key("store.retention"))): must be longer than 0s")
-        }
         purge.interval = try duration("store.purge_interval") ?? purge.interval
         catalogDirectory = try string("catalog.directory") ?? catalogDirectory
         httpListen = try string("http.listen") ?? httpListen

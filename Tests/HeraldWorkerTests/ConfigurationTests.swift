@@ -124,6 +124,28 @@ struct ConfigurationTests {
                 "HERALD_KAFKA_PROPERTIES: 'fetch.min.bytes': Configuration property \"fetch.min.bytes\" value -5 is outside"
             ),
             ("kafka:\n  ssl_ca_file: /no/such/ca.pem\n", [:], "kafka.ssl_ca_file: cannot read /no/such/ca.pem"),
+            // A zero deadline, timeout or interval fails every call at once, or spins a loop.
+            ("worker:\n  due_work_interval: 0s\n", [:], "worker.due_work_interval: must be longer than 0s"),
+            ("", ["HERALD_SENDER_SHUTDOWN_DEADLINE": "0"], "HERALD_SENDER_SHUTDOWN_DEADLINE: must be longer than 0s"),
+            ("providers:\n  fcm:\n    request_timeout: 0ms\n", [:], "providers.fcm.request_timeout: must be longer"),
+            ("kafka:\n  session_timeout: 0s\n", [:], "kafka.session_timeout: must be longer than 0s"),
+            // SASL settings without a sasl_* protocol would go unused; a sasl_* protocol needs them all.
+            (
+                "kafka:\n  sasl_mechanism: PLAIN\n", ["HERALD_KAFKA_SASL_PASSWORD": "hunter2"],
+                "kafka.sasl_mechanism: needs kafka.security_protocol sasl_plaintext or sasl_ssl, not plaintext"
+            ),
+            (
+                "", ["HERALD_KAFKA_SASL_PASSWORD": "hunter2"],
+                "HERALD_KAFKA_SASL_PASSWORD: needs kafka.security_protocol sasl_plaintext or sasl_ssl"
+            ),
+            (
+                "kafka:\n  security_protocol: sasl_ssl\n  sasl_mechanism: PLAIN\n",
+                ["HERALD_KAFKA_SASL_PASSWORD": "hunter2"], "kafka.security_protocol: sasl_ssl needs kafka.sasl_username"
+            ),
+            (
+                "kafka:\n  security_protocol: sasl_plaintext\n  sasl_mechanism: PLAIN\n  sasl_username: herald\n", [:],
+                "kafka.security_protocol: sasl_plaintext needs kafka.sasl_password_file (or HERALD_KAFKA_SASL_PASSWORD)"
+            ),
         ] as [(String, [String: String], String)]
     )
     func errorsNameTheKey(_ text: String, _ environment: [String: String], _ expected: String) throws {
