@@ -336,13 +336,22 @@ public struct HeraldConfiguration: Sendable {
     ) throws(ConfigurationError) {
         for (name, value) in mapping {
             let path = prefix.isEmpty ? name : "\(prefix).\(name)"
+            let section = keys.map(\.path).filter { $0.hasPrefix(path + ".") }
             if let nested = value as? [String: Any] {
                 if keys.contains(where: { $0.path == path && $0.isMapping }) {
                     values[path] = .mapping(try scalars(nested, at: "\(file): \(path)"))
+                } else if section.isEmpty && keys.contains(where: { $0.path == path }) {
+                    throw ConfigurationError("\(file): \(path): expected one value, not a mapping")
                 } else {
                     try flatten(nested, prefix: path, file: file, into: &values)
                 }
                 continue
+            }
+            // A section written as a value: name the section, not every key Herald has.
+            if !section.isEmpty {
+                throw ConfigurationError(
+                    "\(file): \(path): expected a mapping of keys (\(section.joined(separator: ", "))), not one value"
+                )
             }
             guard keys.contains(where: { $0.path == path }) else {
                 let known = keys.map(\.path).filter { $0.hasPrefix(prefix.isEmpty ? "" : prefix + ".") }

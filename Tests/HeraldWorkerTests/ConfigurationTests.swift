@@ -67,6 +67,8 @@ struct ConfigurationTests {
             ),
             ("", ["HERALD_WORKER_DUE_WORK_INTERVAL": "soon"], "HERALD_WORKER_DUE_WORK_INTERVAL: expected a duration"),
             ("worker: [1, 2\n", [:], "not valid YAML"),
+            ("worker: [1, 2]\n", [:], "worker: expected a mapping of keys (worker.group_id, worker.topics,"),
+            ("worker:\n  batch_size:\n    a: 1\n", [:], "worker.batch_size: expected one value, not a mapping"),
             ("http:\n  listen: everywhere\n", [:], "http.listen: expected host:port, got 'everywhere'"),
             ("", ["HERALD_STORE_URL": "postgres://herald@db:port/herald"], "HERALD_STORE_URL: "),
             ("store:\n  timeout: 0s\n", [:], "store.timeout: must be longer than 0s"),
