@@ -36,22 +36,77 @@ public final class ExpoClient: Sendable {
 
     /// One outcome per message, in order: `.delivered(receipt: ticketID)` for a ticket that was
     /// accepted (its receipt still to come).
+    ///
+    /// Expo refuses a whole request whose tokens belong to more than one Expo project
+    /// (`PUSH_TOO_MANY_EXPERIENCE_IDS`): messages go in requests by app, and a request refused so
+    /// anyway (an app's development builds registered under several projects) is sent again split
+    /// by the projects Expo names.
     public func send(_ messages: [OutboundMessage]) async -> [DeliveryOutcome] {
-        var outcomes: [DeliveryOutcome] = []
-        outcomes.reserveCapacity(messages.count)
-        await withTaskGroup(of: (Int, [DeliveryOutcome]).self) { group in
-            for start in stride(from: 0, to: messages.count, by: Self.messagesPerRequest) {
-                let chunk = Array(messages[start..<min(start + Self.messagesPerRequest, messages.count)])
-                group.addTask { (start, await self.limiter.withPermit { await self.sendChunk(chunk) }) }
-            }
-            var byStart: [Int: [DeliveryOutcome]] = [:]
-            for await (start, chunk) in group { byStart[start] = chunk }
-            for start in byStart.keys.sorted() { outcomes += byStart[start]! }
+        var byApp: [String: [Int]] = [:]
+        var apps: [String] = []
+        for (index, message) in messages.enumerated() {
+            if byApp[message.app] == nil { apps.append(message.app) }
+            byApp[message.app, default: []].append(index)
         }
-        return outcomes
+        var outcomes = [DeliveryOutcome?](repeating: nil, count: messages.count)
+        await withTaskGroup(of: [(Int, DeliveryOutcome)].self) { group in
+            for app in apps {
+                let indices = byApp[app]!
+                for start in stride(from: 0, to: indices.count, by: Self.messagesPerRequest) {
+                    let chunk = Array(indices[start..<min(start + Self.messagesPerRequest, indices.count)])
+                    group.addTask {
+                        let answered = await self.sendSplittingProjects(chunk.map { messages[$0] })
+                        return Array(zip(chunk, answered))
+                    }
+                }
+            }
+            for await answered in group {
+                for (index, outcome) in answered { outcomes[index] = outcome }
+            }
+        }
+        return outcomes.map { $0! }
     }
 
-    private func sendChunk(_ messages: [OutboundMessage]) async -> [DeliveryOutcome] {
+    /// Sends one request of `messages`; if Expo refuses it for mixing projects, sends one request
+    /// per project it names (and one of any messages it does not), once.
+    private func sendSplittingProjects(_ messages: [OutboundMessage]) async -> [DeliveryOutcome] {
+        let (outcomes, projects) = await limiter.withPermit { await self.sendChunk(messages) }
+        guard let projects else { return outcomes }
+        var groups: [[Int]] = []
+        var placed = Set<Int>()
+        for tokens in projects {
+            let group = messages.indices.filter { !placed.contains($0) && tokens.contains(messages[$0].token) }
+            placed.formUnion(group)
+            if !group.isEmpty { groups.append(group) }
+        }
+        let rest = messages.indices.filter { !placed.contains($0) }
+        if !rest.isEmpty { groups.append(rest) }
+        // A split that leaves the request whole would only be refused again.
+        guard groups.count > 1 else { return outcomes }
+        var split = outcomes
+        await withTaskGroup(of: [(Int, DeliveryOutcome)].self) { tasks in
+            for group in groups {
+                tasks.addTask {
+                    let (answered, _) = await self.limiter.withPermit {
+                        await self.sendChunk(group.map { messages[$0] })
+                    }
+                    return Array(zip(group, answered))
+                }
+            }
+            for await answered in tasks {
+                for (index, outcome) in answered { split[index] = outcome }
+            }
+        }
+        return split
+    }
+
+    /// Expo's code for a request whose tokens belong to several Expo projects; its `details` map
+    /// each project to its tokens.
+    static let tooManyProjects = "PUSH_TOO_MANY_EXPERIENCE_IDS"
+
+    /// One request: an outcome per message, and the tokens of each project if Expo refused the
+    /// request for mixing projects.
+    private func sendChunk(_ messages: [OutboundMessage]) async -> ([DeliveryOutcome], projects: [Set<String>]?) {
         var body: [UInt8] = [UInt8(ascii: "[")]
         for (index, message) in messages.enumerated() {
             if index > 0 { body.append(UInt8(ascii: ",")) }
@@ -67,26 +122,35 @@ public final class ExpoClient: Sendable {
         )
         switch answer {
         case .failure(let outcome):
-            return Array(repeating: outcome, count: messages.count)
+            return (Array(repeating: outcome, count: messages.count), nil)
         case .success(let answer):
             let parsed = try? JSONParser().parse(answer.body)
             if answer.status != 200 {
                 var code: String?
-                if case .array(let errors)? = parsed?["errors"] { code = errors.first?["code"]?.stringValue }
+                var projects: [Set<String>]?
+                if case .array(let errors)? = parsed?["errors"], let error = errors.first {
+                    code = error["code"]?.stringValue
+                    if code == Self.tooManyProjects, case .object(let details)? = error["details"] {
+                        projects = details.map { _, tokens in
+                            guard case .array(let tokens) = tokens else { return [] }
+                            return Set(tokens.compactMap(\.stringValue))
+                        }
+                    }
+                }
                 let outcome = Classification.expoRequest(
                     status: answer.status,
                     code: code,
                     retryAfter: answer.retryAfter
                 )
-                return Array(repeating: outcome, count: messages.count)
+                return (Array(repeating: outcome, count: messages.count), projects)
             }
             guard case .array(let tickets)? = parsed?["data"], tickets.count == messages.count else {
                 let outcome = DeliveryOutcome.retry(
                     .init("expo.bad_answer", "Expo answered without one ticket per message")
                 )
-                return Array(repeating: outcome, count: messages.count)
+                return (Array(repeating: outcome, count: messages.count), nil)
             }
-            return tickets.map(Self.outcome(of:))
+            return (tickets.map(Self.outcome(of:)), nil)
         }
     }
 

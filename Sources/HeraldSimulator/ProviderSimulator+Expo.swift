@@ -48,6 +48,7 @@ extension ProviderSimulator {
                 return fail(answer.status, answer.reason, "Scripted answer.", retryAfter: answer.retryAfterSeconds)
             }
         }
+        if let mixed = mixedProjects(messages) { return mixed }
         switch rollFault(perMessage: false) {
         case .dropConnection?: return .dropped
         case .internalError?: return fail(500, "INTERNAL_SERVER_ERROR", "An unknown error occurred.")
@@ -113,6 +114,53 @@ extension ProviderSimulator {
         writer.endArray()
         writer.endObject()
         return .json(200, writer.bytes)
+    }
+
+    /// Expo's answer to a request whose tokens belong to more than one project: 400
+    /// `PUSH_TOO_MANY_EXPERIENCE_IDS`, with each project's tokens in `details`; `nil` if they share one.
+    private func mixedProjects(_ messages: [JSONValue]) -> SimulatorResponse? {
+        var projects: [(project: String, tokens: [String])] = []
+        state.withLock { state in
+            for message in messages {
+                guard let token = message["to"]?.stringValue else { continue }
+                let project = state.expoProjects[token] ?? Self.defaultExpoProject
+                if let index = projects.firstIndex(where: { $0.project == project }) {
+                    projects[index].tokens.append(token)
+                } else {
+                    projects.append((project, [token]))
+                }
+            }
+        }
+        guard projects.count > 1 else { return nil }
+        count(reason: "PUSH_TOO_MANY_EXPERIENCE_IDS", of: "expo")
+        var writer = JSONStreamWriter(capacity: 256)
+        writer.beginObject()
+        writer.key("errors")
+        writer.beginArray()
+        writer.element()
+        writer.beginObject()
+        writer.member("code", "PUSH_TOO_MANY_EXPERIENCE_IDS")
+        writer.member(
+            "message",
+            "All push notification messages in the same request must be for the same project; "
+                + "separate your push notifications by project."
+        )
+        writer.key("details")
+        writer.beginObject()
+        for (project, tokens) in projects {
+            writer.key(project)
+            writer.beginArray()
+            for token in tokens {
+                writer.element()
+                writer.string(token)
+            }
+            writer.endArray()
+        }
+        writer.endObject()
+        writer.endObject()
+        writer.endArray()
+        writer.endObject()
+        return .json(400, writer.bytes)
     }
 
     /// Whether this message's device "turns out" unregistered, as the fault profile's 410 rate says.

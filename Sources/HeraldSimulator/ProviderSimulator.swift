@@ -93,6 +93,8 @@ public final class ProviderSimulator: Sendable {
         var verifiedProviderTokens: [String: (teamID: String, keyID: String, issuedAt: Int64)] = [:]
         var accessTokens: [String: (projectID: String, expiresAt: Int64)] = [:]
         var unregistered: [String: Int64] = [:]
+        /// Expo tokens registered under a project other than ``ProviderSimulator/defaultExpoProject``.
+        var expoProjects: [String: String] = [:]
         var receipts: [String: ExpoReceipt] = [:]
         var deliveries: [SimulatorDelivery] = []
         var acceptedCounts: [String: Int] = [:]
@@ -178,6 +180,17 @@ public final class ProviderSimulator: Sendable {
     }
 
     func scripted(_ token: String) -> ScriptedAnswer? { state.withLock { $0.scripted[token] } }
+
+    /// The Expo project of every token not registered under another (``registerExpoProject(_:tokens:)``).
+    public static let defaultExpoProject = "@herald/app"
+
+    /// Registers Expo `tokens` under `project` (an experience id such as `@team/app`): Expo refuses
+    /// a send request whose tokens belong to more than one project.
+    public func registerExpoProject(_ project: String, tokens: [String]) {
+        state.withLock { state in
+            for token in tokens { state.expoProjects[token] = project }
+        }
+    }
 
     /// Forgets every OAuth access token handed out, as Google does when a key is rotated: the next
     /// FCM send with one of them gets 401.

@@ -252,6 +252,44 @@ struct ProviderAnswerTests {
     }
 }
 
+extension ProviderAnswerTests {
+    @Test(
+        "Expo tokens of several projects: requests go by app, and one Expo refuses for mixing projects is split by them"
+    )
+    func expoProjects() async throws {
+        try await SimulatorFixture.with { fixture in
+            func message(_ index: Int, app: String) throws -> OutboundMessage {
+                var message = try SimulatorFixture.message(
+                    .expo,
+                    token: "ExponentPushToken[project-\(index)]",
+                    id: "n-project-\(index)"
+                )
+                message.app = app
+                return message
+            }
+            // Two apps, one Expo project each, interleaved; and an app whose tokens came from two
+            // projects (development builds by two people), the third of its tokens in neither.
+            fixture.simulator.registerExpoProject(
+                "@team/other",
+                tokens: (0..<10).map { "ExponentPushToken[project-\($0)]" }
+            )
+            fixture.simulator.registerExpoProject("@dev/alice", tokens: ["ExponentPushToken[project-10]"])
+            fixture.simulator.registerExpoProject("@dev/bob", tokens: ["ExponentPushToken[project-11]"])
+            let messages =
+                try (0..<10).map { try message($0, app: "no.getdrop.other") }.enumerated().flatMap { index, other in
+                    [other, try message(20 + index, app: SimulatorFixture.bundleID)]
+                } + (10..<13).map { try message($0, app: "no.getdrop.dev") }
+            let outcomes = await fixture.expo.send(messages)
+            #expect(outcomes.count == messages.count)
+            #expect(outcomes.allSatisfy { $0.class == .delivered }, "\(outcomes.filter { $0.class != .delivered })")
+            for message in messages { #expect(fixture.simulator.acceptedCount(id: message.notificationID) == 1) }
+            // Three requests by app, one refused and sent again as three.
+            #expect(fixture.simulator.statistics.answers["expo 200"] == 5)
+            #expect(fixture.simulator.statistics.answers["expo 400"] == 1)
+        }
+    }
+}
+
 /// google.rpc status names, for scripting answers without an FcmError detail.
 enum ProviderSimulatorStatus {
     static func rpc(_ status: Int) -> String {
