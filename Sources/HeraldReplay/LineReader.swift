@@ -14,11 +14,18 @@ final class LineReader {
     private var start = 0
     private var end = 0
     private var exhausted = false
+    /// The rest of a line longer than ``maximumLineBytes`` is being passed over.
+    private var skipping = false
     /// The number of the last line handed out, from 1.
     private(set) var lineNumber = 0
+    /// The most of one line held: a longer line is handed out cut to one byte more than this, and
+    /// the rest passed over. A file that is not a log (a binary, a gzip bomb) would otherwise be
+    /// held whole in memory while its first line break is looked for; the worker dead-letters the
+    /// cut line as `event.oversize`, as it would the whole one.
+    let maximumLineBytes: Int
 
     /// - Throws: ``ReplayError`` `.cannotRead` naming the file.
-    init(path: String, bufferSize: Int = 1 << 20) throws(ReplayError) {
+    init(path: String, bufferSize: Int = 1 << 20, maximumLineBytes: Int = 16 << 20) throws(ReplayError) {
         guard let file = gzopen(path, "rb") else {
             throw ReplayError.cannotRead(path: path, reason: String(cString: strerror(errno)))
         }
@@ -26,18 +33,30 @@ final class LineReader {
         self.path = path
         self.file = file
         self.buffer = [UInt8](repeating: 0, count: bufferSize)
+        self.maximumLineBytes = maximumLineBytes
     }
 
     deinit {
         gzclose(file)
     }
 
-    /// Calls `body` with the next line, without its line break (`\n` or `\r\n`), or returns
-    /// `false` at the end of the file. The bytes are valid only during the call.
+    /// Calls `body` with the next line, without its line break (`\n` or `\r\n`), or returns `nil`
+    /// at the end of the file. The bytes are valid only during the call.
     ///
     /// - Throws: ``ReplayError`` `.cannotRead` for a read error or a corrupt gzip stream.
     func nextLine<R>(_ body: (UnsafeRawBufferPointer) throws -> R) throws -> R? {
         while true {
+            if skipping {
+                if let newline = firstNewline() {
+                    start = newline + 1
+                    skipping = false
+                } else {
+                    start = end
+                    if exhausted { return nil }
+                    try fill()
+                    continue
+                }
+            }
             if let newline = firstNewline() {
                 var lineEnd = newline
                 if lineEnd > start && buffer[lineEnd - 1] == UInt8(ascii: "\r") { lineEnd -= 1 }
@@ -57,6 +76,15 @@ final class LineReader {
                 lineNumber += 1
                 return try buffer.withUnsafeBytes {
                     try body(UnsafeRawBufferPointer(rebasing: $0[lineStart..<lineEnd]))
+                }
+            }
+            if end - start > maximumLineBytes {
+                let lineStart = start
+                start = end
+                skipping = true
+                lineNumber += 1
+                return try buffer.withUnsafeBytes {
+                    try body(UnsafeRawBufferPointer(rebasing: $0[lineStart..<(lineStart + maximumLineBytes + 1)]))
                 }
             }
             try fill()
