@@ -1,6 +1,7 @@
 import Foundation
 import HeraldEvents
 import HeraldPolicy
+import HeraldReplay
 import HeraldStore
 
 /// `herald directory import FILE`: loads a JSON Lines snapshot of `herald.directory` events (one
@@ -9,54 +10,54 @@ public enum DirectoryImport {
     /// What an import did.
     public struct Report: Sendable {
         public var imported = 0
-        /// One line per rejected input line: its number and why (never its values).
+        /// How many input lines were rejected.
+        public var rejectedCount = 0
+        /// The first ``listedRejections`` rejected lines: each one's number and why (never its
+        /// values).
         public var rejected: [String] = []
     }
 
     public static let batchSize = 1000
+    /// How many rejected lines a report names: a file of millions of bad lines is counted, not
+    /// listed line by line in memory and on the terminal.
+    public static let listedRejections = 100
 
     /// Imports every valid line; invalid lines are reported and skipped, so one bad line does not
-    /// hold back the rest.
+    /// hold back the rest. The file may be gzip-compressed.
     public static func run(file: String, into store: any StateStore) async throws -> Report {
-        guard let handle = FileHandle(forReadingAtPath: file) else {
+        let reader: LineReader
+        do {
+            reader = try LineReader(path: file)
+        } catch {
             throw StoreError(code: .storeOpen, message: "cannot read \(file)")
         }
-        defer { try? handle.close() }
         var report = Report()
         var batch: [DirectoryEvent] = []
         batch.reserveCapacity(batchSize)
-        var lineNumber = 0
-        var pending: [UInt8] = []
         let decoder = EventDecoder()
-
-        func take(_ line: ArraySlice<UInt8>) {
-            lineNumber += 1
-            guard line.contains(where: { $0 != UInt8(ascii: " ") && $0 != UInt8(ascii: "\r") }) else { return }
-            do {
-                let event = try decoder.decode(value: Array(line))
-                batch.append(try DirectoryEvent(event))
-            } catch {
-                report.rejected.append("line \(lineNumber): \(error)")
-            }
-        }
-
         while true {
-            let chunk = handle.readData(ofLength: 1 << 20)
-            if chunk.isEmpty { break }
-            pending.append(contentsOf: chunk)
-            var start = pending.startIndex
-            while let newline = pending[start...].firstIndex(of: UInt8(ascii: "\n")) {
-                take(pending[start..<newline])
-                start = newline + 1
-                if batch.count >= batchSize {
-                    try await store.apply(batch)
-                    report.imported += batch.count
-                    batch.removeAll(keepingCapacity: true)
+            let line = try reader.nextLine { bytes -> Result<DirectoryEvent, any Error>? in
+                guard bytes.contains(where: { $0 != UInt8(ascii: " ") && $0 != UInt8(ascii: "\t") }) else { return nil }
+                return Result { try DirectoryEvent(try decoder.decode(value: bytes, headers: [])) }
+            }
+            guard let line else { break }
+            switch line {
+            case nil:
+                continue
+            case .success(let change)?:
+                batch.append(change)
+            case .failure(let error)?:
+                report.rejectedCount += 1
+                if report.rejected.count < listedRejections {
+                    report.rejected.append("line \(reader.lineNumber): \(error)")
                 }
             }
-            pending.removeSubrange(..<start)
+            if batch.count >= batchSize {
+                try await store.apply(batch)
+                report.imported += batch.count
+                batch.removeAll(keepingCapacity: true)
+            }
         }
-        if !pending.isEmpty { take(pending[...]) }
         if !batch.isEmpty {
             try await store.apply(batch)
             report.imported += batch.count

@@ -86,7 +86,11 @@ public enum ReplayRun {
         let replay = { (store: any StateStore) async throws -> Outcome in
             var rejected: [String] = []
             if let snapshot = options.directorySnapshot {
-                rejected = try await DirectoryImport.run(file: snapshot, into: store).rejected
+                let imported = try await DirectoryImport.run(file: snapshot, into: store)
+                rejected = imported.rejected
+                if imported.rejectedCount > rejected.count {
+                    rejected.append("and \(imported.rejectedCount - rejected.count) more rejected line(s)")
+                }
                 try await store.analyze()
             }
             var configuration = options.configuration

@@ -5,9 +5,10 @@ import Glibc
 #endif
 
 /// Reads a file one line at a time through a fixed buffer, gunzipping it if it is gzip (zlib reads
-/// an uncompressed file as it is): a recorded log of any size is streamed, never loaded whole.
-final class LineReader {
-    let path: String
+/// an uncompressed file as it is): a recorded log or a directory snapshot of any size is streamed,
+/// never loaded whole.
+public final class LineReader {
+    public let path: String
     private let file: gzFile
     private var buffer: [UInt8]
     /// `buffer[start..<end]` has been read and not yet handed out.
@@ -17,15 +18,15 @@ final class LineReader {
     /// The rest of a line longer than ``maximumLineBytes`` is being passed over.
     private var skipping = false
     /// The number of the last line handed out, from 1.
-    private(set) var lineNumber = 0
+    public private(set) var lineNumber = 0
     /// The most of one line held: a longer line is handed out cut to one byte more than this, and
     /// the rest passed over. A file that is not a log (a binary, a gzip bomb) would otherwise be
     /// held whole in memory while its first line break is looked for; the worker dead-letters the
     /// cut line as `event.oversize`, as it would the whole one.
-    let maximumLineBytes: Int
+    public let maximumLineBytes: Int
 
     /// - Throws: ``ReplayError`` `.cannotRead` naming the file.
-    init(path: String, bufferSize: Int = 1 << 20, maximumLineBytes: Int = 16 << 20) throws(ReplayError) {
+    public init(path: String, bufferSize: Int = 1 << 20, maximumLineBytes: Int = 16 << 20) throws(ReplayError) {
         guard let file = gzopen(path, "rb") else {
             throw ReplayError.cannotRead(path: path, reason: String(cString: strerror(errno)))
         }
@@ -44,7 +45,7 @@ final class LineReader {
     /// at the end of the file. The bytes are valid only during the call.
     ///
     /// - Throws: ``ReplayError`` `.cannotRead` for a read error or a corrupt gzip stream.
-    func nextLine<R>(_ body: (UnsafeRawBufferPointer) throws -> R) throws -> R? {
+    public func nextLine<R>(_ body: (UnsafeRawBufferPointer) throws -> R) throws -> R? {
         while true {
             if skipping {
                 if let newline = firstNewline() {

@@ -54,8 +54,11 @@ struct DirectoryImportCommand: AsyncParsableCommand {
             try await DirectoryImport.run(file: file, into: store)
         }
         for line in report.rejected { printError("\(file): \(line)") }
-        print("imported \(report.imported) change(s) into \(location); rejected \(report.rejected.count) line(s)")
-        if !report.rejected.isEmpty { throw ExitCode(1) }
+        if report.rejectedCount > report.rejected.count {
+            printError("\(file): and \(report.rejectedCount - report.rejected.count) more rejected line(s)")
+        }
+        print("imported \(report.imported) change(s) into \(location); rejected \(report.rejectedCount) line(s)")
+        if report.rejectedCount > 0 { throw ExitCode(1) }
     }
 }
 

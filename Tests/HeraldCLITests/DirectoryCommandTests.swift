@@ -86,4 +86,29 @@ struct DirectoryCommandTests {
         #expect(result.output.contains("imported 6 change(s)"))
         #expect(result.output.contains("rejected 0 line(s)"))
     }
+
+    @Test("a gzip-compressed snapshot imports; past 100 rejected lines the rest are counted, not listed")
+    func compressedAndManyRejected() throws {
+        let herald = try heraldExecutable().path
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-dir-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let snapshot = directory.appendingPathComponent("directory.jsonl")
+        let good = try String(contentsOfFile: "\(repositoryRoot)/catalog/directory.jsonl", encoding: .utf8)
+        try (good + String(repeating: "not json\n", count: 150)).write(to: snapshot, atomically: true, encoding: .utf8)
+        let gzip = Process()
+        gzip.executableURL = URL(fileURLWithPath: "/bin/gzip")
+        gzip.arguments = [snapshot.path]
+        try gzip.run()
+        gzip.waitUntilExit()
+        #expect(gzip.terminationStatus == 0)
+
+        let result = try run(herald, ["directory", "import", snapshot.path + ".gz", "--store", ":memory:"])
+        #expect(result.status == 1)
+        #expect(result.output.contains("imported 6 change(s)"), "\(result.output)\(result.error)")
+        #expect(result.output.contains("rejected 150 line(s)"))
+        let listed = result.error.split(separator: "\n").filter { $0.contains(": line ") }
+        #expect(listed.count == 100)
+        #expect(result.error.contains("and 50 more rejected line(s)"))
+    }
 }
