@@ -75,6 +75,9 @@ public final class Sender: Service, Sendable {
     /// retry's wait.
     let longestHold: Duration
     let logger: Logger
+    /// Configuration errors come with every call until the credentials are fixed: a few are logged
+    /// per code and interval, the rest counted (``LogSampler``).
+    let logSampler = LogSampler()
     public let statistics: SenderStatistics
     /// Notifications whose call a group in hand is making. Groups overlap (`batchesInFlight`), and a
     /// redelivered event's copy can come while the first copy's call is still out: the ledger
@@ -439,10 +442,15 @@ public final class Sender: Service, Sendable {
             case .configuration(let reason):
                 counters.configurationErrors[reason.code, default: 0] += 1
                 counters.deadLettersByCode[reason.code, default: 0] += 1
-                logger.error(
-                    "provider configuration error",
-                    metadata: ["code": "\(reason.code)", "message": "\(reason.message)"]
-                )
+                if let suppressed = logSampler.admit(reason.code) {
+                    logger.error(
+                        "provider configuration error",
+                        metadata: LogSampler.metadata(
+                            suppressed,
+                            ["code": "\(reason.code)", "message": "\(reason.message)"]
+                        )
+                    )
+                }
                 records.append(deadLetter(message, attempt: outbound.attempt, reason, now: answeredAt))
             case .permanent(let reason):
                 counters.deadLettersByCode[reason.code, default: 0] += 1

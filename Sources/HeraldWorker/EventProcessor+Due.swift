@@ -157,7 +157,12 @@ extension EventProcessor {
         _ counters: inout WorkerStatistics.Counters
     ) -> KafkaProducerRecord {
         counters.deadLettersByCode[reason.code, default: 0] += 1
-        logger.notice("due work dead-lettered", metadata: ["code": "\(reason.code)"])
+        if let suppressed = logSampler.admit("due:" + reason.code) {
+            logger.notice(
+                "due work dead-lettered",
+                metadata: LogSampler.metadata(suppressed, ["code": "\(reason.code)"])
+            )
+        }
         let message = KafkaMessage(
             topic: "herald.due",
             partition: -1,

@@ -43,6 +43,8 @@ public final class EventProcessor: Sendable {
     let unknownEventTypes: UnknownEventTypes
     let statistics: WorkerStatistics
     let logger: Logger
+    /// Dead letters and skipped devices are logged a few per code and interval (see ``LogSampler``).
+    let logSampler = LogSampler()
     let decoder = EventDecoder()
     /// Told of each render whose requested locale the catalog lacks: (kind, requested locale — `nil`
     /// when neither device nor profile names one — and the locale used instead).
@@ -533,10 +535,15 @@ public final class EventProcessor: Sendable {
         } catch  where error.code == .invalidToken {
             // The directory holds a token no provider accepts; the event is fine.
             counters.skippedDevices += 1
-            logger.warning(
-                "skipped a device whose token the provider cannot address",
-                metadata: ["user": "\(Redact.user(envelope.recipient))", "provider": "\(device.provider.rawValue)"]
-            )
+            if let suppressed = logSampler.admit("skipped_device") {
+                logger.warning(
+                    "skipped a device whose token the provider cannot address",
+                    metadata: LogSampler.metadata(
+                        suppressed,
+                        ["user": "\(Redact.user(envelope.recipient))", "provider": "\(device.provider.rawValue)"]
+                    )
+                )
+            }
             return nil
         } catch {
             throw DeadLetterReason(error)
@@ -557,13 +564,18 @@ public final class EventProcessor: Sendable {
         counters: inout WorkerStatistics.Counters
     ) -> KafkaProducerRecord {
         counters.deadLettersByCode[reason.code, default: 0] += 1
-        logger.notice(
-            "event dead-lettered",
-            metadata: [
-                "code": "\(reason.code)", "topic": "\(message.topic)", "partition": "\(message.partition)",
-                "offset": "\(message.offset)",
-            ]
-        )
+        if let suppressed = logSampler.admit(reason.code) {
+            logger.notice(
+                "event dead-lettered",
+                metadata: LogSampler.metadata(
+                    suppressed,
+                    [
+                        "code": "\(reason.code)", "topic": "\(message.topic)", "partition": "\(message.partition)",
+                        "offset": "\(message.offset)",
+                    ]
+                )
+            )
+        }
         return DeadLetter.record(for: message, reason: reason, topic: topics.eventsDeadLetter, at: now)
     }
 

@@ -106,6 +106,34 @@ struct TourTests {
     }
 }
 
+extension ReplayCommandTests {
+    @Test("a log of 1,000 poison lines: every one dead-lettered, 20 logged, and the next logged line counts the rest")
+    func poisonFloodLogsSampled() throws {
+        let herald = try heraldExecutable().path
+        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("herald-cli-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: scratch) }
+        let log = scratch.appendingPathComponent("poison.jsonl").path
+        try (0..<1000).map { "not json \($0)\n" }.joined().write(toFile: log, atomically: true, encoding: .utf8)
+        let replayed = try run(
+            herald,
+            [
+                "replay", log, "--catalog", "\(repositoryRoot)/catalog", "--out", "/dev/null", "--dead-letters",
+                "/dev/null",
+            ]
+        )
+        #expect(replayed.status == 0)
+        #expect(replayed.output.contains("dead letters: 1000"), "\(replayed.output)")
+        let logged = replayed.error.split(separator: "\n").filter { $0.contains("event dead-lettered") }
+        #expect(logged.count == LogSamplerDefaults.limit, "\(logged.count) lines")
+    }
+}
+
+/// `LogSampler`'s defaults, as the worker uses them.
+enum LogSamplerDefaults {
+    static let limit = 20
+}
+
 struct TourError: Error, CustomStringConvertible {
     var description: String
     init(_ description: String) { self.description = description }

@@ -1,0 +1,53 @@
+import Logging
+import Synchronization
+
+/// Lets through at most ``limit`` log lines of one kind (a dead letter's code, say) per
+/// ``interval``; the others are counted, and the next line let through says how many were left
+/// out. A flood of poison events is counted in full by the metrics; logged line by line it would
+/// be as many writes to the log as events, each blocking the thread that writes it while a slow
+/// collector reads.
+public final class LogSampler: Sendable {
+    public let limit: Int
+    public let interval: Duration
+
+    private struct Window {
+        var start: ContinuousClock.Instant
+        var logged = 0
+        var suppressed = 0
+    }
+
+    private let windows = Mutex<[String: Window]>([:])
+
+    public init(limit: Int = 20, interval: Duration = .seconds(10)) {
+        self.limit = limit
+        self.interval = interval
+    }
+
+    /// `metadata` with `suppressed`, how many lines like it were left out before it, if any.
+    public static func metadata(_ suppressed: Int, _ metadata: Logger.Metadata) -> Logger.Metadata {
+        guard suppressed > 0 else { return metadata }
+        var metadata = metadata
+        metadata["suppressed"] = "\(suppressed)"
+        return metadata
+    }
+
+    /// Whether a line of `kind` is logged now: `nil` if not (it is counted), otherwise how many of
+    /// its kind were left out since the last one logged. Kinds must be few (codes, not values).
+    public func admit(_ kind: String, now: ContinuousClock.Instant = .now) -> Int? {
+        windows.withLock { windows in
+            var window = windows[kind] ?? Window(start: now)
+            if now - window.start >= interval {
+                window.start = now
+                window.logged = 0
+            }
+            defer { windows[kind] = window }
+            guard window.logged < limit else {
+                window.suppressed += 1
+                return nil
+            }
+            window.logged += 1
+            defer { window.suppressed = 0 }
+            return window.suppressed
+        }
+    }
+}
