@@ -328,8 +328,16 @@ private struct Context {
         return kinds
     }
 
+    /// The longest kind name accepted.
+    static let maximumKindNameBytes = 128
+
     mutating func makeKind(_ raw: RawKind, file: String, settings: CatalogSettings) -> NotificationKind? {
         let errorsBefore = diagnostics.count
+        // A kind's name is in the decision ledger's key beside an event id and a user id, whose
+        // entries PostgreSQL keeps under 2,704 bytes, and in every outbound message and metric.
+        if raw.kind.isEmpty || raw.kind.utf8.count > Self.maximumKindNameBytes {
+            error(file, "kind", "must be a name of 1 to \(Self.maximumKindNameBytes) bytes")
+        }
         if !settings.categories.contains(raw.category) {
             error(
                 file,

@@ -37,6 +37,9 @@ public final class Renderer: Sendable {
         case list([String])
     }
 
+    /// The longest user id a recipient may have: the directory's limit (`DirectoryEvent.maximumValueBytes`).
+    public static let maximumRecipientBytes = 1024
+
     /// The user ids `event` is for, from the kind's `recipients` path: one string or a list of
     /// strings, deduplicated in order.
     ///
@@ -72,6 +75,16 @@ public final class Renderer: Sendable {
         }
         guard !ids.isEmpty, ids.allSatisfy({ !$0.isEmpty }) else {
             throw RenderError(code: .missingRecipient, message: "the event names no recipient at \(kind.recipients)")
+        }
+        // No user in the directory has a longer id, and the id is part of the decision ledger's
+        // key, whose entries PostgreSQL keeps under 2,704 bytes: one longer would be refused, and
+        // the batch retried for ever.
+        if let long = ids.first(where: { $0.utf8.count > Self.maximumRecipientBytes }) {
+            throw RenderError(
+                code: .missingRecipient,
+                message: "a recipient at \(kind.recipients) is \(long.utf8.count) bytes long; user ids are at most "
+                    + "\(Self.maximumRecipientBytes)"
+            )
         }
         return ids
     }

@@ -140,6 +140,10 @@ public struct EventDecoder: Sendable {
         return try makeEvent(attributes: attributes, data: data)
     }
 
+    /// The longest event id accepted, in bytes of UTF-8: far more than a UUID (36), a ULID (26) or
+    /// a composite key needs.
+    public static let maximumIDBytes = 512
+
     private func makeEvent(attributes: Attributes, data: JSONValue?) throws(EventError) -> CloudEvent {
         func required(_ value: String?, _ name: String) throws(EventError) -> String {
             guard let value, !value.isEmpty else {
@@ -155,6 +159,14 @@ public struct EventDecoder: Sendable {
             )
         }
         let id = try required(attributes.id, "id")
+        // The id is part of the decision ledger's key: PostgreSQL refuses an index entry over 2,704
+        // bytes, and a batch it refuses is retried, holding the partition, for ever.
+        guard id.utf8.count <= Self.maximumIDBytes else {
+            throw EventError(
+                code: .badAttribute,
+                message: "attribute 'id' is \(id.utf8.count) bytes long; at most \(Self.maximumIDBytes) are accepted"
+            )
+        }
         let source = try required(attributes.source, "source")
         let type = try required(attributes.type, "type")
         var time: Timestamp?

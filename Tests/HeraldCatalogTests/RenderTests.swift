@@ -233,6 +233,15 @@ struct RenderTests {
         }
         event.data = .object(data)
         #expect(try renderer.recipients(of: event, kind: promo) == many)
+        // A user id longer than the directory holds, in a list of good ones.
+        let long = String(repeating: "u", count: Renderer.maximumRecipientBytes + 1)
+        data.members = data.members.map {
+            $0.key == "userIds" ? ($0.key, .array([.string("a"), .string(long)])) : $0
+        }
+        event.data = .object(data)
+        let tooLong = #expect(throws: RenderError.self) { try renderer.recipients(of: event, kind: promo) }
+        #expect(tooLong?.code == .missingRecipient)
+        #expect(tooLong?.message == "a recipient at data.userIds is 1025 bytes long; user ids are at most 1024")
         for broken: JSONValue in [.array([]), .number("7"), .array([.number("1")]), .string("")] {
             data.members = data.members.map { $0.key == "userIds" ? ($0.key, broken) : $0 }
             event.data = .object(data)

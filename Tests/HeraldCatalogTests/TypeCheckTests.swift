@@ -80,6 +80,16 @@ struct TypeCheckTests {
         #expect(channel?.key == "push.androidChannel")
     }
 
+    @Test("a kind's name is 1 to 128 bytes")
+    func kindNames() throws {
+        for name in ["''", String(repeating: "k", count: 129)] {
+            let found = try only(["kinds/promo.offer.yaml": replacing("kind: promo.offer", "kind: \(name)")])
+            #expect(found?.file == "kinds/promo.offer.yaml")
+            #expect(found?.key == "kind")
+            #expect(found?.message == "must be a name of 1 to 128 bytes")
+        }
+    }
+
     @Test("two kinds claiming one event type without a rule to choose")
     func ambiguousEventType() throws {
         let found = try diagnostics([

@@ -62,6 +62,18 @@ struct EventDecoderTests {
         #expect(error?.code == code)
     }
 
+    @Test("an id of at most 512 bytes is accepted; a longer one is a bad attribute, named but not quoted")
+    func longIDs() throws {
+        func event(id: String) -> [UInt8] {
+            Array(#"{"specversion":"1.0","id":"\#(id)","source":"/s","type":"t"}"#.utf8)
+        }
+        let longest = String(repeating: "é", count: 256)
+        #expect(try EventDecoder().decode(value: event(id: longest)).id == longest)
+        let error = #expect(throws: EventError.self) { try EventDecoder().decode(value: event(id: longest + "x")) }
+        #expect(error?.code == .badAttribute)
+        #expect(error?.message == "attribute 'id' is 513 bytes long; at most 512 are accepted")
+    }
+
     @Test("an event over the size limit is rejected as oversize before it is parsed")
     func oversize() {
         var decoder = EventDecoder()

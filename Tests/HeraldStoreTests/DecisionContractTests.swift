@@ -604,3 +604,47 @@ struct PostgresStoreTests {
         }
     }
 }
+
+extension DecisionContractTests {
+    /// Random letters and digits: text that does not compress, as an index entry would hold it.
+    static func incompressible(_ count: Int, seed: UInt64) -> String {
+        var random = SeededRandom(seed: seed)
+        let alphabet = Array("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789".utf8)
+        return String(decoding: (0..<count).map { _ in alphabet[random.next(below: alphabet.count)] }, as: UTF8.self)
+    }
+
+    @Test(
+        "the longest event id and recipient the worker accepts are decided, throttled and deferred by every store",
+        arguments: StoreKind.allCases
+    )
+    func longestKeys(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store in
+            let id = Self.incompressible(CloudEventLimits.id, seed: 1)
+            let recipient = Self.incompressible(CloudEventLimits.recipient, seed: 2)
+            let night = Preferences(quietHours: QuietHours(start: "22:00", end: "08:00", timeZone: "Europe/Oslo"))
+            let late = at("2026-11-21T22:30:00Z")
+            let decisions = try await store.decide([
+                request(id, policy: tightMessages, recipient: recipient, now: noon, eventTime: noon),
+                request(id + "b", policy: tightMessages, recipient: recipient, now: noon, eventTime: noon),
+                request(id + "c", policy: tightMessages, recipient: recipient, now: noon, eventTime: noon),
+                request(
+                    id + "d",
+                    policy: tightMessages,
+                    category: "transactional",
+                    recipient: recipient,
+                    preferences: night,
+                    now: late,
+                    eventTime: late
+                ),
+            ])
+            #expect(decisions.map(\.label) == [.sent, .sent, .throttledDigested, .deferredQuietHours])
+        }
+    }
+}
+
+/// The longest values the worker lets reach the store (checked against the worker's own limits in
+/// the worker's tests): an event id, and a user id as the directory and the renderer bound it.
+enum CloudEventLimits {
+    static let id = EventDecoder.maximumIDBytes
+    static let recipient = DirectoryEvent.maximumValueBytes
+}

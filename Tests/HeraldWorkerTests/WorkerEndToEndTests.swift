@@ -251,6 +251,13 @@ struct WorkerEndToEndTests {
                         + #""time":"0000-01-01T00:00:00+00:01","data":"# + object(orderData).serialized + "}"
                 )
             ),
+            // Longer than the decision ledger's key may be: PostgreSQL refused the batch, for ever.
+            (
+                "event.bad_attribute",
+                record(
+                    cloudEvent(id: String(repeating: "9", count: 600), type: "order.confirmed", data: object(orderData))
+                )
+            ),
             ("event.unknown_type", record(cloudEvent(id: "p3", type: "order.teleported", data: object(orderData)))),
             (
                 "render.field_type_mismatch",
