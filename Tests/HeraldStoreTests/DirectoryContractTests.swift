@@ -214,3 +214,38 @@ struct DirectoryContractTests {
         }
     }
 }
+
+extension DirectoryContractTests {
+    @Test(
+        "the longest values a directory event may carry are stored, looked up and invalidated by every store",
+        arguments: StoreKind.allCases
+    )
+    func longestValues(_ kind: StoreKind) async throws {
+        let longest = DirectoryEvent.maximumValueBytes
+        func value(_ seed: UInt64) -> String { DecisionContractTests.incompressible(longest, seed: seed) }
+        let (user, device, token, app, locale) = (value(11), value(12), value(13), value(14), value(15))
+        try await withStore(kind) { directory in
+            try await directory.apply([
+                .deviceRegistered(
+                    DeviceRegistration(
+                        userID: user,
+                        deviceID: device,
+                        platform: value(16),
+                        provider: .fcm,
+                        token: token,
+                        appID: app,
+                        sandbox: false,
+                        locale: locale,
+                        at: at("2026-11-01T10:00:00Z")
+                    )
+                ),
+                .profileUpdated(userID: user, locale: locale, timeZone: "Europe/Oslo", at: at("2026-11-01T10:00:00Z")),
+            ])
+            let found = try #require(try await directory.recipients([user])[user])
+            #expect(found.devices.map(\.token) == [token])
+            #expect(found.devices.first?.appID == app)
+            try await directory.apply([.tokenInvalidated(provider: .fcm, token: token, at: at("2026-11-02T10:00:00Z"))])
+            #expect(try await directory.recipients([user])[user]?.devices.isEmpty ?? true)
+        }
+    }
+}
