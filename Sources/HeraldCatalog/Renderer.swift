@@ -76,14 +76,20 @@ public final class Renderer: Sendable {
         guard !ids.isEmpty, ids.allSatisfy({ !$0.isEmpty }) else {
             throw RenderError(code: .missingRecipient, message: "the event names no recipient at \(kind.recipients)")
         }
-        // No user in the directory has a longer id, and the id is part of the decision ledger's
-        // key, whose entries PostgreSQL keeps under 2,704 bytes: one longer would be refused, and
-        // the batch retried for ever.
+        // No user in the directory has a longer id, or one with U+0000, and the id is part of the
+        // decision ledger's key, whose entries PostgreSQL keeps under 2,704 bytes and whose text
+        // cannot hold U+0000: such a batch would be refused, and retried for ever.
         if let long = ids.first(where: { $0.utf8.count > Self.maximumRecipientBytes }) {
             throw RenderError(
                 code: .missingRecipient,
                 message: "a recipient at \(kind.recipients) is \(long.utf8.count) bytes long; user ids are at most "
                     + "\(Self.maximumRecipientBytes)"
+            )
+        }
+        if ids.contains(where: { $0.utf8.contains(0) }) {
+            throw RenderError(
+                code: .missingRecipient,
+                message: "a recipient at \(kind.recipients) contains U+0000, which no user id does"
             )
         }
         return ids

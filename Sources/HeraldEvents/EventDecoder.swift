@@ -160,12 +160,16 @@ public struct EventDecoder: Sendable {
         }
         let id = try required(attributes.id, "id")
         // The id is part of the decision ledger's key: PostgreSQL refuses an index entry over 2,704
-        // bytes, and a batch it refuses is retried, holding the partition, for ever.
+        // bytes, and text holding U+0000, and a batch it refuses is retried, holding the partition,
+        // for ever.
         guard id.utf8.count <= Self.maximumIDBytes else {
             throw EventError(
                 code: .badAttribute,
                 message: "attribute 'id' is \(id.utf8.count) bytes long; at most \(Self.maximumIDBytes) are accepted"
             )
+        }
+        guard !id.utf8.contains(0) else {
+            throw EventError(code: .badAttribute, message: "attribute 'id' contains U+0000")
         }
         let source = try required(attributes.source, "source")
         let type = try required(attributes.type, "type")

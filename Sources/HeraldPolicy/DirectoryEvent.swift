@@ -99,19 +99,24 @@ extension DirectoryEvent {
             // Tokens and ids are copied into every outbound record of the device (an APNs token
             // twice, in its target and its path), and the path goes in an HTTP/2 header: one
             // absurdly long value would make every notification to the user oversize.
+            try bounded(value, key)
+            return value
+        }
+        /// PostgreSQL's text holds no U+0000, and refuses the whole batch of changes with it.
+        func bounded(_ value: String, _ key: String) throws(DirectoryEventError) {
             guard value.utf8.count <= Self.maximumValueBytes else {
                 throw DirectoryEventError(message: "'\(key)' is longer than \(Self.maximumValueBytes) bytes")
             }
-            return value
+            guard !value.utf8.contains(0) else {
+                throw DirectoryEventError(message: "'\(key)' contains U+0000")
+            }
         }
         func optionalString(_ key: String) throws(DirectoryEventError) -> String? {
             switch data[key] {
             case nil, .null?: return nil
             case .string(let value)?:
                 // A locale is kept with the device or the profile and read for every notification.
-                guard value.utf8.count <= Self.maximumValueBytes else {
-                    throw DirectoryEventError(message: "'\(key)' is longer than \(Self.maximumValueBytes) bytes")
-                }
+                try bounded(value, key)
                 return value
             default: throw DirectoryEventError(message: "'\(key)' must be a string")
             }

@@ -242,6 +242,10 @@ struct RenderTests {
         let tooLong = #expect(throws: RenderError.self) { try renderer.recipients(of: event, kind: promo) }
         #expect(tooLong?.code == .missingRecipient)
         #expect(tooLong?.message == "a recipient at data.userIds is 1025 bytes long; user ids are at most 1024")
+        data.members = data.members.map { $0.key == "userIds" ? ($0.key, .array([.string("a\u{0}b")])) : $0 }
+        event.data = .object(data)
+        let nul = #expect(throws: RenderError.self) { try renderer.recipients(of: event, kind: promo) }
+        #expect(nul?.message == "a recipient at data.userIds contains U+0000, which no user id does")
         for broken: JSONValue in [.array([]), .number("7"), .array([.number("1")]), .string("")] {
             data.members = data.members.map { $0.key == "userIds" ? ($0.key, broken) : $0 }
             event.data = .object(data)

@@ -51,6 +51,8 @@ struct EventDecoderTests {
                 EventError.Code.badTime
             ),
             (#"{"specversion":"1.0","id":7,"source":"/s","type":"t"}"#, EventError.Code.badAttribute),
+            // PostgreSQL's text cannot hold U+0000: the ledger would refuse the batch for ever.
+            (#"{"specversion":"1.0","id":"a\u0000b","source":"/s","type":"t"}"#, EventError.Code.badAttribute),
             (
                 #"{"specversion":"1.0","id":"1","source":"/s","type":"t","datacontenttype":"text/xml","data":"<a/>"}"#,
                 EventError.Code.badAttribute

@@ -101,6 +101,8 @@ struct DirectoryEventTests {
                 #"{"userId":"u-1","locale":""# + String(repeating: "nb-", count: 342) + #""}"#,
                 "'locale' is longer than 1024 bytes"
             ),
+            ("user.profile.updated", #"{"userId":"u-\u00001","locale":"nb"}"#, "'userId' contains U+0000"),
+            ("user.profile.updated", #"{"userId":"u-1","locale":"nb\u0000"}"#, "'locale' contains U+0000"),
             (
                 "user.preferences.updated", #"{"userId":"u-1","channels":{"messages":{"push":"no"}}}"#,
                 "channels.messages.push"

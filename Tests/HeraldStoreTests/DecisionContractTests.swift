@@ -648,3 +648,26 @@ enum CloudEventLimits {
     static let id = EventDecoder.maximumIDBytes
     static let recipient = DirectoryEvent.maximumValueBytes
 }
+
+extension DecisionContractTests {
+    @Test(
+        "an event whose data holds U+0000 is kept, as the JSON text the worker writes (escaped), by every store",
+        arguments: StoreKind.allCases
+    )
+    func escapedNulInPayload(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store in
+            let night = Preferences(quietHours: QuietHours(start: "22:00", end: "08:00", timeZone: "Europe/Oslo"))
+            let late = at("2026-11-21T22:30:00Z")
+            let planned = request("nul-1", category: "transactional", preferences: night, now: late, eventTime: late)
+            // PostgreSQL's jsonb and text refuse a U+0000 character, not the six characters of its escape.
+            let deferred = DecisionRequest(
+                key: planned.key,
+                plan: planned.plan,
+                decidedAt: late,
+                payload: #"{"id":"nul-1","data":{"preview":"a\u0000b"}}"#
+            )
+            let decisions = try await store.decide([deferred])
+            #expect(decisions.map(\.label) == [.deferredQuietHours])
+        }
+    }
+}
