@@ -15,6 +15,9 @@ public final class ExpoClient: Sendable {
         public init() {}
     }
 
+    /// The longest ticket id whose receipt is read.
+    static let maximumTicketBytes = 256
+
     /// Expo's limits per request.
     public static let messagesPerRequest = 100
     public static let receiptsPerRequest = 1000
@@ -156,7 +159,14 @@ public final class ExpoClient: Sendable {
 
     /// A ticket or receipt: `{"status": "ok", "id"?}` or `{"status": "error", "details": {"error"}}`.
     static func outcome(of entry: JSONValue) -> DeliveryOutcome {
-        if entry["status"]?.stringValue == "ok" { return .delivered(receipt: entry["id"]?.stringValue) }
+        if entry["status"]?.stringValue == "ok" {
+            // A ticket id is kept in the ledger until its receipt is read, as the key of its row:
+            // one that no store could keep (Expo's are UUIDs) is not waited for.
+            let ticket = entry["id"]?.stringValue.flatMap { id in
+                id.utf8.count <= Self.maximumTicketBytes && !id.utf8.contains(0) ? id : nil
+            }
+            return .delivered(receipt: ticket)
+        }
         return Classification.expo(
             error: entry["details"]?["error"]?.stringValue,
             message: entry["message"]?.stringValue

@@ -1,11 +1,12 @@
 import Foundation
 import HeraldAuth
 import HeraldEvents
-import HeraldSender
 import HeraldSimulator
 import HeraldTestSupport
 import HeraldWorker
 import Testing
+
+@testable import HeraldSender
 
 /// Every row of the classification tables in `docs/providers.md`, driven through the simulator's
 /// wire format: scripted answers for every row, and the simulator's own checks for the rows a
@@ -287,6 +288,23 @@ extension ProviderAnswerTests {
             #expect(fixture.simulator.statistics.answers["expo 200"] == 5)
             #expect(fixture.simulator.statistics.answers["expo 400"] == 1)
         }
+    }
+}
+
+extension ProviderAnswerTests {
+    @Test("an Expo ticket id no store could keep as a key is not waited on; the message is still delivered")
+    func expoTicketIDs() {
+        func ticket(_ id: String) -> JSONValue {
+            var writer = JSONStreamWriter()
+            writer.beginObject()
+            writer.member("status", "ok")
+            writer.member("id", id)
+            writer.endObject()
+            return try! JSONParser().parse(writer.bytes)
+        }
+        #expect(ExpoClient.outcome(of: ticket("0b3c-ticket")) == .delivered(receipt: "0b3c-ticket"))
+        #expect(ExpoClient.outcome(of: ticket(String(repeating: "t", count: 257))) == .delivered(receipt: nil))
+        #expect(ExpoClient.outcome(of: ticket("a\u{0}b")) == .delivered(receipt: nil))
     }
 }
 
