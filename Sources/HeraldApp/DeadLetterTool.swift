@@ -37,27 +37,61 @@ public struct DeadLetterTool: Sendable {
         }
     }
 
-    /// The dead letters matching the filters, in partition and offset order.
+    /// Calls `body` with the dead letters matching the filters as they are read, a chunk at a time
+    /// (each partition in offset order): a dead-letter topic after an incident can hold millions,
+    /// more than a process should keep.
     ///
+    /// - Returns: how many records were read, matching or not.
     /// - Throws: ``TopicReaderError`` when the topic cannot be read to its end: never "0 dead
     ///   letters" for a topic that could not be read.
-    public func read(logger: Logger, timeout: Duration = .seconds(30)) async throws -> [Letter] {
-        var letters: [Letter] = []
+    @discardableResult
+    public func forEach(
+        logger: Logger,
+        timeout: Duration = .seconds(30),
+        _ body: ([Letter]) async throws -> Void
+    ) async throws -> Int {
         let reader = TopicReader(bootstrapServers: bootstrapServers, topic: topic, clientID: "herald-dlq")
-        try await reader.read(logger: logger, idleTimeout: timeout) { messages in
+        return try await reader.read(logger: logger, idleTimeout: timeout) { messages in
+            var chosen: [Letter] = []
             for message in messages {
                 let letter = Letter(message: message)
                 if let code, letter.code != code { continue }
                 if let since, (letter.lastFailure ?? Timestamp(epochMilliseconds: 0)) < since { continue }
-                letters.append(letter)
+                chosen.append(letter)
             }
+            if !chosen.isEmpty { try await body(chosen) }
         }
+    }
+
+    /// The dead letters matching the filters, all of them, in partition and offset order.
+    public func read(logger: Logger, timeout: Duration = .seconds(30)) async throws -> [Letter] {
+        var letters: [Letter] = []
+        try await forEach(logger: logger, timeout: timeout) { letters += $0 }
         return letters.sorted { ($0.message.partition, $0.message.offset) < ($1.message.partition, $1.message.offset) }
     }
 
-    /// Produces each letter's original key, value and headers (without Herald's reason headers) to
-    /// its original topic. Returns how many went to each topic.
-    public func redrive(_ letters: [Letter], logger: Logger) async throws -> [String: Int] {
+    /// Reads the dead letters matching the filters and produces each, as it is read, to its
+    /// original topic: its original key, value and headers, without Herald's reason headers.
+    ///
+    /// - Returns: how many matched, and how many went to each topic.
+    public func redriveAll(
+        logger: Logger,
+        timeout: Duration = .seconds(30)
+    ) async throws -> (
+        matched: Int, byTopic: [String: Int]
+    ) {
+        try await withProducer(logger: logger) { producer in
+            var matched = 0
+            var counts: [String: Int] = [:]
+            try await forEach(logger: logger, timeout: timeout) { letters in
+                matched += letters.count
+                counts.merge(try await Self.produce(letters, with: producer), uniquingKeysWith: +)
+            }
+            return (matched, counts)
+        }
+    }
+
+    private func withProducer<R>(logger: Logger, _ body: (KafkaProducer) async throws -> R) async throws -> R {
         var configuration = KafkaProducerConfiguration()
         configuration.client.bootstrapServers = bootstrapServers
         configuration.client.clientID = "herald-dlq"
@@ -67,6 +101,12 @@ public struct DeadLetterTool: Sendable {
             producer.triggerShutdown()
             running.cancel()
         }
+        return try await body(producer)
+    }
+
+    /// Produces `letters` to their original topics and waits for every acknowledgement: how many
+    /// went to each topic.
+    private static func produce(_ letters: [Letter], with producer: KafkaProducer) async throws -> [String: Int] {
         var records: [KafkaProducerRecord] = []
         var counts: [String: Int] = [:]
         for letter in letters {

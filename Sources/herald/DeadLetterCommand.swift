@@ -54,11 +54,18 @@ struct DeadLetterCommand: AsyncParsableCommand {
 
         func run() async throws {
             let logger = try global.bootstrapLogging(label: "herald.dlq")
-            let letters = try await selection.tool.read(logger: logger)
-            for letter in letters { print(letter.summary) }
-            let counts = Dictionary(grouping: letters, by: \.code).mapValues(\.count)
+            // Printed as read, each partition in offset order: a topic may hold millions.
+            var total = 0
+            var counts: [String: Int] = [:]
+            try await selection.tool.forEach(logger: logger) { letters in
+                for letter in letters {
+                    print(letter.summary)
+                    counts[letter.code, default: 0] += 1
+                }
+                total += letters.count
+            }
             print(
-                "\(letters.count) dead letters" + (counts.isEmpty ? "" : ": ")
+                "\(total) dead letters" + (counts.isEmpty ? "" : ": ")
                     + counts.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
             )
         }
@@ -74,11 +81,13 @@ struct DeadLetterCommand: AsyncParsableCommand {
 
         func run() async throws {
             let logger = try global.bootstrapLogging(label: "herald.dlq")
-            for letter in try await selection.tool.read(logger: logger) {
-                print("== \(letter.message.topic)[\(letter.message.partition)]@\(letter.message.offset)")
-                for header in letter.message.headers { print("\(header.name): \(header.value?.string ?? "")") }
-                print("key: \(letter.message.key?.string ?? "")")
-                print(letter.message.value?.string ?? "")
+            try await selection.tool.forEach(logger: logger) { letters in
+                for letter in letters {
+                    print("== \(letter.message.topic)[\(letter.message.partition)]@\(letter.message.offset)")
+                    for header in letter.message.headers { print("\(header.name): \(header.value?.string ?? "")") }
+                    print("key: \(letter.message.key?.string ?? "")")
+                    print(letter.message.value?.string ?? "")
+                }
             }
         }
     }
@@ -97,12 +106,11 @@ struct DeadLetterCommand: AsyncParsableCommand {
 
         func run() async throws {
             let logger = try global.bootstrapLogging(label: "herald.dlq")
-            let tool = selection.tool
-            let letters = try await tool.read(logger: logger)
-            let counts = try await tool.redrive(letters, logger: logger)
+            // Produced as read, a chunk at a time, never all held at once.
+            let (matched, counts) = try await selection.tool.redriveAll(logger: logger)
             let total = counts.values.reduce(0, +)
             print(
-                "re-drove \(total) of \(letters.count) dead letters"
+                "re-drove \(total) of \(matched) dead letters"
                     + (counts.isEmpty ? "" : ": ")
                     + counts.sorted { $0.key < $1.key }.map { "\($0.value) to \($0.key)" }.joined(separator: ", ")
             )
