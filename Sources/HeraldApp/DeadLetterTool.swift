@@ -70,8 +70,12 @@ public struct DeadLetterTool: Sendable {
         return letters.sorted { ($0.message.partition, $0.message.offset) < ($1.message.partition, $1.message.offset) }
     }
 
-    /// Reads the dead letters matching the filters and produces each, as it is read, to its
+    /// Reads the dead letters matching the filters to the topic's end, then produces each to its
     /// original topic: its original key, value and headers, without Herald's reason headers.
+    ///
+    /// Read first, produced after: a letter produced while the topic is still being read can come
+    /// back to it (an event still broken is dead-lettered again) and would be read, and re-driven,
+    /// again and again until the reader caught up with the worker.
     ///
     /// - Returns: how many matched, and how many went to each topic.
     public func redriveAll(
@@ -80,14 +84,15 @@ public struct DeadLetterTool: Sendable {
     ) async throws -> (
         matched: Int, byTopic: [String: Int]
     ) {
-        try await withProducer(logger: logger) { producer in
-            var matched = 0
+        let letters = try await read(logger: logger, timeout: timeout)
+        return try await withProducer(logger: logger) { producer in
             var counts: [String: Int] = [:]
-            try await forEach(logger: logger, timeout: timeout) { letters in
-                matched += letters.count
-                counts.merge(try await Self.produce(letters, with: producer), uniquingKeysWith: +)
+            // In chunks: every record of one is acknowledged before the next is handed over.
+            for start in stride(from: 0, to: letters.count, by: 10_000) {
+                let chunk = Array(letters[start..<min(start + 10_000, letters.count)])
+                counts.merge(try await Self.produce(chunk, with: producer), uniquingKeysWith: +)
             }
-            return (matched, counts)
+            return (letters.count, counts)
         }
     }
 

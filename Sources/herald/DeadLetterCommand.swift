@@ -106,7 +106,6 @@ struct DeadLetterCommand: AsyncParsableCommand {
 
         func run() async throws {
             let logger = try global.bootstrapLogging(label: "herald.dlq")
-            // Produced as read, a chunk at a time, never all held at once.
             let (matched, counts) = try await selection.tool.redriveAll(logger: logger)
             let total = counts.values.reduce(0, +)
             print(

@@ -67,7 +67,7 @@ struct DeadLetterToolTests {
         try await environment.withCollector(["herald.outbound", "orders.events"]) { received in
             var all = tool
             all.since = Timestamp(rfc3339: "2026-11-22T00:00:00Z")
-            // As `herald dlq redrive` does it: produced chunk by chunk as the topic is read.
+            // As `herald dlq redrive` does it: read to the end, then produced.
             let (matched, counts) = try await all.redriveAll(logger: environment.logger)
             #expect(matched == 3)
             #expect(counts == ["herald.outbound": 2, "orders.events": 1])
