@@ -151,6 +151,8 @@ public final class EventProcessor: Sendable {
         var counters = WorkerStatistics.Counters()
         let now = clock.now()
         var changes: [DirectoryEvent] = []
+        /// The message of each change, by position.
+        var changeMessages: [Int] = []
         var routed: [Routed] = []
         var types = EventTypeTable()
         for (index, message) in messages.enumerated() {
@@ -166,6 +168,7 @@ public final class EventProcessor: Sendable {
             if message.topic == topics.directory {
                 do {
                     changes.append(try DirectoryEvent(event))
+                    changeMessages.append(index)
                 } catch {
                     let reason = DeadLetterReason(code: DirectoryEventError.code, message: error.message)
                     records.append(deadLetter(message, reason, now: now, counters: &counters))
@@ -196,7 +199,15 @@ public final class EventProcessor: Sendable {
         }
         types.fold(into: &counters)
         counters.directoryChanges = changes.count
-        if !changes.isEmpty { try await store.apply(changes) }
+        if !changes.isEmpty {
+            let refused = try await Self.isolatingRefusals(changes.count) { (range: Range<Int>) throws(StoreError) in
+                try await store.apply(Array(changes[range]))
+            }
+            for (change, error) in refused {
+                let message = messages[changeMessages[change]]
+                records.append(deadLetter(message, DeadLetterReason(error), now: now, counters: &counters))
+            }
+        }
         var recipients: [Recipient?] = []
         var requests: [DecisionRequest] = []
         if !routed.isEmpty {
@@ -224,12 +235,80 @@ public final class EventProcessor: Sendable {
     ///   with the same result for what was already decided.
     public func decide(_ batch: PreparedBatch) async throws(StoreError) -> DecidedBatch {
         let started = ContinuousClock.now
-        let decisions = batch.requests.isEmpty ? [] : try await store.decide(batch.requests)
+        var prepared = batch
+        var decisions: [Decision] = []
+        if !batch.requests.isEmpty {
+            do {
+                decisions = try await store.decide(batch.requests)
+            } catch  where error.code == .storeRejected {
+                (prepared, decisions) = try await decideIsolating(batch)
+            }
+        }
         let elapsed = ContinuousClock.now - started
         statistics.update { $0.decideTime += elapsed }
-        var prepared = batch
         prepared.requests = []
         return DecidedBatch(prepared: prepared, decisions: decisions)
+    }
+
+    /// Decides `batch` event by event where the store refused it whole for what it holds
+    /// (`store.rejected`): an event refused even on its own is dead-lettered with the store's
+    /// reason and left out of the batch; the others are decided. Retried whole, such a batch
+    /// would be refused for ever, holding its partitions.
+    private func decideIsolating(_ batch: PreparedBatch) async throws(StoreError) -> (PreparedBatch, [Decision]) {
+        // The requests of each routed event: one per recipient, in order.
+        var bounds: [Range<Int>] = []
+        var start = 0
+        for item in batch.routed {
+            bounds.append(start..<(start + item.recipients.count))
+            start += item.recipients.count
+        }
+        var decided = [Decision?](repeating: nil, count: batch.requests.count)
+        let refused = try await Self.isolatingRefusals(batch.routed.count) { (events: Range<Int>) throws(StoreError) in
+            let requests = bounds[events.lowerBound].lowerBound..<bounds[events.upperBound - 1].upperBound
+            let decisions = try await store.decide(Array(batch.requests[requests]))
+            for (offset, decision) in decisions.enumerated() { decided[requests.lowerBound + offset] = decision }
+        }
+        var prepared = batch
+        var counters = WorkerStatistics.Counters()
+        let left = Set(refused.map(\.item))
+        for (event, error) in refused {
+            let message = batch.messages[batch.routed[event].index]
+            prepared.records.append(deadLetter(message, DeadLetterReason(error), now: batch.now, counters: &counters))
+        }
+        let finished = counters
+        statistics.update { $0.add(finished) }
+        let kept = batch.routed.indices.filter { !left.contains($0) }
+        prepared.routed = kept.map { batch.routed[$0] }
+        prepared.recipients = kept.flatMap { bounds[$0].map { batch.recipients[$0] } }
+        return (prepared, kept.flatMap { bounds[$0].compactMap { decided[$0] } })
+    }
+
+    /// Runs `step` on items `0..<count` together; when the store refuses them for what they hold
+    /// (`store.rejected`), on each half in turn, down to single items. Returns the items refused
+    /// even alone, with the store's error; the rest went through, in order. Any other error is
+    /// thrown: the caller tries again whole (the store makes doing a part twice harmless).
+    static func isolatingRefusals(
+        _ count: Int,
+        _ step: (Range<Int>) async throws(StoreError) -> Void
+    ) async throws(StoreError) -> [(item: Int, error: StoreError)] {
+        var refused: [(item: Int, error: StoreError)] = []
+        var pending = [0..<count]
+        while let items = pending.popLast() {
+            guard !items.isEmpty else { continue }
+            do {
+                try await step(items)
+            } catch  where error.code == .storeRejected {
+                guard items.count > 1 else {
+                    refused.append((items.lowerBound, error))
+                    continue
+                }
+                let middle = items.lowerBound + items.count / 2
+                // The first half first: popped last, pushed last.
+                pending.append(middle..<items.upperBound)
+                pending.append(items.lowerBound..<middle)
+            }
+        }
+        return refused
     }
 
     /// The decision requests of `routed`, one per (event, recipient), in order; `recipients` holds

@@ -671,3 +671,32 @@ extension DecisionContractTests {
         }
     }
 }
+
+extension DecisionContractTests {
+    @Test("a call refused for what it holds is store.rejected (PostgreSQL's too-large key, a SQLite constraint)")
+    func refusedCalls() async throws {
+        try await withStore(.postgres) { store async throws in
+            // Longer than the worker lets through: PostgreSQL's index entries hold at most 2,704 bytes.
+            let long = Self.incompressible(3000, seed: 3)
+            let error = await #expect(throws: StoreError.self) {
+                try await store.decide([request(long, recipient: long, now: noon, eventTime: noon)])
+            }
+            #expect(error?.code == .storeRejected)
+            #expect(try await store.decide([request("e1", now: noon)]).map(\.label) == [.sent])
+        }
+        let sqlite = try SQLiteStore(path: ":memory:")
+        try await sqlite.run { connection throws(StoreError) in
+            try connection.execute(
+                """
+                CREATE TRIGGER refuse BEFORE INSERT ON decisions WHEN NEW.event_id = 'refused'
+                BEGIN SELECT RAISE(ABORT, 'refused by the test'); END;
+                """
+            )
+        }
+        let error = await #expect(throws: StoreError.self) {
+            try await sqlite.decide([request("refused", now: noon, eventTime: noon)])
+        }
+        #expect(error?.code == .storeRejected)
+        #expect(try await sqlite.decide([request("e1", now: noon)]).map(\.label) == [.sent])
+    }
+}

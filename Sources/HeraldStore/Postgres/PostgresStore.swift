@@ -289,7 +289,13 @@ public final class PostgresStore: StateStore, Service {
                 // The server's message names tables and constraints, not values: `detail` (which can
                 // quote a row) is left out.
                 let message = failure.serverInfo?[.message] ?? "\(failure.code)"
-                throw StoreError(code: .storeQuery, message: "\(operation): \(state ?? "-") \(message)")
+                // Data exceptions, integrity violations and program limits (an index entry too
+                // large) come from what the call holds: trying it again would fail again.
+                let rejected = state.map { ["22", "23", "54"].contains($0.prefix(2)) } ?? false
+                throw StoreError(
+                    code: rejected ? .storeRejected : .storeQuery,
+                    message: "\(operation): \(state ?? "-") \(message)"
+                )
             }
         }
     }

@@ -63,6 +63,15 @@ final class SQLiteConnection: @unchecked Sendable {
 
     private var lastError: String { String(cString: sqlite3_errmsg(handle)) }
 
+    /// `store.rejected` for what the statement's values cause (a constraint, a value too big or of
+    /// the wrong type), `store.query` for anything else.
+    static func code(of result: Int32) -> StoreError.Code {
+        switch result & 0xFF {
+        case SQLITE_CONSTRAINT, SQLITE_TOOBIG, SQLITE_MISMATCH: .storeRejected
+        default: .storeQuery
+        }
+    }
+
     /// Runs one or more statements without results.
     func execute(_ sql: String) throws(StoreError) {
         var error: UnsafeMutablePointer<CChar>?
@@ -118,10 +127,11 @@ final class SQLiteConnection: @unchecked Sendable {
         }
         try bind(values, to: statement, inPlace: !nested)
         while true {
-            switch sqlite3_step(statement) {
+            let result = sqlite3_step(statement)
+            switch result {
             case SQLITE_ROW: try row(Row(statement: statement))
             case SQLITE_DONE: return
-            default: throw StoreError(code: .storeQuery, message: lastError)
+            default: throw StoreError(code: Self.code(of: result), message: lastError)
             }
         }
     }
