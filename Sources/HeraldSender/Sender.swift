@@ -663,10 +663,12 @@ public final class Sender: Service, Sendable {
 extension SenderStatistics.Counters {
     mutating func add(_ other: Self) {
         callsByOutcome.merge(other.callsByOutcome, uniquingKeysWith: +)
-        answersByReason.merge(other.answersByReason, uniquingKeysWith: +)
+        // Reasons and codes name what a provider answered: bounded as the providers' lists are,
+        // unless one answers something new with every call.
+        MetricLabels.add(other.answersByReason, into: &answersByReason)
         retriesByStep.merge(other.retriesByStep, uniquingKeysWith: +)
-        deadLettersByCode.merge(other.deadLettersByCode, uniquingKeysWith: +)
-        configurationErrors.merge(other.configurationErrors, uniquingKeysWith: +)
+        MetricLabels.add(other.deadLettersByCode, into: &deadLettersByCode)
+        MetricLabels.add(other.configurationErrors, into: &configurationErrors)
         tokensInvalidated += other.tokensInvalidated
         skippedAlreadyDelivered += other.skippedAlreadyDelivered
         expired += other.expired

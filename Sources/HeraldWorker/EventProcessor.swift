@@ -692,12 +692,12 @@ extension DeadLetterReason: Error {}
 
 extension WorkerStatistics.Counters {
     mutating func add(_ other: Self) {
-        for (type, count) in other.eventsByType {
-            let named =
-                eventsByType[type] != nil
-                || (eventsByType.count < Self.maximumEventTypes && type.utf8.count <= Self.maximumEventTypeBytes)
-            eventsByType[named ? type : Self.otherEventTypes, default: 0] += count
-        }
+        MetricLabels.add(
+            other.eventsByType,
+            into: &eventsByType,
+            limit: Self.maximumEventTypes,
+            maximumBytes: Self.maximumEventTypeBytes
+        )
         decisionsByReason.merge(other.decisionsByReason, uniquingKeysWith: +)
         outboundByProvider.merge(other.outboundByProvider, uniquingKeysWith: +)
         outboundByKind.merge(other.outboundByKind, uniquingKeysWith: +)

@@ -18,6 +18,9 @@ public final class LogSampler: Sendable {
 
     private let windows = Mutex<[String: Window]>([:])
 
+    /// The most kinds kept apart.
+    public static let maximumKinds = 256
+
     public init(limit: Int = 20, interval: Duration = .seconds(10)) {
         self.limit = limit
         self.interval = interval
@@ -35,6 +38,8 @@ public final class LogSampler: Sendable {
     /// its kind were left out since the last one logged. Kinds must be few (codes, not values).
     public func admit(_ kind: String, now: ContinuousClock.Instant = .now) -> Int? {
         windows.withLock { windows in
+            // Past this many kinds (a provider answering something new each time) they share one.
+            let kind = windows[kind] != nil || windows.count < Self.maximumKinds ? kind : MetricLabels.other
             var window = windows[kind] ?? Window(start: now)
             if now - window.start >= interval {
                 window.start = now

@@ -15,7 +15,7 @@ public final class WorkerStatistics: Sendable {
         /// to every scrape. The first types seen keep their names.
         public static let maximumEventTypes = 200
         public static let maximumEventTypeBytes = 128
-        public static let otherEventTypes = "(other)"
+        public static let otherEventTypes = MetricLabels.other
         public var decisionsByReason: [String: Int] = [:]
         public var outboundByProvider: [String: Int] = [:]
         /// Outbound messages by kind, by the catalog locale rendered, and by category.

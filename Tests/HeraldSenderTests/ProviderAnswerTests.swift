@@ -308,6 +308,27 @@ extension ProviderAnswerTests {
     }
 }
 
+extension ProviderAnswerTests {
+    @Test(
+        "the sender's counters name at most 200 reasons and codes; a provider answering a new one each call adds to (other)"
+    )
+    func boundedReasonLabels() {
+        var total = SenderStatistics.Counters()
+        for call in 0..<300 {
+            var batch = SenderStatistics.Counters()
+            batch.answersByReason = ["fcm.STATUS_\(call)": 1]
+            batch.deadLettersByCode = ["fcm.STATUS_\(call)": 1]
+            batch.configurationErrors = ["fcm.STATUS_\(call)": 1]
+            total.add(batch)
+        }
+        for counts in [total.answersByReason, total.deadLettersByCode, total.configurationErrors] {
+            #expect(counts.count == 200)
+            #expect(counts[MetricLabels.other] == 101, "199 named, (other) the 200th")
+            #expect(counts.values.reduce(0, +) == 300)
+        }
+    }
+}
+
 /// google.rpc status names, for scripting answers without an FcmError detail.
 enum ProviderSimulatorStatus {
     static func rpc(_ status: Int) -> String {

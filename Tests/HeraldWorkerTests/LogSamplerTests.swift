@@ -22,4 +22,29 @@ struct LogSamplerTests {
         #expect(LogSampler.metadata(0, ["code": "x"]) == ["code": "x"])
         #expect(LogSampler.metadata(7, ["code": "x"]) == ["code": "x", "suppressed": "7"])
     }
+
+    @Test("past 256 kinds, new kinds share one allowance")
+    func manyKinds() {
+        let sampler = LogSampler(limit: 3, interval: .seconds(10))
+        let start = ContinuousClock.now
+        for kind in 0..<LogSampler.maximumKinds { #expect(sampler.admit("apns.reason-\(kind)", now: start) == 0) }
+        let more = (0..<4).map { sampler.admit("apns.new-\($0)", now: start) }
+        #expect(more == [0, 0, 0, nil])
+        #expect(sampler.admit("apns.reason-0", now: start) == 0, "a kind already kept keeps its own")
+    }
+}
+
+@Suite("Metric label values")
+struct MetricLabelsTests {
+    @Test("at most the limit of values, none longer than the most bytes; the rest counted as (other)")
+    func bounded() {
+        var total: [String: Int] = [:]
+        MetricLabels.add(["a": 1, String(repeating: "b", count: 9): 2], into: &total, limit: 3, maximumBytes: 8)
+        #expect(total == ["a": 1, MetricLabels.other: 2])
+        MetricLabels.add(["c": 1], into: &total, limit: 4, maximumBytes: 8)
+        MetricLabels.add(["d": 1, "a": 5], into: &total, limit: 4, maximumBytes: 8)
+        #expect(total == ["a": 6, "c": 1, "d": 1, MetricLabels.other: 2], "(other) has its place within the limit")
+        MetricLabels.add(["e": 1], into: &total, limit: 4, maximumBytes: 8)
+        #expect(total[MetricLabels.other] == 3 && total.count == 4)
+    }
 }
