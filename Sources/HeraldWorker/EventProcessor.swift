@@ -203,6 +203,7 @@ public final class EventProcessor: Sendable {
             let refused = try await Self.isolatingRefusals(changes.count) { (range: Range<Int>) throws(StoreError) in
                 try await store.apply(Array(changes[range]))
             }
+            counters.directoryChanges -= refused.count
             for (change, error) in refused {
                 let message = messages[changeMessages[change]]
                 records.append(deadLetter(message, DeadLetterReason(error), now: now, counters: &counters))
@@ -287,6 +288,10 @@ public final class EventProcessor: Sendable {
     /// (`store.rejected`), on each half in turn, down to single items. Returns the items refused
     /// even alone, with the store's error; the rest went through, in order. Any other error is
     /// thrown: the caller tries again whole (the store makes doing a part twice harmless).
+    ///
+    /// If every one of several items is refused, the store's error is thrown too: what refuses
+    /// them all is more likely the store (a schema or a setting) than each of them, and they wait
+    /// for it to be mended rather than all being dead-lettered.
     static func isolatingRefusals(
         _ count: Int,
         _ step: (Range<Int>) async throws(StoreError) -> Void
@@ -308,6 +313,7 @@ public final class EventProcessor: Sendable {
                 pending.append(items.lowerBound..<middle)
             }
         }
+        if count > 1, refused.count == count, let first = refused.first { throw first.error }
         return refused
     }
 

@@ -2,13 +2,13 @@ import Foundation
 import HeraldEvents
 import HeraldKafka
 import HeraldPolicy
-import HeraldStore
 import HeraldTestSupport
 import HeraldWorker
 import Logging
 import Testing
 
 @testable import HeraldProviders
+@testable import HeraldStore
 
 /// The worker's processing step without Kafka: messages in, records out.
 @Suite("Event processing")
@@ -259,5 +259,34 @@ struct EventProcessorTests {
         let body = String(decoding: digests.first?.request.body ?? [], as: UTF8.self)
         #expect(body.contains("3 new messages from Cleo and 1 other"), "\(body)")
         #expect(digests.first?.eventID.hasPrefix("digest:") == true)
+    }
+
+    @Test(
+        "events the store refuses alone are dead-lettered as store.rejected; a batch it refuses every event of waits instead"
+    )
+    mutating func storeRefusals() async throws {
+        try await register()
+        try await store.run { connection throws(StoreError) in
+            try connection.execute(
+                """
+                CREATE TRIGGER refuse BEFORE INSERT ON decisions WHEN NEW.event_id LIKE 'refused-%'
+                BEGIN SELECT RAISE(ABORT, 'refused by the test'); END;
+                """
+            )
+        }
+        let processor = processor()
+        let records = try await processor.process([chat("refused-1"), chat("m1"), chat("refused-2")])
+        #expect(records.filter { $0.topic == "herald.events.dlq" }.count == 2)
+        #expect(
+            records.filter { $0.topic == "herald.events.dlq" }.allSatisfy {
+                $0.headers.first(named: HeraldHeader.errorCode)?.string == "store.rejected"
+            }
+        )
+        #expect(records.filter { $0.topic == "herald.outbound" }.count == 1)
+        // Every event refused: the store is more likely at fault than each event, so nothing is
+        // dead-lettered and the batch is left to be tried again.
+        let all = [chat("refused-3"), chat("refused-4")]
+        let error = await #expect(throws: StoreError.self) { try await processor.process(all) }
+        #expect(error?.code == .storeRejected)
     }
 }
