@@ -70,6 +70,11 @@ public enum SenderMetrics {
                 "herald_deliveries_purged_total", "Delivery ledger entries deleted by the retention purge.",
                 counters.purgedDeliveries
             ),
+            (
+                "herald_ledger_refusals_total",
+                "Delivery ledger look-ups and entries the store refused for what they hold, skipped.",
+                counters.ledgerRefusals
+            ),
         ] {
             text += "# HELP \(name) \(help)\n# TYPE \(name) counter\n\(name) \(value)\n"
         }

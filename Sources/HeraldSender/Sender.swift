@@ -288,9 +288,8 @@ public final class Sender: Service, Sendable {
                 records.append(deadLetter(message, attempt: 0, .init("outbound.invalid_message", "\(error)"), now: now))
             }
         }
-        let delivered = try await withStoreRetry { () throws(StoreError) in
-            try await self.ledger.delivered(among: decoded.map(\.outbound.notificationID))
-        }
+        let ids = decoded.map(\.outbound.notificationID)
+        let delivered = try await withStoreRetry { () throws(StoreError) in try await self.delivered(among: ids) }
         var byProvider: [PushProvider: [(message: KafkaMessage, outbound: OutboundMessage)]] = [:]
         var skipped = 0
         var expired = 0
@@ -470,10 +469,7 @@ public final class Sender: Service, Sendable {
             )
         }
 
-        try await withStoreRetry { () throws(StoreError) in
-            try await self.ledger.recordDeliveries(deliveries)
-            try await self.ledger.addPendingReceipts(receipts)
-        }
+        try await withStoreRetry { () throws(StoreError) in try await self.record(deliveries, receipts) }
         if let failure = try await producer.enqueue(records).failures().first {
             // Not marked done: the messages come back to whoever takes the partitions, and the
             // ledger keeps them from being sent twice.
@@ -502,6 +498,42 @@ public final class Sender: Service, Sendable {
                 : counts.failures
             breakers[provider]!.record(successes: counts.successes, failures: failures, at: now)
         }
+    }
+
+    /// The ids among `ids` the ledger has. Where the store refuses the look-up for what an id holds
+    /// (`store.rejected`), the ids are looked up apart: one refused alone cannot have been recorded,
+    /// so it is taken as not delivered. Retried whole, the group would be refused for ever.
+    private func delivered(among ids: [String]) async throws(StoreError) -> Set<String> {
+        var found = Set<String>()
+        let refused = try await StoreError.isolatingRefusals(ids.count) { (part: Range<Int>) throws(StoreError) in
+            found.formUnion(try await ledger.delivered(among: Array(ids[part])))
+        }
+        ledgerRefused(refused.map(\.error), "looked up")
+        return found
+    }
+
+    /// Records the group's deliveries and Expo tickets. An entry the store refuses even alone is
+    /// skipped (logged and counted): the call was made, and the worst that follows is a second call
+    /// if its message comes again, where waiting for the store would hold the partition for ever.
+    private func record(_ deliveries: [DeliveryRecord], _ receipts: [PendingReceipt]) async throws(StoreError) {
+        let refusedDeliveries = try await StoreError.isolatingRefusals(deliveries.count) {
+            (part: Range<Int>) throws(StoreError) in try await ledger.recordDeliveries(Array(deliveries[part]))
+        }
+        ledgerRefused(refusedDeliveries.map(\.error), "recorded")
+        let refusedReceipts = try await StoreError.isolatingRefusals(receipts.count) {
+            (part: Range<Int>) throws(StoreError) in try await ledger.addPendingReceipts(Array(receipts[part]))
+        }
+        ledgerRefused(refusedReceipts.map(\.error), "kept for its receipt")
+    }
+
+    private func ledgerRefused(_ errors: [StoreError], _ what: String) {
+        guard let first = errors.first else { return }
+        statistics.update { $0.ledgerRefusals += errors.count }
+        // The store's message names the table and the operation, never the id or the token.
+        logger.error(
+            "the delivery ledger refused a notification; it is skipped and may be sent again if its message comes again",
+            metadata: ["refused": "\(errors.count)", "as": "\(what)", "error": "\(first)"]
+        )
     }
 
     private func withStoreRetry<R>(_ body: () async throws(StoreError) -> R) async throws -> R {
@@ -674,6 +706,7 @@ extension SenderStatistics.Counters {
         expired += other.expired
         circuitDeferred += other.circuitDeferred
         receiptsChecked += other.receiptsChecked
+        ledgerRefusals += other.ledgerRefusals
         for (provider, histogram) in other.latencies {
             latencies[provider, default: LatencyHistogram()].merge(histogram)
         }

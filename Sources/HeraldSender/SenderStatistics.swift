@@ -24,6 +24,9 @@ public final class SenderStatistics: Sendable {
         public var receiptsChecked = 0
         /// Delivery ledger entries deleted by the retention purge.
         public var purgedDeliveries = 0
+        /// Delivery ledger look-ups and entries the store refused (`store.rejected`) even on their
+        /// own: skipped, so that the partition goes on; such a notification may be sent twice.
+        public var ledgerRefusals = 0
         /// Call latency by provider.
         public var latencies: [String: LatencyHistogram] = [:]
 

@@ -200,7 +200,8 @@ public final class EventProcessor: Sendable {
         types.fold(into: &counters)
         counters.directoryChanges = changes.count
         if !changes.isEmpty {
-            let refused = try await Self.isolatingRefusals(changes.count) { (range: Range<Int>) throws(StoreError) in
+            let refused = try await StoreError.isolatingRefusals(changes.count) {
+                (range: Range<Int>) throws(StoreError) in
                 try await store.apply(Array(changes[range]))
             }
             counters.directoryChanges -= refused.count
@@ -264,7 +265,8 @@ public final class EventProcessor: Sendable {
             start += item.recipients.count
         }
         var decided = [Decision?](repeating: nil, count: batch.requests.count)
-        let refused = try await Self.isolatingRefusals(batch.routed.count) { (events: Range<Int>) throws(StoreError) in
+        let refused = try await StoreError.isolatingRefusals(batch.routed.count) {
+            (events: Range<Int>) throws(StoreError) in
             let requests = bounds[events.lowerBound].lowerBound..<bounds[events.upperBound - 1].upperBound
             let decisions = try await store.decide(Array(batch.requests[requests]))
             for (offset, decision) in decisions.enumerated() { decided[requests.lowerBound + offset] = decision }
@@ -282,39 +284,6 @@ public final class EventProcessor: Sendable {
         prepared.routed = kept.map { batch.routed[$0] }
         prepared.recipients = kept.flatMap { bounds[$0].map { batch.recipients[$0] } }
         return (prepared, kept.flatMap { bounds[$0].compactMap { decided[$0] } })
-    }
-
-    /// Runs `step` on items `0..<count` together; when the store refuses them for what they hold
-    /// (`store.rejected`), on each half in turn, down to single items. Returns the items refused
-    /// even alone, with the store's error; the rest went through, in order. Any other error is
-    /// thrown: the caller tries again whole (the store makes doing a part twice harmless).
-    ///
-    /// If every one of several items is refused, the store's error is thrown too: what refuses
-    /// them all is more likely the store (a schema or a setting) than each of them, and they wait
-    /// for it to be mended rather than all being dead-lettered.
-    static func isolatingRefusals(
-        _ count: Int,
-        _ step: (Range<Int>) async throws(StoreError) -> Void
-    ) async throws(StoreError) -> [(item: Int, error: StoreError)] {
-        var refused: [(item: Int, error: StoreError)] = []
-        var pending = [0..<count]
-        while let items = pending.popLast() {
-            guard !items.isEmpty else { continue }
-            do {
-                try await step(items)
-            } catch  where error.code == .storeRejected {
-                guard items.count > 1 else {
-                    refused.append((items.lowerBound, error))
-                    continue
-                }
-                let middle = items.lowerBound + items.count / 2
-                // The first half first: popped last, pushed last.
-                pending.append(middle..<items.upperBound)
-                pending.append(items.lowerBound..<middle)
-            }
-        }
-        if count > 1, refused.count == count, let first = refused.first { throw first.error }
-        return refused
     }
 
     /// The decision requests of `routed`, one per (event, recipient), in order; `recipients` holds

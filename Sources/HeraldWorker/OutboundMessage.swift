@@ -10,6 +10,13 @@ public struct OutboundMessage: Sendable, Hashable {
     public static let schema = "herald.outbound.v1"
     /// What `attempt` may be: the worker writes 1 and each retry counts one more.
     public static let attempts = 1...1_000_000
+    /// The longest `notificationId` a reader accepts, in bytes. The worker writes 32 hex digits; the
+    /// sender keys its delivery ledger by the id, and PostgreSQL refuses an index entry over 2,704
+    /// bytes: a longer id would have its delivery refused on every try and hold its partition.
+    public static let maximumNotificationIDBytes = 128
+    /// The longest `recipient` and `target.token` a reader accepts, in bytes: the directory's limit
+    /// on its values, which the worker took them from.
+    public static let maximumIdentityBytes = DirectoryEvent.maximumValueBytes
 
     /// `hash(eventId, kind, recipient, device token)`: the same on every worker and redelivery.
     public var notificationID: String {
@@ -327,16 +334,36 @@ public struct OutboundMessage: Sendable, Hashable {
         else {
             throw OutboundMessageError(message: "'attempt' must be an integer from 1 to \(Self.attempts.upperBound)")
         }
+        // What the sender's ledger keeps (the id; the recipient and token of an Expo ticket) must be
+        // something every store can keep: refused by PostgreSQL (U+0000, an over-long key), the
+        // message's group would be retried for ever. The values are personal data: not quoted.
+        let notificationID = try string(read.notificationID, "notificationId")
+        guard notificationID.utf8.count <= Self.maximumNotificationIDBytes,
+            !notificationID.isEmpty, notificationID.utf8.allSatisfy({ (0x21...0x7E).contains($0) })
+        else {
+            throw OutboundMessageError(
+                message: "'notificationId' must be 1 to \(Self.maximumNotificationIDBytes) printable ASCII characters"
+            )
+        }
+        let recipient = try string(read.recipient, "recipient")
+        let token = try string(read.token, "target.token")
+        for (value, name) in [(recipient, "recipient"), (token, "target.token")] {
+            guard !value.isEmpty, value.utf8.count <= Self.maximumIdentityBytes, !value.utf8.contains(0) else {
+                throw OutboundMessageError(
+                    message: "'\(name)' must be 1 to \(Self.maximumIdentityBytes) bytes without U+0000"
+                )
+            }
+        }
         self.init(
-            notificationID: try string(read.notificationID, "notificationId"),
+            notificationID: notificationID,
             eventID: try string(read.eventID, "eventId"),
             kind: try string(read.kind, "kind"),
             category: try string(read.category, "category"),
-            recipient: try string(read.recipient, "recipient"),
+            recipient: recipient,
             provider: provider,
             app: try string(read.app, "app"),
             environment: environment,
-            token: try string(read.token, "target.token"),
+            token: token,
             request: Request(
                 method: try string(read.method, "request.method"),
                 path: try string(read.path, "request.path"),

@@ -4,12 +4,13 @@ import HeraldKafka
 import HeraldPolicy
 import HeraldSender
 import HeraldSimulator
-import HeraldStore
 import HeraldTestSupport
 import HeraldWorker
 import Logging
 import ServiceLifecycle
 import Testing
+
+@testable import HeraldStore
 
 /// The sender on the embedded broker against the provider simulator.
 @Suite("Sender, end to end", .serialized)
@@ -464,6 +465,71 @@ struct SenderTests {
                     )
                     #expect(sender.statistics.snapshot.tokensInvalidated == 2)
                 }
+            }
+        }
+    }
+
+    @Test(
+        "with PostgreSQL: a message whose notification id the ledger could not keep (U+0000, 3,000 bytes) is dead-lettered unsent, and its partition goes on"
+    )
+    func unstorableIDs() async throws {
+        let environment = try KafkaTestEnvironment(topics: Self.topics)
+        let ledger = PostgresStore(
+            configuration: try PostgresTestCluster.shared().makeDatabase(),
+            logger: environment.logger
+        )
+        try await SimulatorFixture.with { fixture in
+            try await withRunningServices([ledger]) {
+                try await ledger.migrate()
+                // One key: one partition, in this order. Before the reader refused them, PostgreSQL
+                // refused the first's look-up and the second's ledger entry (after its call) for
+                // ever, and the third was never sent.
+                let ids = ["n-\u{0}", String(repeating: "n", count: 3000), "n-after"]
+                let records = try ids.map { Self.record(try SimulatorFixture.message(.fcm, id: $0)) }
+                try await environment.withCollector(["herald.outbound.dlq"]) { received in
+                    try await Self.withSender(environment, fixture, ledger: ledger) { sender in
+                        try await environment.produce(records)
+                        #expect(await eventually { fixture.simulator.acceptedCount(id: "n-after") == 1 })
+                        #expect(try await ledger.delivered(among: ["n-after"]) == ["n-after"])
+                        #expect(await eventually { received.all.count == 2 })
+                        for letter in received.all {
+                            #expect(Self.header(letter, HeraldHeader.errorCode) == "outbound.invalid_message")
+                            #expect(
+                                Self.header(letter, HeraldHeader.errorMessage)
+                                    == "outbound.invalid_message: 'notificationId' must be 1 to 128 printable ASCII characters"
+                            )
+                        }
+                        #expect(Set(received.all.map(\.value)) == Set(records.prefix(2).map(\.value)))
+                        #expect(fixture.simulator.acceptedCount(id: ids[1]) == 0)
+                        #expect(sender.statistics.snapshot.ledgerRefusals == 0)
+                    }
+                }
+            }
+        }
+    }
+
+    @Test(
+        "a ledger entry the store refuses even alone is skipped and counted; the group's other entries are kept and the partition goes on"
+    )
+    func refusedLedgerEntries() async throws {
+        let environment = try KafkaTestEnvironment(topics: Self.topics)
+        let path = try scratch.file("refusing.sqlite", "")
+        try FileManager.default.removeItem(atPath: path)
+        let ledger = try SQLiteStore(path: path)
+        try SQLiteConnection(path: path).execute(
+            """
+            CREATE TRIGGER refuse BEFORE INSERT ON deliveries WHEN NEW.notification_id LIKE 'n-refused%'
+            BEGIN SELECT RAISE(ABORT, 'refused by the test'); END;
+            """
+        )
+        try await SimulatorFixture.with { fixture in
+            let ids = ["n-first", "n-refused", "n-third", "n-refused-too", "n-fifth"]
+            let records = try ids.map { Self.record(try SimulatorFixture.message(.fcm, id: $0)) }
+            try await Self.withSender(environment, fixture, ledger: ledger) { sender in
+                try await environment.produce(records)
+                #expect(await eventually { ids.allSatisfy { fixture.simulator.acceptedCount(id: $0) == 1 } })
+                #expect(await eventually { sender.statistics.snapshot.ledgerRefusals == 2 })
+                #expect(try await ledger.delivered(among: ids) == ["n-first", "n-third", "n-fifth"])
             }
         }
     }

@@ -71,6 +71,40 @@ struct OutboundMessageTests {
         #expect(failure?.message == problem)
     }
 
+    @Test(
+        "what the delivery ledger keeps must be storable: an id of printable ASCII up to 128 bytes, a recipient and token up to 1,024 bytes without U+0000"
+    )
+    func ledgerValues() throws {
+        func decoding(_ change: (inout OutboundMessage) -> Void) throws -> OutboundMessage {
+            var message = Self.message()
+            change(&message)
+            return try OutboundMessage(decoding: message.encoded())
+        }
+        let longestID = String(repeating: "f", count: 128)
+        #expect(try decoding { $0.notificationID = longestID }.notificationID == longestID)
+        let longest = String(repeating: "é", count: 512)
+        #expect(
+            try decoding {
+                $0.recipient = longest
+                $0.token = longest
+            }.recipient == longest
+        )
+        let refusals: [(String, (inout OutboundMessage) -> Void)] = [
+            ("'notificationId' must be 1 to 128 printable ASCII characters", { $0.notificationID = longestID + "f" }),
+            ("'notificationId' must be 1 to 128 printable ASCII characters", { $0.notificationID = "n-\u{0}" }),
+            ("'notificationId' must be 1 to 128 printable ASCII characters", { $0.notificationID = "n 1" }),
+            ("'notificationId' must be 1 to 128 printable ASCII characters", { $0.notificationID = "" }),
+            ("'recipient' must be 1 to 1024 bytes without U+0000", { $0.recipient = "ana\u{0}" }),
+            ("'recipient' must be 1 to 1024 bytes without U+0000", { $0.recipient = longest + "x" }),
+            ("'target.token' must be 1 to 1024 bytes without U+0000", { $0.token = "" }),
+            ("'target.token' must be 1 to 1024 bytes without U+0000", { $0.token = "\u{0}" + longest }),
+        ]
+        for (problem, change) in refusals {
+            let failure = #expect(throws: OutboundMessageError.self) { try decoding(change) }
+            #expect(failure?.message == problem)
+        }
+    }
+
     @Test("a broken or missing request body is rejected, not passed on")
     func brokenBody() throws {
         let encoded = String(decoding: Self.message().encoded(), as: UTF8.self)
