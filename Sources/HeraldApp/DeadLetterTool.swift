@@ -70,12 +70,15 @@ public struct DeadLetterTool: Sendable {
         return letters.sorted { ($0.message.partition, $0.message.offset) < ($1.message.partition, $1.message.offset) }
     }
 
-    /// Reads the dead letters matching the filters to the topic's end, then produces each to its
-    /// original topic: its original key, value and headers, without Herald's reason headers.
+    /// Produces each dead letter matching the filters to its original topic: its original key, value
+    /// and headers, without Herald's reason headers.
     ///
-    /// Read first, produced after: a letter produced while the topic is still being read can come
-    /// back to it (an event still broken is dead-lettered again) and would be read, and re-driven,
-    /// again and again until the reader caught up with the worker.
+    /// Two passes, so that neither memory nor the re-drive runs away. The first reads the topic to
+    /// its end and keeps only where each partition ends; the second reads it again and produces the
+    /// matching letters up to those ends, a batch at a time as they are read. A letter produced
+    /// during the re-drive can come back to the topic (an event still broken is dead-lettered
+    /// again): it lands after the recorded end and is not re-driven a second time. The letters
+    /// are never all held at once: a dead-letter topic after an incident can hold millions.
     ///
     /// - Returns: how many matched, and how many went to each topic.
     public func redriveAll(
@@ -84,15 +87,22 @@ public struct DeadLetterTool: Sendable {
     ) async throws -> (
         matched: Int, byTopic: [String: Int]
     ) {
-        let letters = try await read(logger: logger, timeout: timeout)
+        var ends: [Int32: Int64] = [:]
+        let reader = TopicReader(bootstrapServers: bootstrapServers, topic: topic, clientID: "herald-dlq")
+        try await reader.read(logger: logger, idleTimeout: timeout) { messages in
+            for message in messages { ends[message.partition] = max(ends[message.partition] ?? -1, message.offset) }
+        }
+        guard !ends.isEmpty else { return (0, [:]) }
         return try await withProducer(logger: logger) { producer in
+            var matched = 0
             var counts: [String: Int] = [:]
-            // In chunks: every record of one is acknowledged before the next is handed over.
-            for start in stride(from: 0, to: letters.count, by: 10_000) {
-                let chunk = Array(letters[start..<min(start + 10_000, letters.count)])
-                counts.merge(try await Self.produce(chunk, with: producer), uniquingKeysWith: +)
+            // Each batch's records are acknowledged before the next batch is read.
+            try await forEach(logger: logger, timeout: timeout) { letters in
+                let chosen = letters.filter { $0.message.offset <= ends[$0.message.partition] ?? -1 }
+                matched += chosen.count
+                counts.merge(try await Self.produce(chosen, with: producer), uniquingKeysWith: +)
             }
-            return (letters.count, counts)
+            return (matched, counts)
         }
     }
 
@@ -112,6 +122,7 @@ public struct DeadLetterTool: Sendable {
     /// Produces `letters` to their original topics and waits for every acknowledgement: how many
     /// went to each topic.
     private static func produce(_ letters: [Letter], with producer: KafkaProducer) async throws -> [String: Int] {
+        guard !letters.isEmpty else { return [:] }
         var records: [KafkaProducerRecord] = []
         var counts: [String: Int] = [:]
         for letter in letters {

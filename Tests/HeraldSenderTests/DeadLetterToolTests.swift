@@ -2,13 +2,20 @@ import HeraldApp
 import HeraldEvents
 import HeraldKafka
 import HeraldTestSupport
+import HeraldWorker
 import Testing
 
 @Suite("herald dlq")
 struct DeadLetterToolTests {
-    static func letter(_ id: Int, code: String, failedAt: String, original: String) -> KafkaProducerRecord {
+    static func letter(
+        _ id: Int,
+        code: String,
+        failedAt: String,
+        original: String,
+        topic: String = "herald.outbound.dlq"
+    ) -> KafkaProducerRecord {
         KafkaProducerRecord(
-            topic: "herald.outbound.dlq",
+            topic: topic,
             key: KafkaBytes("user-\(id)"),
             value: KafkaBytes(#"{"id":\#(id)}"#),
             headers: [
@@ -77,6 +84,79 @@ struct DeadLetterToolTests {
                 #expect(message.header("traceparent") != nil)
             }
             #expect(Set(received.all.compactMap { $0.key?.string }) == ["user-2", "user-3", "user-4"])
+        }
+    }
+
+    @Test("letters that come back while their topic is re-driven (events still broken) are not re-driven again")
+    func redriveDoesNotChaseItsTail() async throws {
+        let environment = try KafkaTestEnvironment(topics: [
+            "herald.outbound.dlq": 2, "herald.events.dlq": 2, "orders.events": 2,
+        ])
+        let tool = DeadLetterTool(
+            bootstrapServers: [environment.cluster.bootstrapServers],
+            topic: "herald.outbound.dlq"
+        )
+        let count = 200
+        // Letters whose original topic is the dead-letter topic itself: each one re-driven comes
+        // straight back, acknowledged before the re-drive reads on, as an event still broken comes
+        // back from a worker (only later). Read as they arrive, they would be chosen again.
+        try await environment.produce(
+            (1...count).map {
+                Self.letter(
+                    $0,
+                    code: "event.not_json",
+                    failedAt: "2026-11-22T08:00:00.000Z",
+                    original: "herald.outbound.dlq"
+                )
+            }
+        )
+        let (matched, counts) = try await tool.redriveAll(logger: environment.logger)
+        #expect(matched == count)
+        #expect(counts == ["herald.outbound.dlq": count])
+        #expect(try await tool.read(logger: environment.logger).count == 2 * count)
+
+        // And with a stand-in for a worker that dead-letters every re-driven event again as soon as
+        // it arrives, while the re-drive still reads the topic.
+        var fresh = tool
+        fresh.topic = "herald.events.dlq"
+        try await environment.produce(
+            (1...count).map {
+                Self.letter(
+                    $0,
+                    code: "event.not_json",
+                    failedAt: "2026-11-22T08:00:00.000Z",
+                    original: "orders.events",
+                    topic: "herald.events.dlq"
+                )
+            }
+        )
+        try await environment.withCollector(["orders.events"]) { received in
+            let worker = Task {
+                var handled = 0
+                while !Task.isCancelled {
+                    let events = received.all
+                    if events.count > handled {
+                        try await environment.produce(
+                            events[handled...].map {
+                                DeadLetter.record(
+                                    for: $0,
+                                    reason: DeadLetterReason(code: "event.not_json", message: "still broken"),
+                                    topic: "herald.events.dlq",
+                                    at: Timestamp(rfc3339: "2026-11-26T08:00:00Z")!
+                                )
+                            }
+                        )
+                        handled = events.count
+                    }
+                    try await Task.sleep(for: .milliseconds(10))
+                }
+            }
+            defer { worker.cancel() }
+            let (matched, counts) = try await fresh.redriveAll(logger: environment.logger)
+            #expect(matched == count)
+            #expect(counts == ["orders.events": count])
+            #expect(try await eventually { try await fresh.read(logger: environment.logger).count == 2 * count })
+            #expect(received.count == count, "each letter re-driven once")
         }
     }
 
