@@ -27,11 +27,22 @@ public final class HTTPEndpoints: Service, Sendable {
     let port: Int
     let respond: @Sendable (String) -> Response
     let logger: Logger
+    /// How long a connection may send nothing before it is closed. Each open connection holds a
+    /// file descriptor of the process that also holds the Kafka and store connections: clients
+    /// that connect and never ask (or never hang up) would otherwise use them all up.
+    let idleTimeout: TimeAmount
     private let bound = BoundAddress()
 
     /// - Parameter listen: `host:port`; port 0 picks a free one (see ``port()``).
+    /// - Parameter idleTimeout: how long a connection may be silent before it is closed; longer
+    ///   than a Prometheus scrape interval, so a scraper's kept-alive connection usually survives.
     /// - Throws: ``ConfigurationError`` naming `http.listen` if it is not `host:port`.
-    public init(listen: String, logger: Logger, respond: @escaping @Sendable (String) -> Response) throws {
+    public init(
+        listen: String,
+        logger: Logger,
+        idleTimeout: TimeAmount = .seconds(75),
+        respond: @escaping @Sendable (String) -> Response
+    ) throws {
         guard let colon = listen.lastIndex(of: ":"), let port = Int(listen[listen.index(after: colon)...]),
             (0...65535).contains(port)
         else {
@@ -41,11 +52,18 @@ public final class HTTPEndpoints: Service, Sendable {
         self.port = port
         self.respond = respond
         self.logger = logger
+        self.idleTimeout = idleTimeout
     }
 
     /// The endpoints of a process running a worker, a sender, or both.
-    public convenience init(listen: String, worker: Worker?, sender: Sender?, logger: Logger) throws {
-        try self.init(listen: listen, logger: logger) { path in
+    public convenience init(
+        listen: String,
+        worker: Worker?,
+        sender: Sender?,
+        logger: Logger,
+        idleTimeout: TimeAmount = .seconds(75)
+    ) throws {
+        try self.init(listen: listen, logger: logger, idleTimeout: idleTimeout) { path in
             switch path {
             case "/metrics":
                 var body = ""
@@ -92,20 +110,33 @@ public final class HTTPEndpoints: Service, Sendable {
 
     public func run() async throws {
         let respond = respond
-        let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-            .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
-            .childChannelInitializer { channel in
-                channel.pipeline.configureHTTPServerPipeline().flatMap {
-                    channel.pipeline.addHandler(RequestHandler(respond: respond))
+        let idleTimeout = idleTimeout
+        // A thread of its own, not NIO's shared loops: those carry the store's PostgreSQL connections
+        // and the sender's provider connections, and a liveness probe must be answered (and a silent
+        // connection closed on time) however busy they are.
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        do {
+            let channel = try await ServerBootstrap(group: group)
+                .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
+                .childChannelInitializer { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        try channel.pipeline.syncOperations.addHandler(IdleStateHandler(readTimeout: idleTimeout))
+                        try channel.pipeline.syncOperations.configureHTTPServerPipeline()
+                        try channel.pipeline.syncOperations.addHandler(RequestHandler(respond: respond))
+                    }
                 }
-            }
-            .bind(host: host, port: port)
-            .get()
-        let port = channel.localAddress?.port ?? self.port
-        bound.set(port)
-        logger.info("serving /metrics and /health", metadata: ["address": "\(host):\(port)"])
-        try? await gracefulShutdown()
-        try await channel.close()
+                .bind(host: host, port: port)
+                .get()
+            let port = channel.localAddress?.port ?? self.port
+            bound.set(port)
+            logger.info("serving /metrics and /health", metadata: ["address": "\(host):\(port)"])
+            try? await gracefulShutdown()
+            try await channel.close()
+        } catch {
+            try? await group.shutdownGracefully()
+            throw error
+        }
+        try await group.shutdownGracefully()
     }
 }
 
@@ -140,6 +171,16 @@ private final class RequestHandler: ChannelInboundHandler, Sendable {
 
     init(respond: @escaping @Sendable (String) -> HTTPEndpoints.Response) {
         self.respond = respond
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        // Nothing read for the idle timeout (IdleStateHandler): a silent client, or one that sent
+        // half a request and stopped.
+        if let idle = event as? IdleStateHandler.IdleStateEvent, idle == .read {
+            context.close(promise: nil)
+            return
+        }
+        context.fireUserInboundEventTriggered(event)
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {

@@ -107,4 +107,86 @@ struct WorkerEndpointsTests {
             }
         }
     }
+
+    @Test("a connection that sends nothing, or half a request, is closed after the idle timeout")
+    func idleConnections() async throws {
+        let endpoints = try HTTPEndpoints(
+            listen: "127.0.0.1:0",
+            worker: nil,
+            sender: nil,
+            logger: Logger(label: "test"),
+            idleTimeout: .milliseconds(300)
+        )
+        try await withRunningServices([endpoints]) {
+            let port = await endpoints.port()
+            for sent in ["", "GET /metrics HTTP/1.1\r\nHost: herald\r\n"] {
+                // Far longer than the timeout: the suite shares the machine's two cores with others.
+                let started = ContinuousClock.now
+                let end = try await silentConnection(port: port, sending: sent, waiting: 30)
+                #expect(end == .closed, "'\(sent)': \(end) after \(ContinuousClock.now - started)")
+            }
+            #expect(try httpGet("http://127.0.0.1:\(port)/health/live").status == 200)
+        }
+    }
+}
+
+/// How a connection the client keeps silent ended.
+enum SilentConnectionEnd: Equatable, CustomStringConvertible {
+    /// The server hung up (or reset the connection, as it does when it closes with unread input).
+    case closed
+    /// Still open when the wait was over.
+    case open
+    /// The server sent something, or reading failed otherwise (errno).
+    case unexpected(received: Int, errno: Int32)
+
+    var description: String {
+        switch self {
+        case .closed: "closed"
+        case .open: "still open"
+        case .unexpected(let received, let error): "recv returned \(received), errno \(error)"
+        }
+    }
+}
+
+/// Connects to 127.0.0.1:`port`, writes `text`, and waits up to `seconds` for the server to end
+/// the connection. The blocking calls run on a thread of their own, not the tests' shared pool.
+func silentConnection(port: Int, sending text: String, waiting seconds: Int) async throws -> SilentConnectionEnd {
+    try await withCheckedThrowingContinuation { continuation in
+        Thread.detachNewThread {
+            continuation.resume(with: Result { try blockingSilentConnection(port: port, sending: text, seconds) })
+        }
+    }
+}
+
+private func blockingSilentConnection(port: Int, sending text: String, _ seconds: Int) throws -> SilentConnectionEnd {
+    let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard socket >= 0 else { throw POSIXError(.EIO) }
+    defer { close(socket) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = in_port_t(UInt16(port).bigEndian)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    let connected = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+            connect(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+        }
+    }
+    guard connected == 0 else { throw POSIXError(.ECONNREFUSED) }
+    if !text.isEmpty { _ = text.withCString { send(socket, $0, strlen($0), 0) } }
+    // poll, not a blocking recv with SO_RCVTIMEO: a signal to the test process (a child's exit, from
+    // the tests that run processes) ends such a recv early with EINTR, which an earlier version of
+    // this check took for a connection still open.
+    let deadline = ContinuousClock.now + .seconds(seconds)
+    while ContinuousClock.now < deadline {
+        var descriptor = pollfd(fd: socket, events: Int16(POLLIN), revents: 0)
+        let ready = poll(&descriptor, 1, 100)
+        if ready < 0 && errno != EINTR { return .unexpected(received: -1, errno: errno) }
+        guard ready > 0 else { continue }
+        var buffer = [UInt8](repeating: 0, count: 256)
+        let received = recv(socket, &buffer, buffer.count, Int32(MSG_DONTWAIT))
+        if received == 0 || (received < 0 && errno == ECONNRESET) { return .closed }
+        if received < 0 && (errno == EINTR || errno == EAGAIN) { continue }
+        return .unexpected(received: received, errno: received < 0 ? errno : 0)
+    }
+    return .open
 }
