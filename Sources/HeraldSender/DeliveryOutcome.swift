@@ -129,7 +129,7 @@ public enum Classification {
     /// An APNs answer: status, `reason` and `timestamp` from the body, `Retry-After` if any.
     public static func apns(status: Int, reason: String?, timestamp: Int64?, retryAfter: Duration?) -> DeliveryOutcome {
         if status == 200 { return .delivered() }
-        let name = reason ?? "HTTP\(status)"
+        let name = reason.map(answerName) ?? "HTTP\(status)"
         let why = DeliveryOutcome.Reason("apns.\(name)", "APNs answered \(status) \(name)")
         let known = reason.flatMap { apnsTable[$0] }
         return outcome(
@@ -149,7 +149,7 @@ public enum Classification {
         retryAfter: Duration?
     ) -> DeliveryOutcome {
         if status == 200 { return .delivered() }
-        let name = errorCode ?? rpcStatus ?? "HTTP\(status)"
+        let name = (errorCode ?? rpcStatus).map(answerName) ?? "HTTP\(status)"
         let why = DeliveryOutcome.Reason("fcm.\(name)", "FCM answered \(status) \(name)")
         var wait = retryAfter
         if status == 429 { wait = max(wait ?? .zero, .seconds(60)) }
@@ -163,14 +163,14 @@ public enum Classification {
 
     /// An Expo ticket or receipt error (`details.error`).
     public static func expo(error code: String?, message: String?) -> DeliveryOutcome {
-        let name = code ?? "ExpoError"
+        let name = code.map(answerName) ?? "ExpoError"
         let why = DeliveryOutcome.Reason("expo.\(name)", "Expo: \(name)")
         return outcome(expoTable[name] ?? .permanent, why, at: nil, nil)
     }
 
     /// An Expo request-level error (`errors[].code`), which applies to every message of the request.
     public static func expoRequest(status: Int, code: String?, retryAfter: Duration?) -> DeliveryOutcome {
-        let name = code ?? "HTTP\(status)"
+        let name = code.map(answerName) ?? "HTTP\(status)"
         let why = DeliveryOutcome.Reason("expo.\(name)", "Expo answered \(status) \(name)")
         switch status {
         case 401, 403: return .configuration(why)
@@ -182,6 +182,20 @@ public enum Classification {
     /// No answer at all: a refused or dropped connection, a TLS failure, a deadline.
     public static func transport(_ code: String, _ message: String) -> DeliveryOutcome {
         .retry(DeliveryOutcome.Reason("transport.\(code)", message))
+    }
+
+    /// The longest answer name (an APNs reason, an FCM or Expo error code) kept, in bytes.
+    public static let maximumAnswerNameBytes = 64
+
+    /// A provider's name for its answer as Herald writes it into error codes, dead-letter headers,
+    /// logs and metric labels: printable ASCII, other bytes as `_`, at most 64 bytes (the
+    /// providers' own names are short words). The name comes from whatever answered — a proxy, a
+    /// test double — and a long one would go into every dead letter's headers, where a record over
+    /// the broker's size limit would stop the sender.
+    static func answerName(_ name: String) -> String {
+        var bytes = name.utf8.prefix(maximumAnswerNameBytes).map { (0x21...0x7E).contains($0) ? $0 : UInt8(ascii: "_") }
+        if bytes.isEmpty { bytes = Array("empty".utf8) }
+        return String(decoding: bytes, as: UTF8.self)
     }
 
     /// An unknown answer: 5xx and 429 may pass, other 4xx will not.

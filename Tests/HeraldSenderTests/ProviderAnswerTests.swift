@@ -309,6 +309,26 @@ extension ProviderAnswerTests {
 }
 
 extension ProviderAnswerTests {
+    @Test("an answer's name is kept to 64 bytes of printable ASCII in its code, whoever sent it")
+    func answerNames() {
+        let long = String(repeating: "Reason", count: 1000)
+        let apns = Classification.apns(status: 400, reason: long, timestamp: nil, retryAfter: nil)
+        #expect(apns.reason?.code == "apns." + String(long.prefix(64)))
+        #expect(apns.class == .permanent)
+        let fcm = Classification.fcm(status: 503, errorCode: "bad \"code\"\n\u{0}é", rpcStatus: nil, retryAfter: nil)
+        #expect(fcm.reason?.code == "fcm.bad_\"code\"____", "the space, newline, U+0000 and both bytes of é as _")
+        #expect(fcm.class == .retry)
+        #expect(Classification.expo(error: "", message: nil).reason?.code == "expo.empty")
+        // The providers' own names are kept as they are.
+        #expect(
+            Classification.apns(status: 410, reason: "Unregistered", timestamp: nil, retryAfter: nil).class
+                == .invalidToken
+        )
+        #expect(
+            Classification.expo(error: "DeviceNotRegistered", message: nil).reason?.code == "expo.DeviceNotRegistered"
+        )
+    }
+
     @Test(
         "the sender's counters name at most 200 reasons and codes; a provider answering a new one each call adds to (other)"
     )
