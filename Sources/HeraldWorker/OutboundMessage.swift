@@ -17,6 +17,30 @@ public struct OutboundMessage: Sendable, Hashable {
     /// The longest `recipient` and `target.token` a reader accepts, in bytes: the directory's limit
     /// on its values, which the worker took them from.
     public static let maximumIdentityBytes = DirectoryEvent.maximumValueBytes
+    /// The longest `request.path`, and header value, a reader accepts, in bytes: an APNs path holds
+    /// a token of at most 200 hex digits.
+    public static let maximumRequestLineBytes = 4096
+    /// Headers the sender sets itself, or that HTTP/2 forbids, which a message may not carry.
+    static let reservedHeaders: Set<String> = [
+        "authorization", "connection", "host", "keep-alive", "proxy-connection", "te", "transfer-encoding",
+        "upgrade",
+    ]
+
+    /// Whether `name` is an HTTP field name as HTTP/2 carries it (RFC 9110 token characters, lower
+    /// case) and not one of ``reservedHeaders``.
+    static func isHeaderName(_ name: String) -> Bool {
+        guard !name.isEmpty, name.utf8.count <= 256, !reservedHeaders.contains(name) else { return false }
+        return name.utf8.allSatisfy { byte in
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"): true
+            case UInt8(ascii: "!"), UInt8(ascii: "#"), UInt8(ascii: "$"), UInt8(ascii: "%"), UInt8(ascii: "&"),
+                UInt8(ascii: "'"), UInt8(ascii: "*"), UInt8(ascii: "+"), UInt8(ascii: "-"), UInt8(ascii: "."),
+                UInt8(ascii: "^"), UInt8(ascii: "_"), UInt8(ascii: "`"), UInt8(ascii: "|"), UInt8(ascii: "~"):
+                true
+            default: false
+            }
+        }
+    }
 
     /// `hash(eventId, kind, recipient, device token)`: the same on every worker and redelivery.
     public var notificationID: String {
@@ -325,7 +349,35 @@ public struct OutboundMessage: Sendable, Hashable {
         var headers: [Header] = []
         headers.reserveCapacity(read.headers.count)
         for (name, value) in read.headers {
-            headers.append(Header(name, try string(value, "request.headers.\(name)")))
+            let text = try string(value, "request.headers.\(name)")
+            // What goes on the wire as HTTP/2 header fields: a name HTTP/2 refuses (upper case, a
+            // pseudo-header) or a value holding a line break would fail the call on every try, and
+            // the sender sets authentication itself.
+            guard Self.isHeaderName(name) else {
+                throw OutboundMessageError(
+                    message: "'request.headers' names must be lower-case HTTP field names other than "
+                        + Self.reservedHeaders.sorted().joined(separator: ", ")
+                )
+            }
+            guard text.utf8.count <= Self.maximumRequestLineBytes,
+                !text.utf8.contains(where: { $0 == 0 || $0 == 0x0A || $0 == 0x0D })
+            else {
+                throw OutboundMessageError(
+                    message:
+                        "'request.headers.\(name)' must be at most \(Self.maximumRequestLineBytes) bytes without CR, LF or U+0000"
+                )
+            }
+            headers.append(Header(name, text))
+        }
+        let method = try string(read.method, "request.method")
+        guard method == "POST" else { throw OutboundMessageError(message: "'request.method' must be POST") }
+        let path = try string(read.path, "request.path")
+        guard !path.isEmpty, path.utf8.count <= Self.maximumRequestLineBytes,
+            path.utf8.allSatisfy({ (0x21...0x7E).contains($0) })
+        else {
+            throw OutboundMessageError(
+                message: "'request.path' must be 1 to \(Self.maximumRequestLineBytes) printable ASCII characters"
+            )
         }
         // Bounded: the sender counts a retry as `attempt + 1`, which trapped for Int.max (a record on
         // the outbound topic could crash every sender that read it).
@@ -365,8 +417,8 @@ public struct OutboundMessage: Sendable, Hashable {
             environment: environment,
             token: token,
             request: Request(
-                method: try string(read.method, "request.method"),
-                path: try string(read.path, "request.path"),
+                method: method,
+                path: path,
                 headers: headers,
                 body: Array(UnsafeRawBufferPointer(rebasing: bytes[body]))
             ),

@@ -105,6 +105,49 @@ struct OutboundMessageTests {
         }
     }
 
+    @Test(
+        "a request HTTP/2 could not carry, or that sets what the sender sets, is refused: header names, line breaks, the path, the method"
+    )
+    func requestOnTheWire() throws {
+        func decoding(_ change: (inout OutboundMessage.Request) -> Void) throws -> OutboundMessage {
+            var message = Self.message()
+            change(&message.request)
+            return try OutboundMessage(decoding: message.encoded())
+        }
+        let fine = try decoding {
+            $0.headers.append(.init("content-type", "application/json; charset=UTF-8"))
+            $0.headers.append(.init("x-custom_1.~", String(repeating: "v", count: 4096)))
+        }
+        #expect(fine.request.headers.count == 4)
+        let names =
+            "'request.headers' names must be lower-case HTTP field names other than "
+            + "authorization, connection, host, keep-alive, proxy-connection, te, transfer-encoding, upgrade"
+        let refusals: [(String, (inout OutboundMessage.Request) -> Void)] = [
+            (names, { $0.headers.append(.init("authorization", "bearer someone-else")) }),
+            (names, { $0.headers.append(.init("Apns-Priority", "5")) }),
+            (names, { $0.headers.append(.init(":path", "/elsewhere")) }),
+            (names, { $0.headers.append(.init("x y", "1")) }),
+            (names, { $0.headers.append(.init("", "1")) }),
+            (names, { $0.headers.append(.init("transfer-encoding", "chunked")) }),
+            (
+                "'request.headers.apns-topic' must be at most 4096 bytes without CR, LF or U+0000",
+                { $0.headers.append(.init("apns-topic", "a\r\nauthorization: bearer x")) }
+            ),
+            (
+                "'request.headers.x' must be at most 4096 bytes without CR, LF or U+0000",
+                { $0.headers.append(.init("x", String(repeating: "v", count: 4097))) }
+            ),
+            ("'request.path' must be 1 to 4096 printable ASCII characters", { $0.path = "/3/device/ab cd" }),
+            ("'request.path' must be 1 to 4096 printable ASCII characters", { $0.path = "" }),
+            ("'request.path' must be 1 to 4096 printable ASCII characters", { $0.path = "/3/device/é" }),
+            ("'request.method' must be POST", { $0.method = "GET" }),
+        ]
+        for (problem, change) in refusals {
+            let failure = #expect(throws: OutboundMessageError.self) { try decoding(change) }
+            #expect(failure?.message == problem)
+        }
+    }
+
     @Test("a broken or missing request body is rejected, not passed on")
     func brokenBody() throws {
         let encoded = String(decoding: Self.message().encoded(), as: UTF8.self)
