@@ -19,6 +19,8 @@ public struct HeraldConfiguration: Sendable {
     public var directoryCache = 200_000
     /// `store.sqlite_mmap_mb`: how much of the SQLite file is read through a memory map.
     public var sqliteMemoryMapMegabytes = SQLiteStore.defaultMemoryMapMegabytes
+    /// `store.sqlite_sync`: when a SQLite commit reaches the disk.
+    public var sqliteSynchronous = SQLiteStore.Synchronous.full
     /// How long one PostgreSQL call may take before the batch is retried and readiness turns false.
     public var storeTimeout: Duration = .seconds(10)
     /// How long the decision and delivery ledgers remember, and how often they are purged.
@@ -258,6 +260,7 @@ public struct HeraldConfiguration: Sendable {
         Key(path: "store.url", kind: .string, secret: true),
         Key(path: "store.directory_cache", kind: .integer),
         Key(path: "store.sqlite_mmap_mb", kind: .integer),
+        Key(path: "store.sqlite_sync", kind: .choice(SQLiteStore.Synchronous.allCases.map(\.rawValue))),
         Key(path: "store.timeout", kind: .positiveDuration),
         Key(path: "store.retention", kind: .positiveDuration),
         Key(path: "store.purge_interval", kind: .duration),
@@ -580,6 +583,7 @@ public struct HeraldConfiguration: Sendable {
         }
         directoryCache = try integer("store.directory_cache") ?? directoryCache
         sqliteMemoryMapMegabytes = try integer("store.sqlite_mmap_mb") ?? sqliteMemoryMapMegabytes
+        sqliteSynchronous = try string("store.sqlite_sync").flatMap(SQLiteStore.Synchronous.init) ?? sqliteSynchronous
         // Neither may be zero (checked with the keys): a zero timeout would fail every PostgreSQL
         // call at once, so the worker would never be ready; a zero retention would forget every
         // decision as soon as it is made, so redeliveries would count twice.

@@ -43,10 +43,12 @@ public enum StoreLocation: Sendable, CustomStringConvertible {
     /// - Parameter directoryCache: users whose recipient record SQLite keeps in memory (PostgreSQL
     ///   is shared by workers that each see only part of `herald.directory`, so it is always read).
     /// - Parameter sqliteMemoryMapMegabytes: how much of a SQLite file is read through a memory map.
+    /// - Parameter sqliteSynchronous: when a SQLite commit reaches the disk.
     public func withStore<R: Sendable>(
         logger: Logger,
         directoryCache: Int = SQLiteStore.defaultDirectoryCacheCapacity,
         sqliteMemoryMapMegabytes: Int = SQLiteStore.defaultMemoryMapMegabytes,
+        sqliteSynchronous: SQLiteStore.Synchronous = .full,
         _ body: (any StateStore) async throws -> R
     ) async throws -> R {
         switch self {
@@ -54,7 +56,8 @@ public enum StoreLocation: Sendable, CustomStringConvertible {
             let store = try SQLiteStore(
                 path: path,
                 directoryCache: directoryCache,
-                memoryMapMegabytes: sqliteMemoryMapMegabytes
+                memoryMapMegabytes: sqliteMemoryMapMegabytes,
+                synchronous: sqliteSynchronous
             )
             return try await body(store)
         case .postgres(let configuration):

@@ -79,7 +79,8 @@ public enum WorkerApp {
         try await location.withStore(
             logger: logger,
             directoryCache: configuration.directoryCache,
-            sqliteMemoryMapMegabytes: configuration.sqliteMemoryMapMegabytes
+            sqliteMemoryMapMegabytes: configuration.sqliteMemoryMapMegabytes,
+            sqliteSynchronous: configuration.sqliteSynchronous
         ) { store in
             let worker = try catalog.map { catalog in
                 try makeWorker(

@@ -555,6 +555,12 @@ struct BenchStoreOptions: ParsableArguments {
     )
     var sqliteMemoryMapMegabytes = HeraldConfiguration().sqliteMemoryMapMegabytes
 
+    @Option(
+        name: .customLong("sqlite-sync"),
+        help: "When a SQLite commit reaches the disk: full or normal (store.sqlite_sync)."
+    )
+    var sqliteSynchronous = HeraldConfiguration().sqliteSynchronous
+
     func validate() throws {
         guard directoryCache >= 0, sqliteMemoryMapMegabytes >= 0 else {
             throw ValidationError("--directory-cache and --sqlite-mmap-mb must not be negative")
@@ -582,9 +588,15 @@ struct BenchStoreOptions: ParsableArguments {
         return try await location.withStore(
             logger: logger,
             directoryCache: directoryCache,
-            sqliteMemoryMapMegabytes: sqliteMemoryMapMegabytes
+            sqliteMemoryMapMegabytes: sqliteMemoryMapMegabytes,
+            sqliteSynchronous: sqliteSynchronous
         ) { store in
-            try await body(store, "\(location)")
+            // The setting that moves a SQLite run most (a flush per commit) goes with its name.
+            let name =
+                if case .sqlite = location { "\(location) (sqlite_sync \(sqliteSynchronous.rawValue))" } else {
+                    "\(location)"
+                }
+            return try await body(store, name)
         }
     }
 }
@@ -672,3 +684,5 @@ struct ReplayBenchCommand: AsyncParsableCommand {
 }
 
 extension ReplayBenchmark.Store: ExpressibleByArgument {}
+
+extension SQLiteStore.Synchronous: ExpressibleByArgument {}

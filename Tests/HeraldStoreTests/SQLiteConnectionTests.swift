@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 
 @testable import HeraldStore
@@ -10,6 +11,26 @@ struct SQLiteConnectionTests {
         let connection = try SQLiteConnection(path: ":memory:")
         try connection.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, a TEXT, b TEXT)")
         return connection
+    }
+
+    @Test("a file's commits wait for the disk unless `normal` is asked for (PRAGMA synchronous)")
+    func synchronousSetting() throws {
+        func setting(_ synchronous: SQLiteStore.Synchronous?) throws -> Int64? {
+            let path = NSTemporaryDirectory() + "herald-sync-\(UUID().uuidString).sqlite"
+            defer {
+                for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
+            }
+            let connection =
+                try synchronous.map { try SQLiteConnection(path: path, synchronous: $0) }
+                ?? SQLiteConnection(path: path)
+            var value: Int64?
+            try connection.query("PRAGMA synchronous", []) { value = $0.integer(0) }
+            return value
+        }
+        // SQLite's numbering: 1 NORMAL, 2 FULL.
+        #expect(try setting(nil) == 2)
+        #expect(try setting(.full) == 2)
+        #expect(try setting(.normal) == 1)
     }
 
     @Test("an empty text is stored as '', not NULL; texts larger than the buffer arrive whole")

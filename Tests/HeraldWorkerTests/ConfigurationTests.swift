@@ -35,6 +35,7 @@ struct ConfigurationTests {
               url: sqlite:/var/lib/herald/state.sqlite
               retention: 3d
               sqlite_mmap_mb: 256
+              sqlite_sync: normal
             """
         )
         let configuration = try HeraldConfiguration.load(
@@ -53,6 +54,8 @@ struct ConfigurationTests {
         #expect(configuration.purge == PurgeSchedule(retention: .seconds(3 * 86_400), interval: .zero))
         #expect(configuration.sqliteMemoryMapMegabytes == 256)
         #expect(HeraldConfiguration().sqliteMemoryMapMegabytes == 0, "no memory map unless configured")
+        #expect(configuration.sqliteSynchronous == .normal)
+        #expect(HeraldConfiguration().sqliteSynchronous == .full, "commits reach the disk unless configured otherwise")
         #expect(configuration.worker.topics.outbound == "herald.outbound", "unset keys keep their defaults")
     }
 
@@ -72,6 +75,7 @@ struct ConfigurationTests {
             ("http:\n  listen: everywhere\n", [:], "http.listen: expected host:port, got 'everywhere'"),
             ("", ["HERALD_STORE_URL": "postgres://herald@db:port/herald"], "HERALD_STORE_URL: "),
             ("store:\n  timeout: 0s\n", [:], "store.timeout: must be longer than 0s"),
+            ("", ["HERALD_STORE_SQLITE_SYNC": "off"], "HERALD_STORE_SQLITE_SYNC: expected one of full, normal"),
             ("store:\n  retention: 0d\n", [:], "store.retention: must be longer than 0s"),
             ("", ["HERALD_STORE_RETENTION": "a week"], "HERALD_STORE_RETENTION: expected a duration"),
             // Too large for 64 bits of milliseconds: these trapped at start-up instead of naming the key.

@@ -23,7 +23,12 @@ final class SQLiteConnection: @unchecked Sendable {
     ///
     /// - Parameter memoryMapMegabytes: how much of the file SQLite reads through a memory map
     ///   (`PRAGMA mmap_size`); 0 reads every page with `pread` into the page cache.
-    init(path: String, memoryMapMegabytes: Int = SQLiteStore.defaultMemoryMapMegabytes) throws(StoreError) {
+    /// - Parameter synchronous: when a commit reaches the disk (see ``SQLiteStore/Synchronous``).
+    init(
+        path: String,
+        memoryMapMegabytes: Int = SQLiteStore.defaultMemoryMapMegabytes,
+        synchronous: SQLiteStore.Synchronous = .full
+    ) throws(StoreError) {
         Self.configured
         var handle: OpaquePointer?
         let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
@@ -33,9 +38,9 @@ final class SQLiteConnection: @unchecked Sendable {
             throw StoreError(code: .storeOpen, message: "cannot open the SQLite database: \(message)")
         }
         self.handle = handle
-        // Writes survive a crash once committed; readers do not block the writer.
+        // Readers do not block the writer. How durable a commit is: see SQLiteStore.Synchronous.
         try execute("PRAGMA journal_mode = WAL")
-        try execute("PRAGMA synchronous = NORMAL")
+        try execute("PRAGMA synchronous = \(synchronous == .full ? "FULL" : "NORMAL")")
         try execute("PRAGMA foreign_keys = ON")
         try execute("PRAGMA busy_timeout = 5000")
         // A memory map (if configured) reads pages without copying each one in with pread, which

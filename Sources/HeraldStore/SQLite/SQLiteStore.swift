@@ -20,6 +20,20 @@ public final class SQLiteStore: StateStore, @unchecked Sendable {
 
     /// Users whose recipient record is kept in memory by default.
     public static let defaultDirectoryCacheCapacity = 200_000
+
+    /// When a commit reaches the disk (`store.sqlite_sync`). The worker commits a batch's Kafka
+    /// offsets once the store has committed its work, so what a commit holds must outlive the
+    /// machine, not only the process: a deferred notification, a digest's items or a device
+    /// registration rolled back by a power cut after its offset was committed would never come
+    /// again.
+    public enum Synchronous: String, Sendable, CaseIterable {
+        /// Each commit waits for the write-ahead log to reach the disk (`PRAGMA synchronous = FULL`).
+        case full
+        /// Commits survive the process crashing, but the last ones can roll back if the machine
+        /// loses power or the kernel crashes (`PRAGMA synchronous = NORMAL` in WAL mode): for a
+        /// disk whose flushes are slow, where that loss is accepted.
+        case normal
+    }
     /// How much of the database file is read through a memory map by default (`store.sqlite_mmap_mb`):
     /// none. Mapped pages count in the worker's resident memory, and the map grows with the file —
     /// the decision ledger grows with every decision — up to ``maximumMemoryMapMegabytes``, so a
@@ -183,13 +197,15 @@ public final class SQLiteStore: StateStore, @unchecked Sendable {
     /// - Parameter memoryMapMegabytes: how much of the file is read through a memory map; 0 reads
     ///   pages with `pread`. Mapped pages count in the process's resident memory.
     /// - Throws: ``StoreError`` `.open` or `.migration`.
+    /// - Parameter synchronous: when a commit reaches the disk.
     public convenience init(
         path: String,
         directoryCache: Int = SQLiteStore.defaultDirectoryCacheCapacity,
-        memoryMapMegabytes: Int = SQLiteStore.defaultMemoryMapMegabytes
+        memoryMapMegabytes: Int = SQLiteStore.defaultMemoryMapMegabytes,
+        synchronous: Synchronous = .full
     ) throws(StoreError) {
         try self.init(
-            connection: SQLiteConnection(path: path, memoryMapMegabytes: memoryMapMegabytes),
+            connection: SQLiteConnection(path: path, memoryMapMegabytes: memoryMapMegabytes, synchronous: synchronous),
             directoryCache: directoryCache
         )
     }
