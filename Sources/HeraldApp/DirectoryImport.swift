@@ -15,6 +15,9 @@ public enum DirectoryImport {
         /// The first ``listedRejections`` rejected lines: each one's number and why (never its
         /// values).
         public var rejected: [String] = []
+        /// Changes dated more than ``DirectoryEvent/clockTolerance`` after `now`, imported as of
+        /// `now` (see ``DirectoryEvent/applied(at:)``).
+        public var redated = 0
     }
 
     public static let batchSize = 1000
@@ -24,7 +27,10 @@ public enum DirectoryImport {
 
     /// Imports every valid line; invalid lines are reported and skipped, so one bad line does not
     /// hold back the rest. The file may be gzip-compressed.
-    public static func run(file: String, into store: any StateStore) async throws -> Report {
+    ///
+    /// - Parameter now: the time changes may not be dated after (beyond the tolerance), as the
+    ///   worker applies them; nil keeps every date (replay, whose snapshot is from its past).
+    public static func run(file: String, into store: any StateStore, now: Timestamp? = nil) async throws -> Report {
         let reader: LineReader
         do {
             reader = try LineReader(path: file)
@@ -45,7 +51,13 @@ public enum DirectoryImport {
             case nil:
                 continue
             case .success(let change)?:
-                batch.append(change)
+                if let now {
+                    let (applied, redated) = change.applied(at: now)
+                    if redated { report.redated += 1 }
+                    batch.append(applied)
+                } else {
+                    batch.append(change)
+                }
             case .failure(let error)?:
                 report.rejectedCount += 1
                 if report.rejected.count < listedRejections {

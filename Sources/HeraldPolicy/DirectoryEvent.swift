@@ -23,6 +23,50 @@ public enum DirectoryEvent: Sendable, Hashable {
         case .tokenInvalidated: nil
         }
     }
+
+    /// When the change happened: the event's `time`.
+    public var at: Timestamp {
+        switch self {
+        case .deviceRegistered(let registration): registration.at
+        case .deviceUnregistered(_, _, let at), .tokenInvalidated(_, _, let at), .profileUpdated(_, _, _, let at),
+            .preferencesUpdated(_, _, let at):
+            at
+        }
+    }
+
+    /// The same change dated `at`.
+    public func dated(_ at: Timestamp) -> DirectoryEvent {
+        switch self {
+        case .deviceRegistered(var registration):
+            registration.at = at
+            return .deviceRegistered(registration)
+        case .deviceUnregistered(let userID, let deviceID, _):
+            return .deviceUnregistered(userID: userID, deviceID: deviceID, at: at)
+        case .tokenInvalidated(let provider, let token, _):
+            return .tokenInvalidated(provider: provider, token: token, at: at)
+        case .profileUpdated(let userID, let locale, let timeZone, _):
+            return .profileUpdated(userID: userID, locale: locale, timeZone: timeZone, at: at)
+        case .preferencesUpdated(let userID, let preferences, _):
+            return .preferencesUpdated(userID: userID, preferences: preferences, at: at)
+        }
+    }
+
+    /// How far ahead of the applier's clock a change may be dated and be kept as dated: clocks of
+    /// the services that publish directory events drift by seconds, not by this.
+    public static let clockTolerance = Duration.seconds(300)
+
+    /// The change as it is applied at `now`: dated no later than `now` if it was dated more than
+    /// ``clockTolerance`` ahead of it. Changes are ordered by their dates (a newer registration
+    /// wins, an unregistration removes only what was registered before it, an invalidation kills
+    /// only older registrations), so one dated years ahead — a producer's wrong clock or a bad
+    /// conversion — would pin its device for those years: never unregistered when its user logs
+    /// out, never invalidated when its token dies.
+    public func applied(at now: Timestamp) -> (change: DirectoryEvent, redated: Bool) {
+        guard at.epochMilliseconds > now.epochMilliseconds + Self.clockTolerance.milliseconds else {
+            return (self, false)
+        }
+        return (dated(now), true)
+    }
 }
 
 /// Which push service a token belongs to.

@@ -167,7 +167,9 @@ public final class EventProcessor: Sendable {
             let candidates = types.count(event.type, in: catalog, counters: &counters)
             if message.topic == topics.directory {
                 do {
-                    changes.append(try DirectoryEvent(event))
+                    let (change, redated) = try DirectoryEvent(event).applied(at: now)
+                    if redated { redatedChange(message, counters: &counters) }
+                    changes.append(change)
                     changeMessages.append(index)
                 } catch {
                     let reason = DeadLetterReason(code: DirectoryEventError.code, message: error.message)
@@ -611,6 +613,21 @@ public final class EventProcessor: Sendable {
         KafkaHeader(HeraldHeader.version, string: DeadLetter.heraldVersion),
     ]
 
+    /// Counts and logs (sampled) a directory change dated too far ahead of the worker's clock, which
+    /// is applied as of now instead (see ``DirectoryEvent/applied(at:)``).
+    private func redatedChange(_ message: KafkaMessage, counters: inout WorkerStatistics.Counters) {
+        counters.directoryChangesRedated += 1
+        if let suppressed = logSampler.admit("directory_redated") {
+            logger.warning(
+                "directory change dated ahead of the worker's clock; applied as of now",
+                metadata: LogSampler.metadata(
+                    suppressed,
+                    ["topic": "\(message.topic)", "partition": "\(message.partition)", "offset": "\(message.offset)"]
+                )
+            )
+        }
+    }
+
     func deadLetter(
         _ message: KafkaMessage,
         _ reason: DeadLetterReason,
@@ -696,6 +713,7 @@ extension WorkerStatistics.Counters {
         deadLettersByCode.merge(other.deadLettersByCode, uniquingKeysWith: +)
         ignoredEvents += other.ignoredEvents
         directoryChanges += other.directoryChanges
+        directoryChangesRedated += other.directoryChangesRedated
         skippedDevices += other.skippedDevices
         handledEvents += other.handledEvents
         decideTime += other.decideTime

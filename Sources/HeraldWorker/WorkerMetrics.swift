@@ -44,6 +44,11 @@ public enum WorkerMetrics {
             ),
             ("herald_directory_changes_total", "herald.directory changes applied.", counters.directoryChanges),
             (
+                "herald_directory_changes_redated_total",
+                "herald.directory changes dated more than 5 minutes ahead of the worker's clock, applied as of it.",
+                counters.directoryChangesRedated
+            ),
+            (
                 "herald_devices_skipped_total", "Devices skipped because their token cannot be addressed.",
                 counters.skippedDevices
             ),

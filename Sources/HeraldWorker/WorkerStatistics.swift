@@ -28,6 +28,9 @@ public final class WorkerStatistics: Sendable {
         /// Events of a type no kind handles, ignored by configuration.
         public var ignoredEvents = 0
         public var directoryChanges = 0
+        /// Directory changes dated more than ``DirectoryEvent/clockTolerance`` ahead of the
+        /// worker's clock, applied as of its clock.
+        public var directoryChangesRedated = 0
         /// Devices skipped because their token cannot be addressed (not a valid APNs token).
         public var skippedDevices = 0
         /// Events whose records were all acknowledged and whose offsets became committable.

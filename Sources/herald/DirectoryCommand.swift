@@ -1,5 +1,6 @@
 import ArgumentParser
 import HeraldApp
+import HeraldPolicy
 import Logging
 
 struct DirectoryCommand: AsyncParsableCommand {
@@ -51,7 +52,12 @@ struct DirectoryImportCommand: AsyncParsableCommand {
         let logger = try global.bootstrapLogging(label: "herald.directory")
         let location = try storeOptions.location()
         let report = try await location.withStore(logger: logger) { store in
-            try await DirectoryImport.run(file: file, into: store)
+            try await DirectoryImport.run(file: file, into: store, now: WallClock().now())
+        }
+        if report.redated > 0 {
+            printError(
+                "\(file): \(report.redated) change(s) dated more than 5 minutes after this machine's clock were imported as of now"
+            )
         }
         for line in report.rejected { printError("\(file): \(line)") }
         if report.rejectedCount > report.rejected.count {
