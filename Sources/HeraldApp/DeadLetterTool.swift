@@ -80,29 +80,36 @@ public struct DeadLetterTool: Sendable {
     /// again): it lands after the recorded end and is not re-driven a second time. The letters
     /// are never all held at once: a dead-letter topic after an incident can hold millions.
     ///
-    /// - Returns: how many matched, and how many went to each topic.
+    /// A letter whose value was cut (``HeraldHeader/valueTruncated``) is not re-driven: the event it
+    /// would produce is not the original. Its original is at its original topic and offset.
+    ///
+    /// - Returns: how many matched, how many went to each topic, and how many were left out as cut.
     public func redriveAll(
         logger: Logger,
         timeout: Duration = .seconds(30)
     ) async throws -> (
-        matched: Int, byTopic: [String: Int]
+        matched: Int, byTopic: [String: Int], truncated: Int
     ) {
         var ends: [Int32: Int64] = [:]
         let reader = TopicReader(bootstrapServers: bootstrapServers, topic: topic, clientID: "herald-dlq")
         try await reader.read(logger: logger, idleTimeout: timeout) { messages in
             for message in messages { ends[message.partition] = max(ends[message.partition] ?? -1, message.offset) }
         }
-        guard !ends.isEmpty else { return (0, [:]) }
+        guard !ends.isEmpty else { return (0, [:], 0) }
         return try await withProducer(logger: logger) { producer in
             var matched = 0
+            var truncated = 0
             var counts: [String: Int] = [:]
             // Each batch's records are acknowledged before the next batch is read.
             try await forEach(logger: logger, timeout: timeout) { letters in
-                let chosen = letters.filter { $0.message.offset <= ends[$0.message.partition] ?? -1 }
+                var chosen = letters.filter { $0.message.offset <= ends[$0.message.partition] ?? -1 }
                 matched += chosen.count
+                let whole = chosen.count
+                chosen.removeAll { $0.header(HeraldHeader.valueTruncated) == "true" }
+                truncated += whole - chosen.count
                 counts.merge(try await Self.produce(chosen, with: producer), uniquingKeysWith: +)
             }
-            return (matched, counts)
+            return (matched, counts, truncated)
         }
     }
 

@@ -24,4 +24,11 @@ public enum HeraldHeader {
     public static let notBefore = "herald.not.before"
     /// The Herald version that wrote the record.
     public static let version = "herald.version"
+    /// On a dead letter whose original value was too large to carry whole: `true`; the value is
+    /// then its first bytes only, and the original is at its original topic, partition and offset.
+    public static let valueTruncated = "herald.value.truncated"
+    /// On a dead letter whose original headers were too large to carry: how many were left out.
+    public static let headersDropped = "herald.headers.dropped"
+    /// With either: the original value's size in bytes, in decimal.
+    public static let originalSize = "herald.original.size"
 }

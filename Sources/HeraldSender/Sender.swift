@@ -572,11 +572,17 @@ public final class Sender: Service, Sendable {
         _ reason: DeliveryOutcome.Reason,
         now: Timestamp
     ) -> KafkaProducerRecord {
-        KafkaProducerRecord(
+        // A record too large for the dead-letter topic would hold its partition for ever.
+        let (value, _, markers) = DeadLetter.original(value: message.value, headers: message.headers)
+        var headers = failureHeaders(message, attempts: max(attempt, 1), reason: reason, now: now)
+        if markers.contains(where: { $0.name == HeraldHeader.headersDropped }) {
+            headers.removeAll { !$0.name.hasPrefix("herald.") }
+        }
+        return KafkaProducerRecord(
             topic: configuration.topics.deadLetter,
             key: message.key,
-            value: message.value,
-            headers: failureHeaders(message, attempts: max(attempt, 1), reason: reason, now: now)
+            value: value,
+            headers: headers + markers
         )
     }
 

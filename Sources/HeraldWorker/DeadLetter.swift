@@ -33,7 +33,8 @@ public enum DeadLetter {
         topic: String,
         at now: Timestamp
     ) -> KafkaProducerRecord {
-        var headers = message.headers.filter { !$0.name.hasPrefix("herald.") }
+        let (value, originalHeaders, markers) = original(value: message.value, headers: message.headers)
+        var headers = originalHeaders.filter { !$0.name.hasPrefix("herald.") }
         let failedAt = now.description
         headers += [
             KafkaHeader(HeraldHeader.errorCode, string: reason.code),
@@ -51,6 +52,40 @@ public enum DeadLetter {
                 KafkaHeader(HeraldHeader.originalTimestamp, string: Timestamp(epochMilliseconds: timestamp).description)
             )
         }
-        return KafkaProducerRecord(topic: topic, key: message.key, value: message.value, headers: headers)
+        return KafkaProducerRecord(topic: topic, key: message.key, value: value, headers: headers + markers)
+    }
+
+    /// The most of an original value a dead letter carries, in bytes: the worker's limit on an
+    /// event (a larger one is dead-lettered as `event.oversize`).
+    public static let maximumValueBytes = 256 * 1024
+    /// The most of the original headers (names and values) a dead letter carries, in bytes.
+    public static let maximumHeaderBytes = 64 * 1024
+
+    /// The original value and headers as a dead letter carries them, and Herald's headers that say
+    /// what was left out: whole, unless that could take the letter past the broker's limit on a
+    /// record (1 MB by default). A topic may take records larger than its dead-letter topic does,
+    /// and a letter that cannot be produced holds its partition for ever (the batch is never
+    /// acknowledged, so it comes back to fail again). Such a value is cut to its first
+    /// ``maximumValueBytes`` (``HeraldHeader/valueTruncated``) and such headers are left out
+    /// (``HeraldHeader/headersDropped``), with the original size: the original stays at its topic,
+    /// partition and offset for as long as the topic keeps it.
+    public static func original(
+        value: KafkaBytes?,
+        headers: [KafkaHeader]
+    ) -> (value: KafkaBytes?, headers: [KafkaHeader], markers: [KafkaHeader]) {
+        let headerBytes = headers.reduce(0) { $0 + $1.name.utf8.count + ($1.value?.count ?? 0) }
+        let valueBytes = value?.count ?? 0
+        guard valueBytes > maximumValueBytes || headerBytes > maximumHeaderBytes else { return (value, headers, []) }
+        var markers: [KafkaHeader] = []
+        var carried = value
+        if let value, valueBytes > maximumValueBytes {
+            markers.append(KafkaHeader(HeraldHeader.valueTruncated, string: "true"))
+            carried = KafkaBytes(Array(value.prefix(maximumValueBytes)))
+        }
+        if headerBytes > maximumHeaderBytes {
+            markers.append(KafkaHeader(HeraldHeader.headersDropped, string: String(headers.count)))
+        }
+        markers.append(KafkaHeader(HeraldHeader.originalSize, string: String(valueBytes)))
+        return (carried, headerBytes > maximumHeaderBytes ? [] : headers, markers)
     }
 }

@@ -17,6 +17,10 @@ public struct OutboundMessage: Sendable, Hashable {
     /// The longest `recipient` and `target.token` a reader accepts, in bytes: the directory's limit
     /// on its values, which the worker took them from.
     public static let maximumIdentityBytes = DirectoryEvent.maximumValueBytes
+    /// The largest encoded message a reader accepts, in bytes. The worker writes a few KB (provider
+    /// bodies are at most 4 KB); the sender copies a message whole to a retry topic, and one too
+    /// large for it would hold its partition for ever.
+    public static let maximumEncodedBytes = 256 * 1024
     /// The longest `request.path`, and header value, a reader accepts, in bytes: an APNs path holds
     /// a token of at most 200 hex digits.
     public static let maximumRequestLineBytes = 4096
@@ -321,6 +325,9 @@ public struct OutboundMessage: Sendable, Hashable {
         // Read member by member, not as a tree: the sender reads every message, and building the
         // tree and releasing it cost more than the reading. The body is the provider's request body
         // exactly as the worker wrote it: checked, not built and written again.
+        guard bytes.count <= Self.maximumEncodedBytes else {
+            throw OutboundMessageError(message: "larger than \(Self.maximumEncodedBytes) bytes")
+        }
         guard let read = try? Members(bytes) else { throw OutboundMessageError(message: "not a JSON object") }
         func string(_ value: Members.Value, _ name: String) throws(OutboundMessageError) -> String {
             guard case .string(let text) = value else {

@@ -106,13 +106,19 @@ struct DeadLetterCommand: AsyncParsableCommand {
 
         func run() async throws {
             let logger = try global.bootstrapLogging(label: "herald.dlq")
-            let (matched, counts) = try await selection.tool.redriveAll(logger: logger)
+            let (matched, counts, truncated) = try await selection.tool.redriveAll(logger: logger)
             let total = counts.values.reduce(0, +)
             print(
                 "re-drove \(total) of \(matched) dead letters"
                     + (counts.isEmpty ? "" : ": ")
                     + counts.sorted { $0.key < $1.key }.map { "\($0.value) to \($0.key)" }.joined(separator: ", ")
             )
+            if truncated > 0 {
+                print(
+                    "\(truncated) dead letter(s) not re-driven: their values were cut to fit the dead-letter topic "
+                        + "(herald.value.truncated); the originals are at their herald.original.topic and offset"
+                )
+            }
         }
     }
 }

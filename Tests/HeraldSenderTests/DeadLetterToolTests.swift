@@ -62,8 +62,19 @@ struct DeadLetterToolTests {
                 original: "herald.outbound"
             ),
             Self.letter(4, code: "event.unknown_type", failedAt: "2026-11-22T10:00:00.000Z", original: "orders.events"),
+            // An event too large to carry whole: only its first bytes are in the letter.
+            {
+                var cut = Self.letter(
+                    5,
+                    code: "event.oversize",
+                    failedAt: "2026-11-22T11:00:00.000Z",
+                    original: "orders.events"
+                )
+                cut.headers.append(KafkaHeader(HeraldHeader.valueTruncated, string: "true"))
+                return cut
+            }(),
         ])
-        #expect(try await tool.read(logger: environment.logger).count == 4)
+        #expect(try await tool.read(logger: environment.logger).count == 5)
         var filtered = tool
         filtered.code = "apns.BadDeviceToken"
         filtered.since = Timestamp(rfc3339: "2026-11-21T00:00:00Z")
@@ -75,9 +86,10 @@ struct DeadLetterToolTests {
             var all = tool
             all.since = Timestamp(rfc3339: "2026-11-22T00:00:00Z")
             // As `herald dlq redrive` does it: read to the end, then produced.
-            let (matched, counts) = try await all.redriveAll(logger: environment.logger)
-            #expect(matched == 3)
+            let (matched, counts, truncated) = try await all.redriveAll(logger: environment.logger)
+            #expect(matched == 4)
             #expect(counts == ["herald.outbound": 2, "orders.events": 1])
+            #expect(truncated == 1, "a cut value is not the original event: not re-driven")
             #expect(await eventually { received.count == 3 })
             for message in received.all {
                 #expect(!message.headers.contains { $0.name.hasPrefix("herald.") })
@@ -110,7 +122,7 @@ struct DeadLetterToolTests {
                 )
             }
         )
-        let (matched, counts) = try await tool.redriveAll(logger: environment.logger)
+        let (matched, counts, _) = try await tool.redriveAll(logger: environment.logger)
         #expect(matched == count)
         #expect(counts == ["herald.outbound.dlq": count])
         #expect(try await tool.read(logger: environment.logger).count == 2 * count)
@@ -152,7 +164,7 @@ struct DeadLetterToolTests {
                 }
             }
             defer { worker.cancel() }
-            let (matched, counts) = try await fresh.redriveAll(logger: environment.logger)
+            let (matched, counts, _) = try await fresh.redriveAll(logger: environment.logger)
             #expect(matched == count)
             #expect(counts == ["orders.events": count])
             #expect(try await eventually { try await fresh.read(logger: environment.logger).count == 2 * count })
