@@ -105,7 +105,9 @@ public struct DeadLetterTool: Sendable {
                 var chosen = letters.filter { $0.message.offset <= ends[$0.message.partition] ?? -1 }
                 matched += chosen.count
                 let whole = chosen.count
-                chosen.removeAll { $0.header(HeraldHeader.valueTruncated) == "true" }
+                chosen.removeAll {
+                    $0.header(HeraldHeader.valueTruncated) == "true" || $0.header(HeraldHeader.keyTruncated) == "true"
+                }
                 truncated += whole - chosen.count
                 counts.merge(try await Self.produce(chosen, with: producer), uniquingKeysWith: +)
             }

@@ -27,6 +27,9 @@ public enum HeraldHeader {
     /// On a dead letter whose original value was too large to carry whole: `true`; the value is
     /// then its first bytes only, and the original is at its original topic, partition and offset.
     public static let valueTruncated = "herald.value.truncated"
+    /// On a dead letter whose original key was too large to carry whole: `true`; the key is then
+    /// its first bytes only.
+    public static let keyTruncated = "herald.key.truncated"
     /// On a dead letter whose original headers were too large to carry: how many were left out.
     public static let headersDropped = "herald.headers.dropped"
     /// With either: the original value's size in bytes, in decimal.

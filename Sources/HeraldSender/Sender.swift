@@ -573,14 +573,18 @@ public final class Sender: Service, Sendable {
         now: Timestamp
     ) -> KafkaProducerRecord {
         // A record too large for the dead-letter topic would hold its partition for ever.
-        let (value, _, markers) = DeadLetter.original(value: message.value, headers: message.headers)
+        let (key, value, _, markers) = DeadLetter.original(
+            key: message.key,
+            value: message.value,
+            headers: message.headers
+        )
         var headers = failureHeaders(message, attempts: max(attempt, 1), reason: reason, now: now)
         if markers.contains(where: { $0.name == HeraldHeader.headersDropped }) {
             headers.removeAll { !$0.name.hasPrefix("herald.") }
         }
         return KafkaProducerRecord(
             topic: configuration.topics.deadLetter,
-            key: message.key,
+            key: key,
             value: value,
             headers: headers + markers
         )

@@ -33,7 +33,11 @@ public enum DeadLetter {
         topic: String,
         at now: Timestamp
     ) -> KafkaProducerRecord {
-        let (value, originalHeaders, markers) = original(value: message.value, headers: message.headers)
+        let (key, value, originalHeaders, markers) = original(
+            key: message.key,
+            value: message.value,
+            headers: message.headers
+        )
         var headers = originalHeaders.filter { !$0.name.hasPrefix("herald.") }
         let failedAt = now.description
         headers += [
@@ -52,7 +56,7 @@ public enum DeadLetter {
                 KafkaHeader(HeraldHeader.originalTimestamp, string: Timestamp(epochMilliseconds: timestamp).description)
             )
         }
-        return KafkaProducerRecord(topic: topic, key: message.key, value: value, headers: headers + markers)
+        return KafkaProducerRecord(topic: topic, key: key, value: value, headers: headers + markers)
     }
 
     /// The most of an original value a dead letter carries, in bytes: the worker's limit on an
@@ -60,6 +64,8 @@ public enum DeadLetter {
     public static let maximumValueBytes = 256 * 1024
     /// The most of the original headers (names and values) a dead letter carries, in bytes.
     public static let maximumHeaderBytes = 64 * 1024
+    /// The most of an original key a dead letter carries, in bytes.
+    public static let maximumKeyBytes = 16 * 1024
 
     /// The original value and headers as a dead letter carries them, and Herald's headers that say
     /// what was left out: whole, unless that could take the letter past the broker's limit on a
@@ -69,14 +75,23 @@ public enum DeadLetter {
     /// ``maximumValueBytes`` (``HeraldHeader/valueTruncated``) and such headers are left out
     /// (``HeraldHeader/headersDropped``), with the original size: the original stays at its topic,
     /// partition and offset for as long as the topic keeps it.
+    /// A key over ``maximumKeyBytes`` is cut too (``HeraldHeader/keyTruncated``).
     public static func original(
+        key: KafkaBytes?,
         value: KafkaBytes?,
         headers: [KafkaHeader]
-    ) -> (value: KafkaBytes?, headers: [KafkaHeader], markers: [KafkaHeader]) {
+    ) -> (key: KafkaBytes?, value: KafkaBytes?, headers: [KafkaHeader], markers: [KafkaHeader]) {
         let headerBytes = headers.reduce(0) { $0 + $1.name.utf8.count + ($1.value?.count ?? 0) }
         let valueBytes = value?.count ?? 0
-        guard valueBytes > maximumValueBytes || headerBytes > maximumHeaderBytes else { return (value, headers, []) }
         var markers: [KafkaHeader] = []
+        var carriedKey = key
+        if let key, key.count > maximumKeyBytes {
+            markers.append(KafkaHeader(HeraldHeader.keyTruncated, string: "true"))
+            carriedKey = KafkaBytes(Array(key.prefix(maximumKeyBytes)))
+        }
+        guard valueBytes > maximumValueBytes || headerBytes > maximumHeaderBytes else {
+            return (carriedKey, value, headers, markers)
+        }
         var carried = value
         if let value, valueBytes > maximumValueBytes {
             markers.append(KafkaHeader(HeraldHeader.valueTruncated, string: "true"))
@@ -86,6 +101,6 @@ public enum DeadLetter {
             markers.append(KafkaHeader(HeraldHeader.headersDropped, string: String(headers.count)))
         }
         markers.append(KafkaHeader(HeraldHeader.originalSize, string: String(valueBytes)))
-        return (carried, headerBytes > maximumHeaderBytes ? [] : headers, markers)
+        return (carriedKey, carried, headerBytes > maximumHeaderBytes ? [] : headers, markers)
     }
 }

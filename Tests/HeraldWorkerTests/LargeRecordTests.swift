@@ -78,22 +78,30 @@ struct LargeRecordTests {
     func originalParts() {
         let small = KafkaBytes(Array(repeating: 7, count: DeadLetter.maximumValueBytes))
         let headers = [KafkaHeader("a", string: "1")]
-        let whole = DeadLetter.original(value: small, headers: headers)
-        #expect(whole.value == small && whole.headers == headers && whole.markers.isEmpty)
+        let whole = DeadLetter.original(key: KafkaBytes("user"), value: small, headers: headers)
+        #expect(
+            whole.key == KafkaBytes("user") && whole.value == small && whole.headers == headers && whole.markers.isEmpty
+        )
 
         let large = KafkaBytes(Array(repeating: 7, count: DeadLetter.maximumValueBytes + 1))
         let many = (0..<70).map { KafkaHeader("h\($0)", KafkaBytes(Array(repeating: 1, count: 1024))) }
-        let cut = DeadLetter.original(value: large, headers: many)
+        let cut = DeadLetter.original(
+            key: KafkaBytes(Array(repeating: 9, count: DeadLetter.maximumKeyBytes + 1)),
+            value: large,
+            headers: many
+        )
+        #expect(cut.key?.count == DeadLetter.maximumKeyBytes)
         #expect(cut.value?.count == DeadLetter.maximumValueBytes)
         #expect(cut.headers.isEmpty)
         #expect(
             cut.markers == [
+                KafkaHeader(HeraldHeader.keyTruncated, string: "true"),
                 KafkaHeader(HeraldHeader.valueTruncated, string: "true"),
                 KafkaHeader(HeraldHeader.headersDropped, string: "70"),
                 KafkaHeader(HeraldHeader.originalSize, string: String(DeadLetter.maximumValueBytes + 1)),
             ]
         )
-        let headersOnly = DeadLetter.original(value: small, headers: many)
+        let headersOnly = DeadLetter.original(key: nil, value: small, headers: many)
         #expect(headersOnly.value == small && headersOnly.headers.isEmpty)
         #expect(headersOnly.markers.map(\.name) == [HeraldHeader.headersDropped, HeraldHeader.originalSize])
     }
