@@ -282,6 +282,15 @@ public final class Sender: Service, Sendable {
         var records: [KafkaProducerRecord] = []
         var decoded: [(message: KafkaMessage, outbound: OutboundMessage)] = []
         for message in messages {
+            // A retry copies the record's key and headers: ones too large for a retry topic would
+            // stop the partition when the retry could not be produced.
+            let headerBytes = message.headers.reduce(0) { $0 + $1.name.utf8.count + ($1.value?.count ?? 0) }
+            if (message.key?.count ?? 0) > DeadLetter.maximumKeyBytes || headerBytes > DeadLetter.maximumHeaderBytes {
+                let why =
+                    "the record's key is over \(DeadLetter.maximumKeyBytes) bytes or its headers over \(DeadLetter.maximumHeaderBytes)"
+                records.append(deadLetter(message, attempt: 0, .init("outbound.invalid_message", why), now: now))
+                continue
+            }
             do {
                 decoded.append((message, try OutboundMessage(decoding: message.value ?? KafkaBytes([]))))
             } catch {

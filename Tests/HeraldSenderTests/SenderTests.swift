@@ -508,6 +508,39 @@ struct SenderTests {
         }
     }
 
+    @Test("a record whose key or headers are too large to copy to a retry topic is dead-lettered unsent, cut to fit")
+    func oversizeKeyOrHeaders() async throws {
+        let environment = try KafkaTestEnvironment(topics: Self.topics)
+        try await SimulatorFixture.with { fixture in
+            var longKey = Self.record(try SimulatorFixture.message(.fcm, id: "n-long-key"))
+            longKey.key = KafkaBytes(String(repeating: "k", count: 20_000))
+            var manyHeaders = Self.record(try SimulatorFixture.message(.fcm, id: "n-many-headers"))
+            manyHeaders.headers = (0..<70).map { KafkaHeader("h\($0)", KafkaBytes(Array(repeating: 1, count: 1024))) }
+            let fine = Self.record(try SimulatorFixture.message(.fcm, id: "n-fine"))
+            try await environment.withCollector(["herald.outbound.dlq"]) { received in
+                try await Self.withSender(environment, fixture, ledger: try SQLiteStore(path: ":memory:")) { _ in
+                    try await environment.produce([longKey, manyHeaders, fine])
+                    #expect(await eventually { fixture.simulator.acceptedCount(id: "n-fine") == 1 })
+                    #expect(await eventually { received.count == 2 })
+                }
+                for letter in received.all {
+                    #expect(Self.header(letter, HeraldHeader.errorCode) == "outbound.invalid_message")
+                    #expect(
+                        Self.header(letter, HeraldHeader.errorMessage)
+                            == "the record's key is over 16384 bytes or its headers over 65536"
+                    )
+                }
+                let cutKey = try #require(received.all.first { $0.header(HeraldHeader.keyTruncated) != nil })
+                #expect(cutKey.key?.count == 16_384)
+                let dropped = try #require(received.all.first { $0.header(HeraldHeader.headersDropped) != nil })
+                #expect(Self.header(dropped, HeraldHeader.headersDropped) == "70")
+                #expect(!dropped.headers.contains { $0.name == "h0" }, "the original headers left out")
+            }
+            #expect(fixture.simulator.acceptedCount(id: "n-long-key") == 0)
+            #expect(fixture.simulator.acceptedCount(id: "n-many-headers") == 0)
+        }
+    }
+
     @Test(
         "a ledger entry the store refuses even alone is skipped and counted; the group's other entries are kept and the partition goes on"
     )
