@@ -105,6 +105,8 @@ public struct HeraldConfiguration: Sendable {
         public var topics = WorkerTopics()
         public var unknownEventTypes = UnknownEventTypes.deadLetter
         public var batchSize = 1000
+        /// `worker.max_devices_per_recipient`: the most devices a notification goes to per recipient.
+        public var maximumDevicesPerRecipient = EventProcessor.defaultMaximumDevicesPerRecipient
         public var dueWorkInterval: Duration = .seconds(1)
         public var shutdownDeadline: Duration = .seconds(30)
     }
@@ -220,6 +222,7 @@ public struct HeraldConfiguration: Sendable {
         Key(path: "worker.decisions_topic", kind: .string),
         Key(path: "worker.unknown_event_types", kind: .choice(UnknownEventTypes.allCases.map(\.rawValue))),
         Key(path: "worker.batch_size", kind: .integer),
+        Key(path: "worker.max_devices_per_recipient", kind: .integer),
         Key(path: "worker.due_work_interval", kind: .positiveDuration),
         Key(path: "worker.shutdown_deadline", kind: .positiveDuration),
         Key(path: "sender.group_id", kind: .string),
@@ -546,6 +549,11 @@ public struct HeraldConfiguration: Sendable {
             throw ConfigurationError(
                 "\(source(key("worker.batch_size"))): must be from 1 to \(Self.batchSizes.upperBound)"
             )
+        }
+        worker.maximumDevicesPerRecipient =
+            try integer("worker.max_devices_per_recipient") ?? worker.maximumDevicesPerRecipient
+        if !(1...100_000).contains(worker.maximumDevicesPerRecipient) {
+            throw ConfigurationError("\(source(key("worker.max_devices_per_recipient"))): must be from 1 to 100000")
         }
         worker.dueWorkInterval = try duration("worker.due_work_interval") ?? worker.dueWorkInterval
         worker.shutdownDeadline = try duration("worker.shutdown_deadline") ?? worker.shutdownDeadline

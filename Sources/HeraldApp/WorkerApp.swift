@@ -162,7 +162,8 @@ public enum WorkerApp {
             topics: worker.topics,
             unknownEventTypes: worker.unknownEventTypes,
             statistics: WorkerStatistics(),
-            logger: logger
+            logger: logger,
+            maximumDevicesPerRecipient: worker.maximumDevicesPerRecipient
         )
         return try Worker(configuration: workerConfiguration, processor: processor, logger: logger)
     }

@@ -30,6 +30,8 @@ public final class Replayer: Sendable {
         public var drain = true
         public var topics = WorkerTopics()
         public var unknownEventTypes = UnknownEventTypes.deadLetter
+        /// As the worker's `worker.max_devices_per_recipient`.
+        public var maximumDevicesPerRecipient = EventProcessor.defaultMaximumDevicesPerRecipient
         /// How long the decision ledger remembers, and how often what is older is purged, on event
         /// time: what the worker's `store.retention` does on the wall clock. The ledger of a long
         /// log holds about a retention's worth of decisions, not all of them, and an event
@@ -85,7 +87,8 @@ public final class Replayer: Sendable {
                 }
                 fallbacks.add(ReplayReport.Fallback(kind: kind, requested: requested ?? "", used: used))
             },
-            onThrottled: { recipient in throttled.add(recipient) }
+            onThrottled: { recipient in throttled.add(recipient) },
+            maximumDevicesPerRecipient: configuration.maximumDevicesPerRecipient
         )
     }
 

@@ -52,6 +52,13 @@ public final class EventProcessor: Sendable {
     /// Told of the recipient of each decision labelled `throttled.*`, wherever it is made (a batch,
     /// or due work decided again): replay's report counts them without `herald.decisions` records.
     let onThrottled: (@Sendable (String) -> Void)?
+    /// The most devices one notification goes to for one recipient: the most recently registered.
+    let maximumDevicesPerRecipient: Int
+
+    /// The default for ``maximumDevicesPerRecipient`` (`worker.max_devices_per_recipient`): far more
+    /// than a person uses, while an account whose clients register a new device at every start, or
+    /// a shared test account, would otherwise turn each of its notifications into thousands of calls.
+    public static let defaultMaximumDevicesPerRecipient = 100
 
     public init(
         catalog: Catalog,
@@ -63,8 +70,10 @@ public final class EventProcessor: Sendable {
         statistics: WorkerStatistics,
         logger: Logger,
         onFallbackLocale: (@Sendable (String, String?, String) -> Void)? = nil,
-        onThrottled: (@Sendable (String) -> Void)? = nil
+        onThrottled: (@Sendable (String) -> Void)? = nil,
+        maximumDevicesPerRecipient: Int = EventProcessor.defaultMaximumDevicesPerRecipient
     ) {
+        self.maximumDevicesPerRecipient = max(maximumDevicesPerRecipient, 1)
         self.onFallbackLocale = onFallbackLocale
         self.onThrottled = onThrottled
         self.catalog = catalog
@@ -486,7 +495,12 @@ public final class EventProcessor: Sendable {
                 counters.countOutbound(renders[index].built, locale: renders[index].rendered.locale)
             }
         }
-        for device in recipient.devices {
+        // The directory keeps devices oldest registration first: the newest are kept.
+        let devices = recipient.devices.suffix(maximumDevicesPerRecipient)
+        if devices.count < recipient.devices.count {
+            leftOutDevices(recipient.devices.count - devices.count, of: recipient.userID, counters: &counters)
+        }
+        for device in devices {
             let locale = device.locale ?? recipient.locale
             let slot: Int
             if let found = renders.firstIndex(where: { $0.locale == locale }) {
@@ -613,6 +627,23 @@ public final class EventProcessor: Sendable {
         KafkaHeader(HeraldHeader.version, string: DeadLetter.heraldVersion),
     ]
 
+    /// Counts and logs (sampled) devices left out of a notification by ``maximumDevicesPerRecipient``.
+    private func leftOutDevices(_ count: Int, of user: String, counters: inout WorkerStatistics.Counters) {
+        counters.devicesLeftOut += count
+        if let suppressed = logSampler.admit("devices_left_out") {
+            logger.warning(
+                "a recipient has more devices than worker.max_devices_per_recipient; the oldest registrations are left out",
+                metadata: LogSampler.metadata(
+                    suppressed,
+                    [
+                        "user": "\(Redact.user(user))", "left_out": "\(count)",
+                        "limit": "\(maximumDevicesPerRecipient)",
+                    ]
+                )
+            )
+        }
+    }
+
     /// Counts and logs (sampled) a directory change dated too far ahead of the worker's clock, which
     /// is applied as of now instead (see ``DirectoryEvent/applied(at:)``).
     private func redatedChange(_ message: KafkaMessage, counters: inout WorkerStatistics.Counters) {
@@ -714,6 +745,7 @@ extension WorkerStatistics.Counters {
         ignoredEvents += other.ignoredEvents
         directoryChanges += other.directoryChanges
         directoryChangesRedated += other.directoryChangesRedated
+        devicesLeftOut += other.devicesLeftOut
         skippedDevices += other.skippedDevices
         handledEvents += other.handledEvents
         decideTime += other.decideTime

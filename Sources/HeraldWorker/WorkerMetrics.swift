@@ -44,6 +44,11 @@ public enum WorkerMetrics {
             ),
             ("herald_directory_changes_total", "herald.directory changes applied.", counters.directoryChanges),
             (
+                "herald_devices_left_out_total",
+                "Devices a notification did not go to: their recipient has more than worker.max_devices_per_recipient.",
+                counters.devicesLeftOut
+            ),
+            (
                 "herald_directory_changes_redated_total",
                 "herald.directory changes dated more than 5 minutes ahead of the worker's clock, applied as of it.",
                 counters.directoryChangesRedated

@@ -31,6 +31,9 @@ public final class WorkerStatistics: Sendable {
         /// Directory changes dated more than ``DirectoryEvent/clockTolerance`` ahead of the
         /// worker's clock, applied as of its clock.
         public var directoryChangesRedated = 0
+        /// Devices a notification did not go to because its recipient had more than
+        /// `worker.max_devices_per_recipient`.
+        public var devicesLeftOut = 0
         /// Devices skipped because their token cannot be addressed (not a valid APNs token).
         public var skippedDevices = 0
         /// Events whose records were all acknowledged and whose offsets became committable.

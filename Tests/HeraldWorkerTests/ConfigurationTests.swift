@@ -75,6 +75,10 @@ struct ConfigurationTests {
             ("http:\n  listen: everywhere\n", [:], "http.listen: expected host:port, got 'everywhere'"),
             ("", ["HERALD_STORE_URL": "postgres://herald@db:port/herald"], "HERALD_STORE_URL: "),
             ("store:\n  timeout: 0s\n", [:], "store.timeout: must be longer than 0s"),
+            (
+                "worker:\n  max_devices_per_recipient: 0\n", [:],
+                "worker.max_devices_per_recipient: must be from 1 to 100000"
+            ),
             ("", ["HERALD_STORE_SQLITE_SYNC": "off"], "HERALD_STORE_SQLITE_SYNC: expected one of full, normal"),
             ("store:\n  retention: 0d\n", [:], "store.retention: must be longer than 0s"),
             ("", ["HERALD_STORE_RETENTION": "a week"], "HERALD_STORE_RETENTION: expected a duration"),

@@ -23,7 +23,8 @@ struct EventProcessorTests {
 
     func processor(
         _ configure: (inout WorkerTopics) -> Void = { _ in },
-        unknown: UnknownEventTypes = .deadLetter
+        unknown: UnknownEventTypes = .deadLetter,
+        maximumDevices: Int = EventProcessor.defaultMaximumDevicesPerRecipient
     )
         -> EventProcessor
     {
@@ -37,7 +38,8 @@ struct EventProcessorTests {
             topics: topics,
             unknownEventTypes: unknown,
             statistics: statistics,
-            logger: Logger(label: "test")
+            logger: Logger(label: "test"),
+            maximumDevicesPerRecipient: maximumDevices
         )
     }
 
@@ -132,6 +134,42 @@ struct EventProcessorTests {
         let records = try await processor.process(more)
         #expect(records.filter { $0.topic == "herald.outbound" }.count == 97)
         #expect(statistics.snapshot.decisionsByReason["throttled.digested"] == 1)
+    }
+
+    @Test(
+        "a recipient with more devices than worker.max_devices_per_recipient gets the notification on the most recently registered, the rest counted"
+    )
+    mutating func deviceLimit() async throws {
+        // Registered a minute apart, oldest first; their device ids sort the other way round.
+        try await store.apply(
+            (0..<5).map { index in
+                .deviceRegistered(
+                    DeviceRegistration(
+                        userID: "u-en",
+                        deviceID: "device-\(9 - index)",
+                        platform: "ios",
+                        provider: .apns,
+                        token: String(repeating: String(index), count: 64),
+                        appID: "no.getdrop.app",
+                        sandbox: false,
+                        locale: "en",
+                        at: Timestamp(
+                            epochMilliseconds: Timestamp(rfc3339: "2026-11-01T00:00:00Z")!.epochMilliseconds
+                                + Int64(index) * 60_000
+                        )
+                    )
+                )
+            }
+        )
+        let records = try await processor(maximumDevices: 3).process([chat("m1")])
+        let outbound = try records.map { try OutboundMessage(decoding: $0.value ?? KafkaBytes([])) }
+        #expect(outbound.map(\.token) == (2..<5).map { String(repeating: String($0), count: 64) })
+        #expect(statistics.snapshot.devicesLeftOut == 2)
+        #expect(statistics.snapshot.decisionsByReason == ["sent": 1], "one decision for the recipient, as before")
+        // Within the limit, every device.
+        let all = try await processor(maximumDevices: 5).process([chat("m2")])
+        #expect(all.count == 5)
+        #expect(statistics.snapshot.devicesLeftOut == 2)
     }
 
     @Test(
