@@ -284,8 +284,9 @@ public final class Sender: Service, Sendable {
         for message in messages {
             // A retry copies the record's key and headers: ones too large for a retry topic would
             // stop the partition when the retry could not be produced.
-            let headerBytes = message.headers.reduce(0) { $0 + $1.name.utf8.count + ($1.value?.count ?? 0) }
-            if (message.key?.count ?? 0) > DeadLetter.maximumKeyBytes || headerBytes > DeadLetter.maximumHeaderBytes {
+            if (message.key?.count ?? 0) > DeadLetter.maximumKeyBytes
+                || DeadLetter.size(of: message.headers) > DeadLetter.maximumHeaderBytes
+            {
                 let why =
                     "the record's key is over \(DeadLetter.maximumKeyBytes) bytes or its headers over \(DeadLetter.maximumHeaderBytes)"
                 records.append(deadLetter(message, attempt: 0, .init("outbound.invalid_message", why), now: now))
@@ -450,15 +451,13 @@ public final class Sender: Service, Sendable {
             case .configuration(let reason):
                 counters.configurationErrors[reason.code, default: 0] += 1
                 counters.deadLettersByCode[reason.code, default: 0] += 1
-                if let suppressed = logSampler.admit(reason.code) {
-                    logger.error(
-                        "provider configuration error",
-                        metadata: LogSampler.metadata(
-                            suppressed,
-                            ["code": "\(reason.code)", "message": "\(reason.message)"]
-                        )
-                    )
-                }
+                logSampler.log(
+                    logger,
+                    .error,
+                    kind: reason.code,
+                    "provider configuration error",
+                    metadata: ["code": "\(reason.code)", "message": "\(reason.message)"]
+                )
                 records.append(deadLetter(message, attempt: outbound.attempt, reason, now: answeredAt))
             case .permanent(let reason):
                 counters.deadLettersByCode[reason.code, default: 0] += 1

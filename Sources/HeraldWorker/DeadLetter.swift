@@ -67,6 +67,11 @@ public enum DeadLetter {
     /// The most of an original key a dead letter carries, in bytes.
     public static let maximumKeyBytes = 16 * 1024
 
+    /// The bytes `headers` take in a record, names and values.
+    public static func size(of headers: [KafkaHeader]) -> Int {
+        headers.reduce(0) { $0 + $1.name.utf8.count + ($1.value?.count ?? 0) }
+    }
+
     /// The original value and headers as a dead letter carries them, and Herald's headers that say
     /// what was left out: whole, unless that could take the letter past the broker's limit on a
     /// record (1 MB by default). A topic may take records larger than its dead-letter topic does,
@@ -81,7 +86,7 @@ public enum DeadLetter {
         value: KafkaBytes?,
         headers: [KafkaHeader]
     ) -> (key: KafkaBytes?, value: KafkaBytes?, headers: [KafkaHeader], markers: [KafkaHeader]) {
-        let headerBytes = headers.reduce(0) { $0 + $1.name.utf8.count + ($1.value?.count ?? 0) }
+        let headerBytes = size(of: headers)
         let valueBytes = value?.count ?? 0
         var markers: [KafkaHeader] = []
         var carriedKey = key

@@ -157,12 +157,13 @@ extension EventProcessor {
         _ counters: inout WorkerStatistics.Counters
     ) -> KafkaProducerRecord {
         counters.deadLettersByCode[reason.code, default: 0] += 1
-        if let suppressed = logSampler.admit("due:" + reason.code) {
-            logger.notice(
-                "due work dead-lettered",
-                metadata: LogSampler.metadata(suppressed, ["code": "\(reason.code)"])
-            )
-        }
+        logSampler.log(
+            logger,
+            .notice,
+            kind: "due:" + reason.code,
+            "due work dead-lettered",
+            metadata: ["code": "\(reason.code)"]
+        )
         let message = KafkaMessage(
             topic: "herald.due",
             partition: -1,

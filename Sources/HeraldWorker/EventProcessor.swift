@@ -605,15 +605,13 @@ public final class EventProcessor: Sendable {
         } catch  where error.code == .invalidToken {
             // The directory holds a token no provider accepts; the event is fine.
             counters.skippedDevices += 1
-            if let suppressed = logSampler.admit("skipped_device") {
-                logger.warning(
-                    "skipped a device whose token the provider cannot address",
-                    metadata: LogSampler.metadata(
-                        suppressed,
-                        ["user": "\(Redact.user(envelope.recipient))", "provider": "\(device.provider.rawValue)"]
-                    )
-                )
-            }
+            logSampler.log(
+                logger,
+                .warning,
+                kind: "skipped_device",
+                "skipped a device whose token the provider cannot address",
+                metadata: ["user": "\(Redact.user(envelope.recipient))", "provider": "\(device.provider.rawValue)"]
+            )
             return nil
         } catch {
             throw DeadLetterReason(error)
@@ -630,33 +628,28 @@ public final class EventProcessor: Sendable {
     /// Counts and logs (sampled) devices left out of a notification by ``maximumDevicesPerRecipient``.
     private func leftOutDevices(_ count: Int, of user: String, counters: inout WorkerStatistics.Counters) {
         counters.devicesLeftOut += count
-        if let suppressed = logSampler.admit("devices_left_out") {
-            logger.warning(
-                "a recipient has more devices than worker.max_devices_per_recipient; the oldest registrations are left out",
-                metadata: LogSampler.metadata(
-                    suppressed,
-                    [
-                        "user": "\(Redact.user(user))", "left_out": "\(count)",
-                        "limit": "\(maximumDevicesPerRecipient)",
-                    ]
-                )
-            )
-        }
+        logSampler.log(
+            logger,
+            .warning,
+            kind: "devices_left_out",
+            "a recipient has more devices than worker.max_devices_per_recipient; the oldest registrations are left out",
+            metadata: [
+                "user": "\(Redact.user(user))", "left_out": "\(count)", "limit": "\(maximumDevicesPerRecipient)",
+            ]
+        )
     }
 
     /// Counts and logs (sampled) a directory change dated too far ahead of the worker's clock, which
     /// is applied as of now instead (see ``DirectoryEvent/applied(at:)``).
     private func redatedChange(_ message: KafkaMessage, counters: inout WorkerStatistics.Counters) {
         counters.directoryChangesRedated += 1
-        if let suppressed = logSampler.admit("directory_redated") {
-            logger.warning(
-                "directory change dated ahead of the worker's clock; applied as of now",
-                metadata: LogSampler.metadata(
-                    suppressed,
-                    ["topic": "\(message.topic)", "partition": "\(message.partition)", "offset": "\(message.offset)"]
-                )
-            )
-        }
+        logSampler.log(
+            logger,
+            .warning,
+            kind: "directory_redated",
+            "directory change dated ahead of the worker's clock; applied as of now",
+            metadata: ["topic": "\(message.topic)", "partition": "\(message.partition)", "offset": "\(message.offset)"]
+        )
     }
 
     func deadLetter(
@@ -666,18 +659,16 @@ public final class EventProcessor: Sendable {
         counters: inout WorkerStatistics.Counters
     ) -> KafkaProducerRecord {
         counters.deadLettersByCode[reason.code, default: 0] += 1
-        if let suppressed = logSampler.admit(reason.code) {
-            logger.notice(
-                "event dead-lettered",
-                metadata: LogSampler.metadata(
-                    suppressed,
-                    [
-                        "code": "\(reason.code)", "topic": "\(message.topic)", "partition": "\(message.partition)",
-                        "offset": "\(message.offset)",
-                    ]
-                )
-            )
-        }
+        logSampler.log(
+            logger,
+            .notice,
+            kind: reason.code,
+            "event dead-lettered",
+            metadata: [
+                "code": "\(reason.code)", "topic": "\(message.topic)", "partition": "\(message.partition)",
+                "offset": "\(message.offset)",
+            ]
+        )
         return DeadLetter.record(for: message, reason: reason, topic: topics.eventsDeadLetter, at: now)
     }
 

@@ -34,6 +34,19 @@ public final class LogSampler: Sendable {
         return metadata
     }
 
+    /// Logs `message` with `metadata` at `level` if a line of `kind` is let through now (see
+    /// ``admit(_:now:)``), with how many like it were left out before it.
+    public func log(
+        _ logger: Logger,
+        _ level: Logger.Level,
+        kind: String,
+        _ message: @autoclosure () -> Logger.Message,
+        metadata: @autoclosure () -> Logger.Metadata
+    ) {
+        guard let suppressed = admit(kind) else { return }
+        logger.log(level: level, message(), metadata: Self.metadata(suppressed, metadata()))
+    }
+
     /// Whether a line of `kind` is logged now: `nil` if not (it is counted), otherwise how many of
     /// its kind were left out since the last one logged. Kinds must be few (codes, not values).
     public func admit(_ kind: String, now: ContinuousClock.Instant = .now) -> Int? {

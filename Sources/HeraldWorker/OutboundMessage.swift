@@ -404,15 +404,17 @@ public struct OutboundMessage: Sendable, Hashable {
                 message: "'notificationId' must be 1 to \(Self.maximumNotificationIDBytes) printable ASCII characters"
             )
         }
-        let recipient = try string(read.recipient, "recipient")
-        let token = try string(read.token, "target.token")
-        for (value, name) in [(recipient, "recipient"), (token, "target.token")] {
-            guard !value.isEmpty, value.utf8.count <= Self.maximumIdentityBytes, !value.utf8.contains(0) else {
+        func identity(_ value: Members.Value, _ name: String) throws(OutboundMessageError) -> String {
+            let text = try string(value, name)
+            guard !text.isEmpty, text.utf8.count <= Self.maximumIdentityBytes, !text.utf8.contains(0) else {
                 throw OutboundMessageError(
                     message: "'\(name)' must be 1 to \(Self.maximumIdentityBytes) bytes without U+0000"
                 )
             }
+            return text
         }
+        let recipient = try identity(read.recipient, "recipient")
+        let token = try identity(read.token, "target.token")
         self.init(
             notificationID: notificationID,
             eventID: try string(read.eventID, "eventId"),

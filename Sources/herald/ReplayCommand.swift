@@ -90,6 +90,12 @@ struct ReplayRunCommand: AsyncParsableCommand {
     )
     var retention = "7d"
 
+    @Option(
+        help:
+            "The most devices a notification goes to per recipient, as worker.max_devices_per_recipient does (1–100000)."
+    )
+    var maxDevicesPerRecipient = Replayer.Configuration().maximumDevicesPerRecipient
+
     @OptionGroup var global: GlobalOptions
 
     func validate() throws {
@@ -110,6 +116,9 @@ struct ReplayRunCommand: AsyncParsableCommand {
         if let speed, speed <= 0 { throw ValidationError("--speed: must be positive") }
         if batchSize < 1 { throw ValidationError("--batch-size: must be at least 1") }
         if let parallelism, parallelism < 1 { throw ValidationError("--parallelism: must be at least 1") }
+        if !(1...100_000).contains(maxDevicesPerRecipient) {
+            throw ValidationError("--max-devices-per-recipient: must be from 1 to 100000")
+        }
         guard let retention = HeraldConfiguration.duration(retention), retention > .zero else {
             throw ValidationError(
                 "--retention: expected a duration longer than 0 such as 7d or 12h, got '\(retention)'"
@@ -166,6 +175,7 @@ struct ReplayRunCommand: AsyncParsableCommand {
         options.configuration.batchSize = batchSize
         if let parallelism { options.configuration.parallelism = parallelism }
         options.configuration.drain = !noDrain
+        options.configuration.maximumDevicesPerRecipient = maxDevicesPerRecipient
         options.configuration.purge.retention =
             HeraldConfiguration.duration(retention) ?? options.configuration.purge.retention
         let outcome = try await ReplayRun.run(options, logger: logger)

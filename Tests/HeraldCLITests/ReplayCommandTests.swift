@@ -127,6 +127,31 @@ extension ReplayCommandTests {
         let logged = replayed.error.split(separator: "\n").filter { $0.contains("event dead-lettered") }
         #expect(logged.count == LogSamplerDefaults.limit, "\(logged.count) lines")
     }
+
+    @Test("--max-devices-per-recipient bounds a recipient's fan-out as the worker's setting does; 0 is refused")
+    func deviceLimit() throws {
+        let herald = try heraldExecutable().path
+        func notifications(_ extra: [String]) throws -> Int {
+            let replayed = try run(
+                herald,
+                [
+                    "replay", "\(repositoryRoot)/samples/replay/events.jsonl", "--directory",
+                    "\(repositoryRoot)/samples/replay/directory.jsonl", "--catalog", "\(repositoryRoot)/catalog",
+                    "--out", "/dev/null",
+                ] + extra
+            )
+            #expect(replayed.status == 0, "\(replayed.error)")
+            let line = replayed.output.split(separator: "\n").first { $0.hasPrefix("notifications: ") }
+            return Int(line?.dropFirst("notifications: ".count).prefix { $0.isNumber } ?? "") ?? -1
+        }
+        let all = try notifications([])
+        let one = try notifications(["--max-devices-per-recipient", "1"])
+        // The sample's users have one to three devices: with one each, fewer notifications, but some.
+        #expect(all > 0 && one > 0 && one < all, "\(one) against \(all)")
+        let refused = try run(herald, ["replay", "x.jsonl", "--out", "/dev/null", "--max-devices-per-recipient", "0"])
+        #expect(refused.status != 0)
+        #expect(refused.error.contains("--max-devices-per-recipient: must be from 1 to 100000"), "\(refused.error)")
+    }
 }
 
 /// `LogSampler`'s defaults, as the worker uses them.

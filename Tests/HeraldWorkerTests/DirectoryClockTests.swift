@@ -12,23 +12,6 @@ import Testing
 struct DirectoryClockTests {
     static let user = "u-ahead"
 
-    static func change(_ id: String, _ type: String, time: String, _ data: [(String, JSONValue)]) -> KafkaProducerRecord
-    {
-        KafkaProducerRecord(
-            topic: "herald.directory",
-            key: KafkaBytes(user),
-            value: KafkaBytes(
-                cloudEvent(
-                    id: id,
-                    type: type,
-                    source: "/accounts",
-                    time: time,
-                    data: object([("userId", .string(user))] + data)
-                )
-            )
-        )
-    }
-
     static func device(_ id: String, token: String) -> [(String, JSONValue)] {
         [
             ("deviceId", .string(id)), ("platform", .string("ios")), ("provider", .string("apns")),
@@ -45,46 +28,39 @@ struct DirectoryClockTests {
         let worker = try pipeline.worker(store: store, clock: TestClock("2026-11-21T08:00:00Z"))
         let (phone, tablet) = (String(repeating: "ab", count: 32), String(repeating: "cd", count: 32))
         try await withRunningServices([worker]) {
+            let ahead = "2036-11-21T08:00:00Z"
             try await pipeline.produce([
-                Self.change(
-                    "r-1",
-                    "device.registered",
-                    time: "2036-11-21T08:00:00Z",
-                    Self.device("phone", token: phone)
-                ),
-                Self.change(
+                directoryRecord(Self.user, "r-1", "device.registered", Self.device("phone", token: phone), time: ahead),
+                directoryRecord(
+                    Self.user,
                     "r-2",
                     "device.registered",
-                    time: "2036-11-21T08:00:00Z",
-                    Self.device("tablet", token: tablet)
+                    Self.device("tablet", token: tablet),
+                    time: ahead
                 ),
                 // A producer a few seconds ahead is within the tolerance, and kept as dated.
-                Self.change("r-3", "user.profile.updated", time: "2026-11-21T08:00:30Z", [("locale", .string("nb"))]),
+                directoryRecord(
+                    Self.user,
+                    "r-3",
+                    "user.profile.updated",
+                    [("locale", .string("nb"))],
+                    time: "2026-11-21T08:00:30Z"
+                ),
             ])
             try await eventually("both devices registered") {
                 try await store.recipients([Self.user])[Self.user]?.devices.count == 2
             }
             // The user logs out of the phone, and APNs says the tablet's token is dead, both by
             // clocks that are right.
+            let now = "2026-11-21T08:00:00Z"
             try await pipeline.produce([
-                Self.change(
-                    "u-1",
-                    "device.unregistered",
-                    time: "2026-11-21T08:00:00Z",
-                    [("deviceId", .string("phone"))]
-                ),
-                KafkaProducerRecord(
-                    topic: "herald.directory",
-                    key: KafkaBytes(Self.user),
-                    value: KafkaBytes(
-                        cloudEvent(
-                            id: "i-1",
-                            type: "device.token.invalidated",
-                            source: "/herald/sender",
-                            time: "2026-11-21T08:00:00Z",
-                            data: object([("provider", .string("apns")), ("token", .string(tablet))])
-                        )
-                    )
+                directoryRecord(Self.user, "u-1", "device.unregistered", [("deviceId", .string("phone"))], time: now),
+                directoryRecord(
+                    Self.user,
+                    "i-1",
+                    "device.token.invalidated",
+                    [("provider", .string("apns")), ("token", .string(tablet))],
+                    time: now
                 ),
             ])
             try await eventually("the logout and the invalidation applied") {

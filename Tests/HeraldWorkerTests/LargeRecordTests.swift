@@ -44,13 +44,7 @@ struct LargeRecordTests {
         let all = try await pipeline.withCollector(["herald.outbound", "herald.events.dlq"]) { received in
             try await withRunningServices([worker]) {
                 try await pipeline.produce(
-                    recipientRecords(
-                        user.user,
-                        provider: user.provider,
-                        token: user.token,
-                        locale: "en",
-                        timeZone: "Europe/Oslo"
-                    )
+                    recipientRecords(user)
                 )
                 try await eventually("the directory is loaded") { try await store.recipients([user.user]).count == 1 }
                 try await withRunningServices([producer]) {

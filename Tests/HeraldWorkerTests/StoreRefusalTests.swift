@@ -58,13 +58,7 @@ struct StoreRefusalTests {
         try await pipeline.withCollector(["herald.outbound", "herald.events.dlq"]) { received in
             try await withRunningServices([worker]) {
                 try await pipeline.produce(
-                    recipientRecords(
-                        user.user,
-                        provider: user.provider,
-                        token: user.token,
-                        locale: "en",
-                        timeZone: "Europe/Oslo"
-                    ) + [refusedDevice]
+                    recipientRecords(user) + [refusedDevice]
                 )
                 try await eventually("the directory is loaded and the refused change dead-lettered") {
                     try await store.recipients([user.user]).count == 1 && received.count == 1

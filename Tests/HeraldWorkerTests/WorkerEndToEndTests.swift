@@ -92,13 +92,7 @@ struct WorkerEndToEndTests {
                 try await withRunningServices([worker]) {
                     try await pipeline.produce(
                         exampleUsers.flatMap {
-                            recipientRecords(
-                                $0.user,
-                                provider: $0.provider,
-                                token: $0.token,
-                                locale: $0.locale,
-                                timeZone: $0.timeZone
-                            )
+                            recipientRecords($0)
                         }
                     )
                     try await eventually("the directory holds the three users") {
@@ -166,13 +160,7 @@ struct WorkerEndToEndTests {
             try await pipeline.withCollector(["herald.outbound"]) { received in
                 try await withRunningServices([worker]) {
                     try await pipeline.produce(
-                        recipientRecords(
-                            user.user,
-                            provider: user.provider,
-                            token: user.token,
-                            locale: user.locale,
-                            timeZone: user.timeZone
-                        )
+                        recipientRecords(user)
                     )
                     try await eventually("the directory holds the user") {
                         try await store.recipients([user.user])[user.user]?.devices.isEmpty == false
@@ -310,13 +298,7 @@ struct WorkerEndToEndTests {
         try await pipeline.withCollector(["herald.outbound", "herald.events.dlq"]) { received in
             try await withRunningServices([worker]) {
                 try await pipeline.produce(
-                    recipientRecords(
-                        user.user,
-                        provider: user.provider,
-                        token: user.token,
-                        locale: "en",
-                        timeZone: "Europe/Oslo"
-                    )
+                    recipientRecords(user)
                         + recipientRecords(
                             "u-mars",
                             provider: "fcm",

@@ -120,8 +120,13 @@ func cloudEvent(
 func object(_ members: [(String, JSONValue)]) -> JSONValue { .object(JSONObject(members)) }
 
 /// A directory record for `herald.directory`, keyed by the user.
-func directoryRecord(_ user: String, _ id: String, _ type: String, _ data: [(String, JSONValue)]) -> KafkaProducerRecord
-{
+func directoryRecord(
+    _ user: String,
+    _ id: String,
+    _ type: String,
+    _ data: [(String, JSONValue)],
+    time: String = "2026-11-01T09:00:00Z"
+) -> KafkaProducerRecord {
     KafkaProducerRecord(
         topic: "herald.directory",
         key: KafkaBytes(user),
@@ -130,10 +135,23 @@ func directoryRecord(_ user: String, _ id: String, _ type: String, _ data: [(Str
                 id: id,
                 type: type,
                 source: "/accounts",
-                time: "2026-11-01T09:00:00Z",
+                time: time,
                 data: object([("userId", .string(user))] + data)
             )
         )
+    )
+}
+
+/// One of ``exampleUsers`` with its device, profile, and marketing opted in.
+func recipientRecords(
+    _ user: (user: String, provider: String, token: String, locale: String, timeZone: String)
+) -> [KafkaProducerRecord] {
+    recipientRecords(
+        user.user,
+        provider: user.provider,
+        token: user.token,
+        locale: user.locale,
+        timeZone: user.timeZone
     )
 }
 

@@ -36,7 +36,7 @@ func orderEvents(_ range: Range<Int>, time: String = "2026-11-21T12:00:00Z") -> 
 func registerExampleUsers(_ pipeline: Pipeline, _ store: any StateStore) async throws {
     try await pipeline.produce(
         exampleUsers.flatMap {
-            recipientRecords($0.user, provider: $0.provider, token: $0.token, locale: $0.locale, timeZone: $0.timeZone)
+            recipientRecords($0)
         }
     )
 }
