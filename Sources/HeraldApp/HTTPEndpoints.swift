@@ -177,7 +177,7 @@ private final class RequestHandler: ChannelInboundHandler, Sendable {
         // Nothing read for the idle timeout (IdleStateHandler): a silent client, or one that sent
         // half a request and stopped.
         if let idle = event as? IdleStateHandler.IdleStateEvent, idle == .read {
-            context.close(promise: nil)
+            Self.hangUp(context.channel)
             return
         }
         context.fireUserInboundEventTriggered(event)
@@ -207,7 +207,16 @@ private final class RequestHandler: ChannelInboundHandler, Sendable {
         context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: done)
         if !keepAlive {
             let channel = context.channel
-            done.futureResult.whenComplete { _ in channel.close(promise: nil) }
+            done.futureResult.whenComplete { _ in Self.hangUp(channel) }
         }
+    }
+
+    /// Ends the connection for the client too. Closing the descriptor alone sends nothing while a
+    /// copy of it lives on in a child process (one spawned at the moment it was open, if the process
+    /// embedding Herald spawns any): shutting down the output first sends the end of stream whoever
+    /// else holds the socket.
+    private static func hangUp(_ channel: any Channel) {
+        channel.close(mode: .output, promise: nil)
+        channel.close(promise: nil)
     }
 }

@@ -128,6 +128,38 @@ struct WorkerEndpointsTests {
             #expect(try httpGet("http://127.0.0.1:\(port)/health/live").status == 200)
         }
     }
+
+    @Test("a silent connection is closed for the client even while a child process holds a copy of its descriptor")
+    func inheritedDescriptor() async throws {
+        let endpoints = try HTTPEndpoints(
+            listen: "127.0.0.1:0",
+            worker: nil,
+            sender: nil,
+            logger: Logger(label: "test"),
+            idleTimeout: .seconds(1)
+        )
+        try await withRunningServices([endpoints]) {
+            let port = await endpoints.port()
+            let started = ContinuousClock.now
+            let end = try await onThread {
+                let socket = try connectedSocket(port: port)
+                defer { close(socket) }
+                // Answered: the server has accepted the connection, so the child started next
+                // inherits the server's descriptor of it along with every other one of this process.
+                let request = "GET /health/live HTTP/1.1\r\nHost: herald\r\n\r\n"
+                _ = request.withCString { send(socket, $0, strlen($0), 0) }
+                guard try receive(socket, until: "live\n", seconds: 30) else { return SilentConnectionEnd.open }
+                let child = try spawnInheritingEverything(["/bin/sleep", "60"])
+                defer {
+                    kill(child, SIGKILL)
+                    var status: Int32 = 0
+                    while waitpid(child, &status, 0) == -1 && errno == EINTR {}
+                }
+                return try awaitHangUp(socket, seconds: 30)
+            }
+            #expect(end == .closed, "\(end) after \(ContinuousClock.now - started)")
+        }
+    }
 }
 
 /// How a connection the client keeps silent ended.
@@ -149,19 +181,27 @@ enum SilentConnectionEnd: Equatable, CustomStringConvertible {
 }
 
 /// Connects to 127.0.0.1:`port`, writes `text`, and waits up to `seconds` for the server to end
-/// the connection. The blocking calls run on a thread of their own, not the tests' shared pool.
+/// the connection.
 func silentConnection(port: Int, sending text: String, waiting seconds: Int) async throws -> SilentConnectionEnd {
-    try await withCheckedThrowingContinuation { continuation in
-        Thread.detachNewThread {
-            continuation.resume(with: Result { try blockingSilentConnection(port: port, sending: text, seconds) })
-        }
+    try await onThread {
+        let socket = try connectedSocket(port: port)
+        defer { close(socket) }
+        if !text.isEmpty { _ = text.withCString { send(socket, $0, strlen($0), 0) } }
+        return try awaitHangUp(socket, seconds: seconds)
     }
 }
 
-private func blockingSilentConnection(port: Int, sending text: String, _ seconds: Int) throws -> SilentConnectionEnd {
+/// Runs blocking socket calls on a thread of their own, not the tests' shared pool.
+func onThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { continuation in
+        Thread.detachNewThread { continuation.resume(with: Result { try body() }) }
+    }
+}
+
+/// A blocking TCP socket connected to 127.0.0.1:`port`.
+func connectedSocket(port: Int) throws -> Int32 {
     let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     guard socket >= 0 else { throw POSIXError(.EIO) }
-    defer { close(socket) }
     var address = sockaddr_in()
     address.sin_family = sa_family_t(AF_INET)
     address.sin_port = in_port_t(UInt16(port).bigEndian)
@@ -171,8 +211,34 @@ private func blockingSilentConnection(port: Int, sending text: String, _ seconds
             connect(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
         }
     }
-    guard connected == 0 else { throw POSIXError(.ECONNREFUSED) }
-    if !text.isEmpty { _ = text.withCString { send(socket, $0, strlen($0), 0) } }
+    guard connected == 0 else {
+        close(socket)
+        throw POSIXError(.ECONNREFUSED)
+    }
+    return socket
+}
+
+/// Reads until what was received ends with `suffix`; false if it did not within `seconds`.
+func receive(_ socket: Int32, until suffix: String, seconds: Int) throws -> Bool {
+    var received: [UInt8] = []
+    let deadline = ContinuousClock.now + .seconds(seconds)
+    while ContinuousClock.now < deadline {
+        var descriptor = pollfd(fd: socket, events: Int16(POLLIN), revents: 0)
+        guard poll(&descriptor, 1, 100) > 0 else { continue }
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        let count = recv(socket, &buffer, buffer.count, Int32(MSG_DONTWAIT))
+        if count < 0 && (errno == EINTR || errno == EAGAIN) { continue }
+        guard count > 0 else { return false }
+        received += buffer[..<count]
+        if received.count >= suffix.utf8.count && received.suffix(suffix.utf8.count).elementsEqual(suffix.utf8) {
+            return true
+        }
+    }
+    return false
+}
+
+/// Waits up to `seconds` for the server to end the connection, sending nothing.
+func awaitHangUp(_ socket: Int32, seconds: Int) throws -> SilentConnectionEnd {
     // poll, not a blocking recv with SO_RCVTIMEO: a signal to the test process (a child's exit, from
     // the tests that run processes) ends such a recv early with EINTR, which an earlier version of
     // this check took for a connection still open.
@@ -189,4 +255,15 @@ private func blockingSilentConnection(port: Int, sending text: String, _ seconds
         return .unexpected(received: received, errno: received < 0 ? errno : 0)
     }
     return .open
+}
+
+/// Starts `command` with every descriptor of the test process, as a process embedding Herald
+/// might start a helper. Returns its process id.
+func spawnInheritingEverything(_ command: [String]) throws -> pid_t {
+    var arguments: [UnsafeMutablePointer<CChar>?] = command.map { strdup($0) } + [nil]
+    defer { for argument in arguments { free(argument) } }
+    var pid: pid_t = 0
+    let result = posix_spawn(&pid, command[0], nil, nil, &arguments, environ)
+    guard result == 0 else { throw POSIXError(POSIXErrorCode(rawValue: result) ?? .EIO) }
+    return pid
 }
