@@ -12,13 +12,18 @@ public enum DirectoryEvent: Sendable, Hashable {
     case tokenInvalidated(provider: PushProvider, token: String, at: Timestamp)
     case profileUpdated(userID: String, locale: String?, timeZone: String?, at: Timestamp)
     case preferencesUpdated(userID: String, preferences: Preferences, at: Timestamp)
+    /// The user's account was deleted (erasure): their devices, profile and preferences as of `at`
+    /// are removed, with the notifications waiting for them (deferred or in a digest). A change for
+    /// the user dated no later than `at` that arrives afterwards (out of order, or redelivered) is
+    /// ignored rather than bringing them back; one dated after it is a new start.
+    case userDeleted(userID: String, at: Timestamp)
 
     /// The user the event is about, if it names one (token invalidations name only the token).
     public var userID: String? {
         switch self {
         case .deviceRegistered(let registration): registration.userID
         case .deviceUnregistered(let userID, _, _), .profileUpdated(let userID, _, _, _),
-            .preferencesUpdated(let userID, _, _):
+            .preferencesUpdated(let userID, _, _), .userDeleted(let userID, _):
             userID
         case .tokenInvalidated: nil
         }
@@ -29,7 +34,7 @@ public enum DirectoryEvent: Sendable, Hashable {
         switch self {
         case .deviceRegistered(let registration): registration.at
         case .deviceUnregistered(_, _, let at), .tokenInvalidated(_, _, let at), .profileUpdated(_, _, _, let at),
-            .preferencesUpdated(_, _, let at):
+            .preferencesUpdated(_, _, let at), .userDeleted(_, let at):
             at
         }
     }
@@ -48,6 +53,8 @@ public enum DirectoryEvent: Sendable, Hashable {
             return .profileUpdated(userID: userID, locale: locale, timeZone: timeZone, at: at)
         case .preferencesUpdated(let userID, let preferences, _):
             return .preferencesUpdated(userID: userID, preferences: preferences, at: at)
+        case .userDeleted(let userID, _):
+            return .userDeleted(userID: userID, at: at)
         }
     }
 
@@ -121,7 +128,7 @@ extension DirectoryEvent {
     /// The CloudEvents types of `herald.directory`, each read by ``init(_:)``.
     public static let eventTypes: Set<String> = [
         "device.registered", "device.unregistered", "device.token.invalidated", "user.profile.updated",
-        "user.preferences.updated",
+        "user.preferences.updated", "user.deleted",
     ]
 
     /// The longest string value accepted: a user id, device id, platform, provider, token, app id,
@@ -251,6 +258,8 @@ extension DirectoryEvent {
                 preferences.quietHours = hours
             }
             self = .preferencesUpdated(userID: try string("userId"), preferences: preferences, at: time)
+        case "user.deleted":
+            self = .userDeleted(userID: try string("userId"), at: time)
         default:
             throw DirectoryEventError(message: "unknown directory event type '\(event.type)'")
         }

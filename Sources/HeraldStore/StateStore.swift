@@ -29,7 +29,8 @@ public protocol StateStore: Directory, DeliveryLedger {
     /// Work rescheduled since it was claimed (a deferral deferred again) stays.
     func complete(_ work: [DueWork]) async throws(StoreError)
 
-    /// Deletes ledger entries decided before `before` and throttle windows that ended before it, in
+    /// Deletes ledger entries decided before `before`, throttle windows that ended before it and
+    /// the record of users deleted before it (``DirectoryEvent/userDeleted(userID:at:)``), in
     /// transactions of at most ``purgeChunk`` ledger entries, so that a purge of a large backlog never
     /// holds up the deciding transactions for long. Returns how many ledger entries it deleted.
     @discardableResult

@@ -70,6 +70,16 @@ struct DirectoryEventTests {
         }
         #expect(parsed.categories == ["marketing": true, "messages": false])
         #expect(parsed.quietHours == QuietHours(start: "22:00", end: "08:00", timeZone: "Europe/Oslo"))
+        #expect(
+            try DirectoryEvent(event("user.deleted", #"{"userId":"u-1"}"#))
+                == .userDeleted(userID: "u-1", at: Timestamp(rfc3339: "2026-11-21T12:00:00Z")!)
+        )
+        #expect(throws: DirectoryEventError(message: "user.deleted needs a non-empty string 'userId'")) {
+            try DirectoryEvent(event("user.deleted", #"{"userId":""}"#))
+        }
+        #expect(throws: DirectoryEventError(message: "user.deleted needs a time")) {
+            try DirectoryEvent(event("user.deleted", #"{"userId":"u-1"}"#, time: nil))
+        }
     }
 
     @Test(

@@ -26,7 +26,8 @@ extension MemoryStore {
 
     @discardableResult
     public func purge(before: Timestamp) async throws(StoreError) -> Int {
-        decisions.withLock { $0.purge(before: before) }
+        directory.withLock { $0.purgeDeletions(before: before) }
+        return decisions.withLock { $0.purge(before: before) }
     }
 }
 
@@ -251,6 +252,24 @@ struct DecisionTables: Sendable {
             case .deferred(let key, _): deferred[key] = nil
             case .digest(let window): digests[window] = nil
             }
+        }
+    }
+
+    /// Drops the notifications waiting for `recipient` (a deleted user), as ``SQLiteStore`` does:
+    /// deferred ones whose event is no later than `at` (or has no time), digest items collected no
+    /// later than it, and a digest with no item left.
+    mutating func forget(_ recipient: String, asOf at: Timestamp) {
+        let deferredKeys = deferred.keys.filter { $0.recipient == recipient && $0.eventTime <= at.epochMilliseconds }
+        for key in deferredKeys {
+            if let id = deferred.removeValue(forKey: key) { due[id] = nil }
+        }
+        for window in digestItems.keys where window.recipient == recipient {
+            digestItems[window]?.removeAll { $0.addedAt <= at }
+            if digestItems[window]?.isEmpty == true { digestItems[window] = nil }
+        }
+        for (window, id) in digests where window.recipient == recipient && digestItems[window] == nil {
+            digests[window] = nil
+            due[id] = nil
         }
     }
 

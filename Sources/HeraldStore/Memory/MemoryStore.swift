@@ -29,6 +29,12 @@ public final class MemoryStore: StateStore {
             for event in events { tables.apply(event) { touched.insert($0) } }
             for userID in touched { tables.assemble(userID) }
         }
+        // The notifications waiting for a deleted user go too. Not atomic with the directory's
+        // change, as nothing in this store fails halfway: a decision between the two locks is one
+        // the deletion would have removed anyway, or one made after it.
+        for case .userDeleted(let userID, let at) in events {
+            decisions.withLock { $0.forget(userID, asOf: at) }
+        }
     }
 
     public func recipients(_ userIDs: [String]) async throws(StoreError) -> [String: Recipient] {
@@ -103,12 +109,20 @@ struct DirectoryTables: Sendable {
     private var holders: [TokenKey: DeviceKey] = [:]
     /// The latest invalidation of each token: it applies to a registration no later than it.
     private var invalidations: [TokenKey: Timestamp] = [:]
+    /// When each deleted user was deleted, until the purge: a change dated no later is ignored.
+    private var deletions: [String: Timestamp] = [:]
     /// What a lookup answers, kept by ``assemble(_:)``.
     private(set) var recipients: [String: Recipient] = [:]
 
     /// Applies one change the way ``SQLiteStore`` does: by the change's time, so that order of
     /// arrival does not matter. `touched` is told of every user whose recipient it may change.
     mutating func apply(_ event: DirectoryEvent, touched: (String) -> Void) {
+        if let userID = event.userID, let deletedAt = deletions[userID], event.at <= deletedAt {
+            switch event {
+            case .deviceRegistered, .profileUpdated, .preferencesUpdated: return
+            case .deviceUnregistered, .tokenInvalidated, .userDeleted: break
+            }
+        }
         switch event {
         case .deviceRegistered(let registration):
             let token = TokenKey(provider: registration.provider, token: registration.token)
@@ -186,7 +200,32 @@ struct DirectoryTables: Sendable {
             profile.preferences = PreferencesDocument.decode(PreferencesDocument.encode(preferences))
             profile.preferencesAt = at
             users[userID, default: User()].profile = profile
+        case .userDeleted(let userID, let at):
+            touched(userID)
+            deletions[userID] = max(deletions[userID] ?? at, at)
+            guard var user = users[userID] else { return }
+            let gone = (user.devices + user.invalidated.map(\.device)).filter { $0.registeredAt <= at }
+            for device in gone { remove(DeviceKey(userID: userID, deviceID: device.deviceID)) }
+            user = users[userID] ?? User()
+            if var profile = user.profile {
+                if let profileAt = profile.profileAt, profileAt <= at {
+                    profile.locale = nil
+                    profile.timeZone = nil
+                    profile.profileAt = nil
+                }
+                if let preferencesAt = profile.preferencesAt, preferencesAt <= at {
+                    profile.preferences = nil
+                    profile.preferencesAt = nil
+                }
+                user.profile = profile.profileAt == nil && profile.preferencesAt == nil ? nil : profile
+            }
+            users[userID] = user.isEmpty ? nil : user
         }
+    }
+
+    /// Forgets users deleted before `before`.
+    mutating func purgeDeletions(before: Timestamp) {
+        deletions = deletions.filter { $0.value >= before }
     }
 
     private mutating func remove(_ key: DeviceKey) {

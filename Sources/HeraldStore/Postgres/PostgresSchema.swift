@@ -368,6 +368,67 @@ enum PostgresSchema {
             END LOOP;
         END $$;
         """,
+        // 7: users deleted (`user.deleted`), until the purge: a change for the user dated no later
+        // than the deletion is ignored (see SQLiteStore.deleteUser for the rules). Deferred
+        // notifications by recipient, for the deletion to find them without reading all due work.
+        """
+        CREATE TABLE deleted_users (user_id text PRIMARY KEY, deleted_at bigint NOT NULL);
+        CREATE INDEX due_deferred_by_recipient ON due_work (recipient) WHERE type = 'deferred';
+        CREATE OR REPLACE FUNCTION herald_apply(batch jsonb) RETURNS void LANGUAGE plpgsql
+        SET enable_seqscan = off SET jit = off AS $$
+        DECLARE
+            e record;
+        BEGIN
+            FOR e IN SELECT * FROM jsonb_to_recordset(batch) AS x(
+                t text, u text, d text, pl text, pv text, tk text, a text, sb boolean, l text, tz text, doc text, at bigint)
+            LOOP
+                -- Older than the user's deletion: the user stays deleted.
+                CONTINUE WHEN e.t IN ('registered', 'profile', 'preferences')
+                    AND EXISTS (SELECT 1 FROM deleted_users g WHERE g.user_id = e.u AND g.deleted_at >= e.at);
+                IF e.t = 'registered' THEN
+                    -- A newer registration of the same token elsewhere wins over this one.
+                    CONTINUE WHEN EXISTS (SELECT 1 FROM devices v WHERE v.provider = e.pv AND v.token = e.tk
+                        AND v.registered_at > e.at AND NOT (v.user_id = e.u AND v.device_id = e.d));
+                    -- The token moves: it leaves whatever user or device had it before.
+                    DELETE FROM devices v WHERE v.provider = e.pv AND v.token = e.tk AND NOT (v.user_id = e.u AND v.device_id = e.d);
+                    INSERT INTO devices AS v (user_id, device_id, platform, provider, token, app_id, sandbox, locale, registered_at)
+                    VALUES (e.u, e.d, e.pl, e.pv, e.tk, e.a, e.sb, e.l, e.at)
+                    ON CONFLICT (user_id, device_id) DO UPDATE SET platform = excluded.platform, provider = excluded.provider,
+                        token = excluded.token, app_id = excluded.app_id, sandbox = excluded.sandbox, locale = excluded.locale,
+                        registered_at = excluded.registered_at
+                    WHERE excluded.registered_at >= v.registered_at;
+                ELSIF e.t = 'unregistered' THEN
+                    DELETE FROM devices v WHERE v.user_id = e.u AND v.device_id = e.d AND v.registered_at <= e.at;
+                ELSIF e.t = 'invalidated' THEN
+                    INSERT INTO invalid_tokens AS i (provider, token, invalidated_at) VALUES (e.pv, e.tk, e.at)
+                    ON CONFLICT (provider, token) DO UPDATE SET invalidated_at = greatest(i.invalidated_at, excluded.invalidated_at);
+                ELSIF e.t = 'profile' THEN
+                    INSERT INTO profiles AS p (user_id, locale, time_zone, updated_at) VALUES (e.u, e.l, e.tz, e.at)
+                    ON CONFLICT (user_id) DO UPDATE SET locale = coalesce(excluded.locale, p.locale),
+                        time_zone = coalesce(excluded.time_zone, p.time_zone), updated_at = excluded.updated_at
+                    WHERE excluded.updated_at >= p.updated_at;
+                ELSIF e.t = 'preferences' THEN
+                    INSERT INTO preferences AS p (user_id, document, updated_at) VALUES (e.u, e.doc, e.at)
+                    ON CONFLICT (user_id) DO UPDATE SET document = excluded.document, updated_at = excluded.updated_at
+                    WHERE excluded.updated_at >= p.updated_at;
+                ELSIF e.t = 'deleted' THEN
+                    INSERT INTO deleted_users AS g (user_id, deleted_at) VALUES (e.u, e.at)
+                    ON CONFLICT (user_id) DO UPDATE SET deleted_at = greatest(g.deleted_at, excluded.deleted_at);
+                    DELETE FROM devices v WHERE v.user_id = e.u AND v.registered_at <= e.at;
+                    DELETE FROM profiles p WHERE p.user_id = e.u AND p.updated_at <= e.at;
+                    DELETE FROM preferences p WHERE p.user_id = e.u AND p.updated_at <= e.at;
+                    -- Waiting notifications hold rendered text about the user.
+                    DELETE FROM due_work w WHERE w.type = 'deferred' AND w.recipient = e.u AND w.event_time <= e.at;
+                    DELETE FROM digest_items i WHERE i.recipient = e.u AND i.added_at <= e.at;
+                    DELETE FROM due_work w WHERE w.type = 'digest' AND w.recipient = e.u AND NOT EXISTS (
+                        SELECT 1 FROM digest_items i
+                        WHERE i.recipient = w.recipient AND i.rule = w.rule AND i.window_start = w.window_start);
+                ELSE
+                    RAISE EXCEPTION 'herald_apply: unknown change type %', e.t;
+                END IF;
+            END LOOP;
+        END $$;
+        """,
     ]
 
     /// One migration's statements, one at a time: the extended query protocol takes one statement

@@ -239,6 +239,9 @@ extension PostgresStore {
             olderThan: "decided_at",
             before
         )
+        // A deleted user's id is kept only as long as a change from before their deletion could
+        // still arrive: as long as the ledger remembers.
+        _ = try await deleteInChunks("purge deleted users", from: "deleted_users", olderThan: "deleted_at", before)
         return purged
     }
 

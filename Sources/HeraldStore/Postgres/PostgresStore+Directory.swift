@@ -52,6 +52,10 @@ extension PostgresStore {
                 json.member("u", userID)
                 json.member("doc", PreferencesDocument.encode(preferences))
                 json.member("at", integer: at.epochMilliseconds)
+            case .userDeleted(let userID, let at):
+                json.member("t", "deleted")
+                json.member("u", userID)
+                json.member("at", integer: at.epochMilliseconds)
             }
             json.endObject()
         }

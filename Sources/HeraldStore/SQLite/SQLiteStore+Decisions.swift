@@ -315,6 +315,12 @@ extension SQLiteStore {
                 "DELETE FROM decisions_legacy_horizon WHERE decided_at < ?",
                 [.integer(before.epochMilliseconds)]
             )
+            // A deleted user's id is kept only as long as a change from before their deletion
+            // could still arrive: as long as the ledger remembers.
+            try connection.query(
+                "DELETE FROM deleted_users WHERE deleted_at < ?",
+                [.integer(before.epochMilliseconds)]
+            )
         }
         try await run { connection throws(StoreError) in
             try self.countingTransaction(connection) { () throws(StoreError) in

@@ -188,6 +188,13 @@ public final class SQLiteStore: StateStore, @unchecked Sendable {
         CREATE INDEX decisions_untimed_by_time ON decisions (decided_at) WHERE event_time = 0 OR event_time > decided_at;
         DROP INDEX decisions_by_time;
         """,
+        // 12: users deleted (`user.deleted`), until the purge: a change for the user dated no later
+        // than the deletion is ignored. Deferred notifications by recipient, for the deletion to
+        // find them without reading all due work.
+        """
+        CREATE TABLE deleted_users (user_id TEXT PRIMARY KEY, deleted_at INTEGER NOT NULL) WITHOUT ROWID;
+        CREATE INDEX due_deferred_by_recipient ON due_work (recipient) WHERE type = 'deferred';
+        """,
     ]
 
     /// Opens (or creates) the database at `path` and migrates it to the current schema.
@@ -278,6 +285,7 @@ public final class SQLiteStore: StateStore, @unchecked Sendable {
     ) throws(StoreError) {
         switch event {
         case .deviceRegistered(let device):
+            guard try !deleted(device.userID, asOf: device.at, connection) else { return }
             let at = device.at.epochMilliseconds
             let provider = device.provider.rawValue
             // A newer registration of the same token elsewhere wins over this one.
@@ -343,6 +351,7 @@ public final class SQLiteStore: StateStore, @unchecked Sendable {
                 values
             ) { row in touched(row.text(0) ?? "") }
         case .profileUpdated(let userID, let locale, let timeZone, let at):
+            guard try !deleted(userID, asOf: at, connection) else { return }
             touched(userID)
             try connection.query(
                 """
@@ -357,6 +366,7 @@ public final class SQLiteStore: StateStore, @unchecked Sendable {
                 ]
             )
         case .preferencesUpdated(let userID, let preferences, let at):
+            guard try !deleted(userID, asOf: at, connection) else { return }
             touched(userID)
             try connection.query(
                 """
@@ -367,7 +377,66 @@ public final class SQLiteStore: StateStore, @unchecked Sendable {
                 """,
                 [.text(userID), .text(PreferencesDocument.encode(preferences)), .integer(at.epochMilliseconds)]
             )
+        case .userDeleted(let userID, let at):
+            touched(userID)
+            try deleteUser(userID, at: at.epochMilliseconds, connection)
         }
+    }
+
+    /// Whether `userID` was deleted at or after `at`: a change dated then is older than the deletion.
+    static func deleted(_ userID: String, asOf at: Timestamp, _ connection: SQLiteConnection) throws(StoreError) -> Bool
+    {
+        var found = false
+        try connection.query(
+            "SELECT 1 FROM deleted_users WHERE user_id = ? AND deleted_at >= ?",
+            [.text(userID), .integer(at.epochMilliseconds)]
+        ) { _ in found = true }
+        return found
+    }
+
+    /// Erases what the directory holds of `userID` as of `at`, and the notifications waiting for
+    /// them, and remembers the deletion until the purge. Registrations, a profile or preferences
+    /// dated after `at` (a new start under the same id, applied before this arrived) stay.
+    static func deleteUser(_ userID: String, at: Int64, _ connection: SQLiteConnection) throws(StoreError) {
+        let values: [SQLiteConnection.Value] = [.text(userID), .integer(at)]
+        try connection.query(
+            """
+            INSERT INTO deleted_users (user_id, deleted_at) VALUES (?, ?)
+            ON CONFLICT (user_id) DO UPDATE SET deleted_at = max(deleted_at, excluded.deleted_at)
+            """,
+            values
+        )
+        try connection.query("DELETE FROM devices WHERE user_id = ?1 AND registered_at <= ?2", values)
+        try connection.query(
+            """
+            UPDATE users SET locale = NULL, time_zone = NULL, profile_at = NULL WHERE user_id = ?1 AND profile_at <= ?2
+            """,
+            values
+        )
+        try connection.query(
+            "UPDATE users SET preferences = NULL, preferences_at = NULL WHERE user_id = ?1 AND preferences_at <= ?2",
+            values
+        )
+        try connection.query(
+            "DELETE FROM users WHERE user_id = ? AND profile_at IS NULL AND preferences_at IS NULL",
+            [.text(userID)]
+        )
+        // Waiting notifications hold rendered text about the user. A deferred one whose event has
+        // no time (0) is taken as older than the deletion; a digest's items by when they were
+        // collected, and a digest with none left goes with them.
+        try connection.query(
+            "DELETE FROM due_work WHERE type = 'deferred' AND recipient = ?1 AND event_time <= ?2",
+            values
+        )
+        try connection.query("DELETE FROM digest_items WHERE recipient = ?1 AND added_at <= ?2", values)
+        try connection.query(
+            """
+            DELETE FROM due_work WHERE type = 'digest' AND recipient = ?1 AND NOT EXISTS (
+                SELECT 1 FROM digest_items i
+                WHERE i.recipient = due_work.recipient AND i.rule = due_work.rule AND i.window_start = due_work.window_start)
+            """,
+            [.text(userID)]
+        )
     }
 
     /// SQLite's default limit on `?` parameters is 32766; batches are split well below it.

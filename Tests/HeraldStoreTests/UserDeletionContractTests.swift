@@ -1,0 +1,116 @@
+import HeraldEvents
+import HeraldPolicy
+import HeraldTestSupport
+import Testing
+
+@testable import HeraldStore
+
+@Suite("Store contract: deleting a user")
+struct UserDeletionContractTests {
+    @Test(
+        "a deleted user's devices, profile and preferences are gone; older changes arriving later do not bring them back, a newer one is a new start",
+        arguments: StoreKind.allCases
+    )
+    func deletion(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store in
+            try await store.apply([
+                registered("ana", "phone", token: "t1", at: "2026-11-01T10:00:00Z"),
+                registered("ana", "tablet", token: "t2", at: "2026-11-01T11:00:00Z", provider: .fcm),
+                .profileUpdated(userID: "ana", locale: "pl", timeZone: "Europe/Warsaw", at: at("2026-11-01T10:00:00Z")),
+                .preferencesUpdated(
+                    userID: "ana",
+                    preferences: Preferences(categories: ["marketing": true]),
+                    at: at("2026-11-01T10:00:00Z")
+                ),
+                registered("ben", "pixel", token: "t3", at: "2026-11-01T10:00:00Z", provider: .fcm),
+                // Applied before the deletion that is older than it: it stays.
+                registered("cy", "phone", token: "t4", at: "2026-11-01T13:00:00Z"),
+            ])
+            try await store.apply([
+                .userDeleted(userID: "ana", at: at("2026-11-01T12:00:00Z")),
+                .userDeleted(userID: "cy", at: at("2026-11-01T12:00:00Z")),
+            ])
+            var found = try await store.recipients(["ana", "ben", "cy"])
+            #expect(found["ana"] == nil)
+            #expect(found["ben"]?.devices.map(\.token) == ["t3"])
+            #expect(found["cy"]?.devices.map(\.token) == ["t4"])
+
+            // Late: dated before the deletion, or at the same moment.
+            try await store.apply([
+                registered("ana", "watch", token: "t5", at: "2026-11-01T11:30:00Z"),
+                registered("ana", "phone", token: "t1", at: "2026-11-01T12:00:00Z"),
+                .profileUpdated(userID: "ana", locale: "en", timeZone: nil, at: at("2026-11-01T11:59:59Z")),
+                .preferencesUpdated(userID: "ana", preferences: Preferences(), at: at("2026-11-01T11:00:00Z")),
+            ])
+            #expect(try await store.recipients(["ana"]).isEmpty)
+            // The deleted phone's token is free: another user may register it.
+            try await store.apply([registered("ben", "ipad", token: "t1", at: "2026-11-01T11:00:00Z")])
+            #expect(try await store.recipients(["ben"])["ben"]?.devices.map(\.token) == ["t3", "t1"])
+
+            // After the deletion: a new start, with nothing of before.
+            try await store.apply([registered("ana", "new-phone", token: "t6", at: "2026-11-01T12:00:01Z")])
+            // The deletion again (a redelivery) leaves the new start alone.
+            try await store.apply([.userDeleted(userID: "ana", at: at("2026-11-01T12:00:00Z"))])
+            found = try await store.recipients(["ana"])
+            let ana = try #require(found["ana"])
+            #expect(ana.devices.map(\.token) == ["t6"])
+            #expect(ana.locale == nil && ana.timeZone == nil)
+            #expect(ana.preferences == Preferences())
+        }
+    }
+
+    @Test(
+        "the notifications waiting for a deleted user (deferred, in a digest) are dropped; other users' stay",
+        arguments: StoreKind.allCases
+    )
+    func waitingNotifications(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store in
+            let noon = at("2026-11-21T12:00:00Z")
+            let night = Preferences(quietHours: QuietHours(start: "22:00", end: "08:00", timeZone: "Europe/Oslo"))
+            let late = at("2026-11-21T22:30:00Z")  // 23:30 in Oslo: deferred to 08:00
+            var requests: [DecisionRequest] = []
+            for user in ["ana", "ben"] {
+                // Three messages at noon, a limit of two: the third waits in a digest.
+                requests += (1...3).map { request("\(user)-m\($0)", policy: tightMessages, recipient: user, now: noon) }
+            }
+            _ = try await store.decide(requests)
+            let deferred = try await store.decide(
+                ["ana", "ben"].map {
+                    request(
+                        "\($0)-receipt",
+                        policy: tightMessages,
+                        category: "transactional",
+                        recipient: $0,
+                        preferences: night,
+                        now: late,
+                        eventTime: late
+                    )
+                }
+            )
+            #expect(deferred.map(\.label) == [.deferredQuietHours, .deferredQuietHours])
+
+            try await store.apply([.userDeleted(userID: "ana", at: at("2026-11-21T23:00:00Z"))])
+            let due = try await store.claimDue(now: at("2026-11-22T08:00:00Z"), limit: 10, lease: .seconds(60))
+            let recipients = due.map { work in
+                switch work.work {
+                case .deferred(let key, _): key.recipient
+                case .digest(let window, _): window.recipient
+                }
+            }
+            #expect(recipients.sorted() == ["ben", "ben"], "\(due)")
+        }
+    }
+
+    @Test("a deletion is remembered until the purge, as the ledger is", arguments: StoreKind.allCases)
+    func purge(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store in
+            try await store.apply([.userDeleted(userID: "ana", at: at("2026-11-01T12:00:00Z"))])
+            try await store.apply([registered("ana", "phone", token: "t1", at: "2026-11-01T11:00:00Z")])
+            #expect(try await store.recipients(["ana"]).isEmpty)
+            try await store.purge(before: at("2026-11-01T12:00:01Z"))
+            // Forgotten: a change from before the deletion that arrives now is taken as it comes.
+            try await store.apply([registered("ana", "phone", token: "t1", at: "2026-11-01T11:00:00Z")])
+            #expect(try await store.recipients(["ana"])["ana"]?.devices.map(\.token) == ["t1"])
+        }
+    }
+}
