@@ -15,7 +15,8 @@ create() {
         --partitions "$partitions" --replication-factor "$replicas" "${configs[@]}"
 }
 
-# Recipients, keyed by user id: compacted, so a new worker can rebuild from it.
+# Recipients, one key per device, profile, preferences and token (docs/store.md): compacted, so a
+# new worker can rebuild from it.
 create herald.directory 12 cleanup.policy=compact min.compaction.lag.ms=3600000 segment.ms=86400000
 # Provider calls; kept longer than the longest notification TTL.
 create herald.outbound 12 retention.ms=604800000

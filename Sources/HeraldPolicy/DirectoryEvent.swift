@@ -29,6 +29,23 @@ public enum DirectoryEvent: Sendable, Hashable {
         }
     }
 
+    /// The Kafka key the change should carry on `herald.directory`: one key per thing a change
+    /// sets (a user's device, their profile, their preferences, a token's invalidation). The topic
+    /// is compacted, and compaction keeps only the latest record of each key: keyed by the user
+    /// alone, a user's profile update would erase their device registrations from it, and a
+    /// directory rebuilt from the topic would have lost them. Changes apply by their time, so the
+    /// partitions these keys spread a user's changes over can be read in any order.
+    public var topicKey: String {
+        switch self {
+        case .deviceRegistered(let registration): "\(registration.userID)/device/\(registration.deviceID)"
+        case .deviceUnregistered(let userID, let deviceID, _): "\(userID)/device/\(deviceID)"
+        case .tokenInvalidated(let provider, let token, _): "token/\(provider.rawValue)/\(token)"
+        case .profileUpdated(let userID, _, _, _): "\(userID)/profile"
+        case .preferencesUpdated(let userID, _, _): "\(userID)/preferences"
+        case .userDeleted(let userID, _): "\(userID)/deleted"
+        }
+    }
+
     /// When the change happened: the event's `time`.
     public var at: Timestamp {
         switch self {

@@ -2,8 +2,9 @@ import HeraldEvents
 import HeraldKafka
 import HeraldPolicy
 
-/// The `device.token.invalidated` directory event a dead token produces, keyed by its user so that it
-/// lands beside the user's other directory events.
+/// The `device.token.invalidated` directory event a dead token produces, keyed by the token
+/// (``DirectoryEvent/topicKey``): keyed by its user, compaction of the directory topic would keep it
+/// in place of the user's device registrations.
 enum TokenInvalidation {
     static func record(
         topic: String,
@@ -30,7 +31,7 @@ enum TokenInvalidation {
         writer.endObject()
         return KafkaProducerRecord(
             topic: topic,
-            key: KafkaBytes(recipient),
+            key: KafkaBytes(DirectoryEvent.tokenInvalidated(provider: provider, token: token, at: at).topicKey),
             value: KafkaBytes(writer.bytes),
             headers: [KafkaHeader("content-type", string: "application/cloudevents+json")]
         )

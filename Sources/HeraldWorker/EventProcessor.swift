@@ -165,6 +165,13 @@ public final class EventProcessor: Sendable {
         var routed: [Routed] = []
         var types = EventTypeTable()
         for (index, message) in messages.enumerated() {
+            // A tombstone: how a producer erases a key from the compacted directory topic (a deleted
+            // user's devices and profile, after their `user.deleted`). Not a change, and not a poison
+            // event: dead-lettering it would copy the erased key into a topic people read for weeks.
+            if message.value == nil && message.topic == topics.directory {
+                counters.directoryTombstones += 1
+                continue
+            }
             let event: CloudEvent
             do {
                 if let known = decoded?[index] { event = known } else { event = try decode(message) }
@@ -736,6 +743,7 @@ extension WorkerStatistics.Counters {
         ignoredEvents += other.ignoredEvents
         directoryChanges += other.directoryChanges
         directoryChangesRedated += other.directoryChangesRedated
+        directoryTombstones += other.directoryTombstones
         devicesLeftOut += other.devicesLeftOut
         skippedDevices += other.skippedDevices
         handledEvents += other.handledEvents

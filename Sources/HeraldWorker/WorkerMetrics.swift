@@ -44,6 +44,11 @@ public enum WorkerMetrics {
             ),
             ("herald_directory_changes_total", "herald.directory changes applied.", counters.directoryChanges),
             (
+                "herald_directory_tombstones_total",
+                "herald.directory records without a value (compaction tombstones), skipped.",
+                counters.directoryTombstones
+            ),
+            (
                 "herald_devices_left_out_total",
                 "Devices a notification did not go to: their recipient has more than worker.max_devices_per_recipient.",
                 counters.devicesLeftOut

@@ -31,6 +31,9 @@ public final class WorkerStatistics: Sendable {
         /// Directory changes dated more than ``DirectoryEvent/clockTolerance`` ahead of the
         /// worker's clock, applied as of its clock.
         public var directoryChangesRedated = 0
+        /// Records without a value on `herald.directory`: Kafka's tombstones, by which a compacted
+        /// topic forgets a key. Skipped.
+        public var directoryTombstones = 0
         /// Devices a notification did not go to because its recipient had more than
         /// `worker.max_devices_per_recipient`.
         public var devicesLeftOut = 0

@@ -155,6 +155,42 @@ struct DirectoryEventTests {
         #expect(parsed.categories == ["marketing": false, "transactional": true])
     }
 
+    @Test(
+        "topic keys: one per device, profile, preferences and token, so that compaction keeps each one's latest change"
+    )
+    func topicKeys() {
+        let time = Timestamp(rfc3339: "2026-11-21T12:00:00Z")!
+        func registration(_ device: String) -> DirectoryEvent {
+            .deviceRegistered(
+                DeviceRegistration(
+                    userID: "u-1",
+                    deviceID: device,
+                    platform: "ios",
+                    provider: .apns,
+                    token: "ab01",
+                    appID: "no.getdrop.app",
+                    sandbox: false,
+                    locale: nil,
+                    at: time
+                )
+            )
+        }
+        let keys = [
+            registration("phone"), registration("tablet"),
+            .profileUpdated(userID: "u-1", locale: "nb", timeZone: nil, at: time),
+            .preferencesUpdated(userID: "u-1", preferences: Preferences(), at: time),
+            .tokenInvalidated(provider: .apns, token: "ab01", at: time),
+            .userDeleted(userID: "u-1", at: time),
+        ].map(\.topicKey)
+        #expect(Set(keys).count == keys.count, "\(keys)")
+        // An unregistration replaces the device's registration in the compacted topic.
+        #expect(
+            DirectoryEvent.deviceUnregistered(userID: "u-1", deviceID: "phone", at: time).topicKey
+                == registration("phone").topicKey
+        )
+        #expect(keys[0] == "u-1/device/phone" && keys[4] == "token/apns/ab01")
+    }
+
     @Test("a directory event without a time is rejected: ordering depends on it")
     func needsTime() throws {
         #expect(throws: DirectoryEventError.self) {

@@ -445,10 +445,18 @@ struct SenderTests {
                     #expect(await eventually { received.count == 2 })
                     let events = try received.all.map { message in
                         #expect(message.topic == "herald.directory")
-                        #expect(message.key?.string == "user-1")
-                        return try EventDecoder().decode(value: Array(message.value ?? KafkaBytes([])))
+                        return (
+                            key: message.key?.string,
+                            event: try EventDecoder().decode(value: Array(message.value ?? KafkaBytes([])))
+                        )
                     }
-                    let invalidations = try events.map { try DirectoryEvent($0) }
+                    let invalidations = try events.map { try DirectoryEvent($0.event) }
+                    // Keyed by the token: the directory topic is compacted, and keyed by the user
+                    // the invalidation would take the place of the user's registrations.
+                    #expect(
+                        Set(events.map(\.key))
+                            == ["token/apns/\(SimulatorFixture.apnsToken)", "token/expo/ExponentPushToken[gone]"]
+                    )
                     #expect(
                         invalidations.contains(
                             .tokenInvalidated(

@@ -7,7 +7,7 @@ import Testing
 @Suite("A user deleted on herald.directory")
 struct UserDeletionTests {
     @Test(
-        "user.deleted is applied, not dead-lettered: the user's next notification finds no devices, and a registration from before the deletion arriving after it does not bring them back"
+        "user.deleted is applied and the topic's tombstones skipped, neither dead-lettered: the user's next notification finds no devices, and a registration from before the deletion arriving after it does not bring them back"
     )
     func deletedUser() async throws {
         let store = try SQLiteStore(path: ":memory:")
@@ -20,9 +20,17 @@ struct UserDeletionTests {
                 directoryRecord(deleted.user, "delete-1", "user.deleted", [], time: "2026-11-01T10:00:00Z"),
                 // The registration of 09:00 again, redelivered after the deletion.
                 recipientRecords(deleted)[0],
+                // The account service erases the user's keys from the compacted topic.
+                KafkaProducerRecord(topic: "herald.directory", key: KafkaBytes(deleted.user), value: nil),
+                KafkaProducerRecord(
+                    topic: "herald.directory",
+                    key: KafkaBytes("\(deleted.user)/device/device-1"),
+                    value: nil
+                ),
             ])
-            try await eventually("the deletion and the redelivered registration applied") {
-                worker.statistics.snapshot.directoryChanges == 3 * exampleUsers.count + 2
+            try await eventually("the deletion and the redelivered registration applied, the tombstones skipped") {
+                let counters = worker.statistics.snapshot
+                return counters.directoryChanges == 3 * exampleUsers.count + 2 && counters.directoryTombstones == 2
             }
             #expect(try await store.recipients([deleted.user]).isEmpty)
             // One order for each example user.

@@ -109,15 +109,17 @@ struct DirectoryTables: Sendable {
     private var holders: [TokenKey: DeviceKey] = [:]
     /// The latest invalidation of each token: it applies to a registration no later than it.
     private var invalidations: [TokenKey: Timestamp] = [:]
-    /// When each deleted user was deleted, until the purge: a change dated no later is ignored.
-    private var deletions: [String: Timestamp] = [:]
+    /// When each deleted user was deleted, and when that was applied (the wall clock, as the
+    /// other stores take their database's): a change dated no later than the deletion is ignored
+    /// until the purge forgets it, a retention after it was applied.
+    private var deletions: [String: (at: Timestamp, appliedAt: Timestamp)] = [:]
     /// What a lookup answers, kept by ``assemble(_:)``.
     private(set) var recipients: [String: Recipient] = [:]
 
     /// Applies one change the way ``SQLiteStore`` does: by the change's time, so that order of
     /// arrival does not matter. `touched` is told of every user whose recipient it may change.
     mutating func apply(_ event: DirectoryEvent, touched: (String) -> Void) {
-        if let userID = event.userID, let deletedAt = deletions[userID], event.at <= deletedAt {
+        if let userID = event.userID, let deletedAt = deletions[userID]?.at, event.at <= deletedAt {
             switch event {
             case .deviceRegistered, .profileUpdated, .preferencesUpdated: return
             case .deviceUnregistered, .tokenInvalidated, .userDeleted: break
@@ -202,7 +204,7 @@ struct DirectoryTables: Sendable {
             users[userID, default: User()].profile = profile
         case .userDeleted(let userID, let at):
             touched(userID)
-            deletions[userID] = max(deletions[userID] ?? at, at)
+            deletions[userID] = (max(deletions[userID]?.at ?? at, at), WallClock().now())
             guard var user = users[userID] else { return }
             let gone = (user.devices + user.invalidated.map(\.device)).filter { $0.registeredAt <= at }
             for device in gone { remove(DeviceKey(userID: userID, deviceID: device.deviceID)) }
@@ -225,7 +227,7 @@ struct DirectoryTables: Sendable {
 
     /// Forgets users deleted before `before`.
     mutating func purgeDeletions(before: Timestamp) {
-        deletions = deletions.filter { $0.value >= before }
+        deletions = deletions.filter { $0.value.appliedAt >= before }
     }
 
     private mutating func remove(_ key: DeviceKey) {

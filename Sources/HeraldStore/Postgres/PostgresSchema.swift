@@ -368,11 +368,12 @@ enum PostgresSchema {
             END LOOP;
         END $$;
         """,
-        // 7: users deleted (`user.deleted`), until the purge: a change for the user dated no later
-        // than the deletion is ignored (see SQLiteStore.deleteUser for the rules). Deferred
-        // notifications by recipient, for the deletion to find them without reading all due work.
+        // 7: users deleted (`user.deleted`): a change for the user dated no later than the deletion
+        // is ignored, until the purge forgets the deletion a retention after it was applied (see
+        // SQLiteStore.deleteUser for the rules). Deferred notifications by recipient, for the
+        // deletion to find them without reading all due work.
         """
-        CREATE TABLE deleted_users (user_id text PRIMARY KEY, deleted_at bigint NOT NULL);
+        CREATE TABLE deleted_users (user_id text PRIMARY KEY, deleted_at bigint NOT NULL, applied_at bigint NOT NULL);
         CREATE INDEX due_deferred_by_recipient ON due_work (recipient) WHERE type = 'deferred';
         CREATE OR REPLACE FUNCTION herald_apply(batch jsonb) RETURNS void LANGUAGE plpgsql
         SET enable_seqscan = off SET jit = off AS $$
@@ -412,8 +413,10 @@ enum PostgresSchema {
                     ON CONFLICT (user_id) DO UPDATE SET document = excluded.document, updated_at = excluded.updated_at
                     WHERE excluded.updated_at >= p.updated_at;
                 ELSIF e.t = 'deleted' THEN
-                    INSERT INTO deleted_users AS g (user_id, deleted_at) VALUES (e.u, e.at)
-                    ON CONFLICT (user_id) DO UPDATE SET deleted_at = greatest(g.deleted_at, excluded.deleted_at);
+                    INSERT INTO deleted_users AS g (user_id, deleted_at, applied_at)
+                    VALUES (e.u, e.at, (extract(epoch FROM clock_timestamp()) * 1000)::bigint)
+                    ON CONFLICT (user_id) DO UPDATE SET deleted_at = greatest(g.deleted_at, excluded.deleted_at),
+                        applied_at = excluded.applied_at;
                     DELETE FROM devices v WHERE v.user_id = e.u AND v.registered_at <= e.at;
                     DELETE FROM profiles p WHERE p.user_id = e.u AND p.updated_at <= e.at;
                     DELETE FROM preferences p WHERE p.user_id = e.u AND p.updated_at <= e.at;

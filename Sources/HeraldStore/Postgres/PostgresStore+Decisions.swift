@@ -240,8 +240,8 @@ extension PostgresStore {
             before
         )
         // A deleted user's id is kept only as long as a change from before their deletion could
-        // still arrive: as long as the ledger remembers.
-        _ = try await deleteInChunks("purge deleted users", from: "deleted_users", olderThan: "deleted_at", before)
+        // still arrive: for the ledger's retention after the deletion was applied.
+        _ = try await deleteInChunks("purge deleted users", from: "deleted_users", olderThan: "applied_at", before)
         return purged
     }
 

@@ -316,9 +316,9 @@ extension SQLiteStore {
                 [.integer(before.epochMilliseconds)]
             )
             // A deleted user's id is kept only as long as a change from before their deletion
-            // could still arrive: as long as the ledger remembers.
+            // could still arrive: for the ledger's retention after the deletion was applied.
             try connection.query(
-                "DELETE FROM deleted_users WHERE deleted_at < ?",
+                "DELETE FROM deleted_users WHERE applied_at < ?",
                 [.integer(before.epochMilliseconds)]
             )
         }

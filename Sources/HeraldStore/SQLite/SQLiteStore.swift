@@ -188,11 +188,13 @@ public final class SQLiteStore: StateStore, @unchecked Sendable {
         CREATE INDEX decisions_untimed_by_time ON decisions (decided_at) WHERE event_time = 0 OR event_time > decided_at;
         DROP INDEX decisions_by_time;
         """,
-        // 12: users deleted (`user.deleted`), until the purge: a change for the user dated no later
-        // than the deletion is ignored. Deferred notifications by recipient, for the deletion to
-        // find them without reading all due work.
+        // 12: users deleted (`user.deleted`): a change for the user dated no later than the deletion
+        // is ignored, until the purge forgets the deletion a retention after it was applied.
+        // Deferred notifications by recipient, for the deletion to find them without reading all
+        // due work.
         """
-        CREATE TABLE deleted_users (user_id TEXT PRIMARY KEY, deleted_at INTEGER NOT NULL) WITHOUT ROWID;
+        CREATE TABLE deleted_users (
+            user_id TEXT PRIMARY KEY, deleted_at INTEGER NOT NULL, applied_at INTEGER NOT NULL) WITHOUT ROWID;
         CREATE INDEX due_deferred_by_recipient ON due_work (recipient) WHERE type = 'deferred';
         """,
     ]
@@ -397,12 +399,18 @@ public final class SQLiteStore: StateStore, @unchecked Sendable {
     /// Erases what the directory holds of `userID` as of `at`, and the notifications waiting for
     /// them, and remembers the deletion until the purge. Registrations, a profile or preferences
     /// dated after `at` (a new start under the same id, applied before this arrived) stay.
+    ///
+    /// The deletion is remembered for a retention from when it is applied (the database's clock),
+    /// not from its date: a worker rebuilding its directory from the compacted topic applies
+    /// deletions months old, and must still ignore the older registrations it reads after them.
     static func deleteUser(_ userID: String, at: Int64, _ connection: SQLiteConnection) throws(StoreError) {
         let values: [SQLiteConnection.Value] = [.text(userID), .integer(at)]
         try connection.query(
             """
-            INSERT INTO deleted_users (user_id, deleted_at) VALUES (?, ?)
-            ON CONFLICT (user_id) DO UPDATE SET deleted_at = max(deleted_at, excluded.deleted_at)
+            INSERT INTO deleted_users (user_id, deleted_at, applied_at)
+            VALUES (?, ?, CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER))
+            ON CONFLICT (user_id) DO UPDATE SET deleted_at = max(deleted_at, excluded.deleted_at),
+                applied_at = excluded.applied_at
             """,
             values
         )
