@@ -233,7 +233,10 @@ public enum NotifyKitPayloadBuilder {
         writer.beginObject()
         writer.member("apns-push-type", "alert")
         writer.member("apns-priority", "10")
-        if let collapseKey { writer.member("apns-collapse-id", collapseKey) }
+        // APNs refuses an `apns-collapse-id` over 64 bytes, and FCM passes the refusal on for the
+        // one device: a long `notification.id` (the default key) would fail every iOS send. Android's
+        // `collapse_key` has no such limit and keeps the key as given.
+        if let collapseKey { writer.member("apns-collapse-id", APNsPayloadBuilder.collapseID(collapseKey)) }
         if let ttl { writer.member("apns-expiration", String(nowMilliseconds / 1000 + ttl)) }
         writer.endObject()
         writer.key("payload")

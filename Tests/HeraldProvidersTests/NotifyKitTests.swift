@@ -61,6 +61,19 @@ struct NotifyKitTests {
         #expect(json["apns"]?["payload"]?["notifee_data"] == json["data"]?["notifee_data"])
     }
 
+    @Test("a collapse key over 64 bytes is shortened for APNs' apns-collapse-id only; Android keeps it")
+    func longCollapseKey() throws {
+        let id = "thread-" + String(repeating: "x", count: 100)
+        let output = try build(#"{"token":"t","notification":{"id":"\#(id)","title":"T","body":"B"}}"#)
+        let json = try JSONParser().parse(output.message)
+        #expect(json["android"]?["collapse_key"] == .string(id))
+        guard case .string(let apns)? = json["apns"]?["headers"]?["apns-collapse-id"] else {
+            Issue.record("no apns-collapse-id in \(json)")
+            return
+        }
+        #expect(apns.utf8.count <= 64 && apns == APNsPayloadBuilder.collapseID(id) && apns.hasPrefix("thread-"))
+    }
+
     @Test("integers written with a fraction (3600.0) are integers, as Number.isInteger says")
     func integralNumbers() throws {
         let json = try JSONParser().parse(
