@@ -168,7 +168,7 @@ public final class PostgresTestCluster: Sendable {
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 1, output, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
         posix_spawn_file_actions_adddup2(&actions, 1, 2)
-        guard closeFrom(&actions, 3) == 0 else { return -1 }
+        guard addCloseFrom(&actions, 3) == 0 else { return -1 }
         var arguments: [UnsafeMutablePointer<CChar>?] = command.map { strdup($0) } + [nil]
         defer { for argument in arguments { free(argument) } }
         var pid: pid_t = 0
@@ -178,21 +178,6 @@ public final class PostgresTestCluster: Sendable {
         // WIFEXITED / WEXITSTATUS, which Swift does not import.
         return status & 0x7f == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
     }
-
-    /// `posix_spawn_file_actions_addclosefrom_np` (glibc 2.34): closes every descriptor from
-    /// `lowest` up in the child, at the moment it starts. Looked up at run time because Swift's
-    /// Glibc module is built without the feature macro that declares it. Listing the open
-    /// descriptors beforehand and closing each, as Foundation's `Process` does, misses one opened
-    /// by another thread in between.
-    private static let closeFrom: @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32 = {
-        guard let symbol = dlsym(nil, "posix_spawn_file_actions_addclosefrom_np") else {
-            fatalError("posix_spawn_file_actions_addclosefrom_np is missing: glibc 2.34 or later is required")
-        }
-        return unsafeBitCast(
-            symbol,
-            to: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32).self
-        )
-    }()
 }
 
 /// The test cluster could not be set up.

@@ -129,7 +129,9 @@ struct WorkerEndpointsTests {
         }
     }
 
-    @Test("a silent connection is closed for the client even while a child process holds a copy of its descriptor")
+    @Test(
+        "a silent connection is closed for the client even while a child process holds a copy of the server's descriptor"
+    )
     func inheritedDescriptor() async throws {
         let endpoints = try HTTPEndpoints(
             listen: "127.0.0.1:0",
@@ -144,12 +146,16 @@ struct WorkerEndpointsTests {
             let end = try await onThread {
                 let socket = try connectedSocket(port: port)
                 defer { close(socket) }
-                // Answered: the server has accepted the connection, so the child started next
-                // inherits the server's descriptor of it along with every other one of this process.
                 let request = "GET /health/live HTTP/1.1\r\nHost: herald\r\n\r\n"
                 _ = request.withCString { send(socket, $0, strlen($0), 0) }
                 guard try receive(socket, until: "live\n", seconds: 30) else { return SilentConnectionEnd.open }
-                let child = try spawnInheritingEverything(["/bin/sleep", "60"])
+                // Answered: the server has accepted the connection. A child gets a copy of the
+                // server's descriptor of it, and no other descriptor of this process (other tests'
+                // connections run beside this one).
+                guard let server = socketDescriptor(localPort: port, peerPort: try localPort(of: socket)) else {
+                    throw TestFailure("the server's descriptor of the connection is not in /proc/self/fd")
+                }
+                let child = try spawn(["/bin/sleep", "60"], passing: server)
                 defer {
                     kill(child, SIGKILL)
                     var status: Int32 = 0
@@ -257,13 +263,13 @@ func awaitHangUp(_ socket: Int32, seconds: Int) throws -> SilentConnectionEnd {
     return .open
 }
 
-/// Starts `command` with every descriptor of the test process, as a process embedding Herald
-/// might start a helper. Returns its process id.
-func spawnInheritingEverything(_ command: [String]) throws -> pid_t {
-    var arguments: [UnsafeMutablePointer<CChar>?] = command.map { strdup($0) } + [nil]
-    defer { for argument in arguments { free(argument) } }
-    var pid: pid_t = 0
-    let result = posix_spawn(&pid, command[0], nil, nil, &arguments, environ)
-    guard result == 0 else { throw POSIXError(POSIXErrorCode(rawValue: result) ?? .EIO) }
-    return pid
+/// The local port `socket` is bound to.
+func localPort(of socket: Int32) throws -> Int {
+    var address = sockaddr_in()
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    let result = withUnsafeMutablePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(socket, $0, &length) }
+    }
+    guard result == 0 else { throw POSIXError(.EIO) }
+    return Int(UInt16(bigEndian: address.sin_port))
 }
