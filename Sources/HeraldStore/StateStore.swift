@@ -29,8 +29,9 @@ public protocol StateStore: Directory, DeliveryLedger {
     /// Work rescheduled since it was claimed (a deferral deferred again) stays.
     func complete(_ work: [DueWork]) async throws(StoreError)
 
-    /// Deletes ledger entries decided before `before`, throttle windows that ended before it and
-    /// the record of users deleted before it (``DirectoryEvent/userDeleted(userID:at:)``), in
+    /// Deletes ledger entries decided before `before`, throttle windows that ended before it, the
+    /// record of users deleted (applied) before it (``DirectoryEvent/userDeleted(userID:at:)``),
+    /// and devices whose token was invalidated before it with those invalidations, in
     /// transactions of at most ``purgeChunk`` ledger entries, so that a purge of a large backlog never
     /// holds up the deciding transactions for long. Returns how many ledger entries it deleted.
     @discardableResult

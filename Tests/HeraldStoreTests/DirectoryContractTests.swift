@@ -107,6 +107,41 @@ struct DirectoryContractTests {
     }
 
     @Test(
+        "the purge forgets devices whose token died before its horizon, and those invalidations; later ones stay",
+        arguments: StoreKind.allCases
+    )
+    func deadDevicesPurged(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store in
+            try await store.apply([
+                registered("ana", "phone", token: "t1", at: "2026-11-01T10:00:00Z"),
+                registered("ana", "tablet", token: "t2", at: "2026-11-01T10:00:00Z"),
+                registered("ana", "watch", token: "t3", at: "2026-11-01T10:00:00Z"),
+                .tokenInvalidated(provider: .apns, token: "t1", at: at("2026-11-01T11:00:00Z")),
+                .tokenInvalidated(provider: .apns, token: "t2", at: at("2026-11-01T13:00:00Z")),
+            ])
+            try await store.purge(before: at("2026-11-01T12:00:00Z"))
+            #expect(try await store.recipients(["ana"])["ana"]?.devices.map(\.token) == ["t3"])
+            if let sqlite = store as? SQLiteStore {
+                let left = try await sqlite.run { connection throws(StoreError) in
+                    var devices: [String] = []
+                    try connection.query("SELECT device_id FROM devices ORDER BY device_id") { row in
+                        devices.append(row.text(0) ?? "")
+                    }
+                    return devices
+                }
+                #expect(left == ["tablet", "watch"], "the dead phone's row is gone; the tablet died after the horizon")
+            }
+            // Registrations older than each invalidation, arriving now: the forgotten one no longer
+            // holds t1 back; t2's still holds.
+            try await store.apply([
+                registered("ben", "b1", token: "t1", at: "2026-11-01T10:30:00Z"),
+                registered("ben", "b2", token: "t2", at: "2026-11-01T12:30:00Z"),
+            ])
+            #expect(try await store.recipients(["ben"])["ben"]?.devices.map(\.token) == ["t1"])
+        }
+    }
+
+    @Test(
         "an invalidated token is ignored until it is registered again after the invalidation",
         arguments: StoreKind.allCases
     )

@@ -26,7 +26,7 @@ extension MemoryStore {
 
     @discardableResult
     public func purge(before: Timestamp) async throws(StoreError) -> Int {
-        directory.withLock { $0.purgeDeletions(before: before) }
+        directory.withLock { $0.purge(before: before) }
         return decisions.withLock { $0.purge(before: before) }
     }
 }

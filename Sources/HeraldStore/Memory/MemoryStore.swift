@@ -225,9 +225,20 @@ struct DirectoryTables: Sendable {
         }
     }
 
-    /// Forgets users deleted before `before`.
-    mutating func purgeDeletions(before: Timestamp) {
+    /// Forgets users deleted (applied) before `before`, and devices whose token was invalidated
+    /// before it with the invalidations, as ``SQLiteStore/purgeDeadDevices(before:)`` does.
+    mutating func purge(before: Timestamp) {
         deletions = deletions.filter { $0.value.appliedAt >= before }
+        // An invalidated device still holds its token: found through the token, not by reading
+        // every user.
+        for (token, at) in invalidations where at < before {
+            guard let holder = holders[token],
+                let dead = users[holder.userID]?.invalidated.first(where: { $0.device.deviceID == holder.deviceID }),
+                dead.at < before
+            else { continue }
+            remove(holder)
+        }
+        invalidations = invalidations.filter { $0.value >= before }
     }
 
     private mutating func remove(_ key: DeviceKey) {

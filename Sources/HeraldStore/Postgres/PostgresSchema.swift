@@ -432,6 +432,11 @@ enum PostgresSchema {
             END LOOP;
         END $$;
         """,
+        // 8: invalidations by time, for the purge to find those older than the retention (with the
+        // devices they killed) without reading them all.
+        """
+        CREATE INDEX invalid_tokens_by_time ON invalid_tokens (invalidated_at);
+        """,
     ]
 
     /// One migration's statements, one at a time: the extended query protocol takes one statement

@@ -242,6 +242,40 @@ extension PostgresStore {
         // A deleted user's id is kept only as long as a change from before their deletion could
         // still arrive: for the ledger's retention after the deletion was applied.
         _ = try await deleteInChunks("purge deleted users", from: "deleted_users", olderThan: "applied_at", before)
+        // Devices whose token died before `before`, then the invalidations (see
+        // SQLiteStore.purgeDeadDevices): in that order, as a device is dead only while its
+        // invalidation is there to say so.
+        while true {
+            let deleted = try await storeCall("purge dead devices", timeout: .seconds(300)) { [self] in
+                var binds = PostgresBindings()
+                binds.append(before.epochMilliseconds)
+                binds.append(Int64(purgeChunk))
+                let query = PostgresQuery(
+                    unsafeSQL: """
+                        WITH doomed AS (
+                            SELECT d.ctid FROM invalid_tokens i
+                            JOIN devices d ON d.provider = i.provider AND d.token = i.token
+                            WHERE i.invalidated_at < $1 AND i.invalidated_at >= d.registered_at
+                            LIMIT $2 FOR UPDATE OF d SKIP LOCKED),
+                            gone AS (DELETE FROM devices WHERE ctid = ANY (ARRAY(SELECT ctid FROM doomed)) RETURNING 1)
+                        SELECT count(*) FROM gone
+                        """,
+                    binds: binds
+                )
+                var count = 0
+                for try await (rows, ) in try await client.query(query, logger: logger).decode((Int64,).self) {
+                    count = Int(rows)
+                }
+                return count
+            }
+            if deleted < purgeChunk { break }
+        }
+        _ = try await deleteInChunks(
+            "purge invalid tokens",
+            from: "invalid_tokens",
+            olderThan: "invalidated_at",
+            before
+        )
         return purged
     }
 

@@ -328,7 +328,47 @@ extension SQLiteStore {
                 try self.throttle.purgeEnded(before: before.epochMilliseconds, connection)
             }
         }
+        try await purgeDeadDevices(before: before)
         return purged
+    }
+
+    /// Deletes devices whose token a provider invalidated before `before`, then the invalidations
+    /// themselves. Dead tokens are a steady stream (an app reinstalled, a phone replaced), and a
+    /// dead device was kept for ever, read with its user's devices at every look-up that missed
+    /// the cache. An invalidation is needed only while a registration older than it can still
+    /// arrive; one that arrives after the purge brings its device back, and the provider's next
+    /// answer invalidates it again.
+    func purgeDeadDevices(before: Timestamp) async throws(StoreError) {
+        while true {
+            let deleted = try await run { connection throws(StoreError) in
+                try connection.transaction { () throws(StoreError) -> Int in
+                    var users = Set<String>()
+                    var count = 0
+                    try connection.query(
+                        """
+                        DELETE FROM devices WHERE (user_id, device_id) IN
+                            (SELECT user_id, device_id FROM devices WHERE invalidated_at < ?1 LIMIT ?2)
+                        RETURNING user_id
+                        """,
+                        [.integer(before.epochMilliseconds), .integer(Int64(purgeChunk))]
+                    ) { row in
+                        users.insert(row.text(0) ?? "")
+                        count += 1
+                    }
+                    for userID in users { self.cache.invalidate(userID) }
+                    try Self.refreshRecipientRecords(Array(users), connection)
+                    return count
+                }
+            }
+            if deleted < purgeChunk { break }
+        }
+        _ = try await deleteInChunks(
+            """
+            DELETE FROM invalid_tokens WHERE (provider, token) IN
+                (SELECT provider, token FROM invalid_tokens WHERE invalidated_at < ?1 LIMIT ?2)
+            """,
+            before: before
+        )
     }
 
     /// Runs `delete` (which deletes at most `?2` rows older than `?1`) in its own transaction until

@@ -11,7 +11,7 @@ public final class SQLiteStore: StateStore, @unchecked Sendable {
     private let connection: SQLiteConnection
     private let queue = DispatchQueue(label: "herald.store.sqlite")
     // Only used on `queue`, like `connection`.
-    private var cache: RecipientCache
+    var cache: RecipientCache
     // Only used on `queue`, like `connection`.
     var throttle: ThrottleCounts
 
@@ -196,6 +196,12 @@ public final class SQLiteStore: StateStore, @unchecked Sendable {
         CREATE TABLE deleted_users (
             user_id TEXT PRIMARY KEY, deleted_at INTEGER NOT NULL, applied_at INTEGER NOT NULL) WITHOUT ROWID;
         CREATE INDEX due_deferred_by_recipient ON due_work (recipient) WHERE type = 'deferred';
+        """,
+        // 13: dead devices and invalidations by time, for the purge to find those older than the
+        // retention without reading every device.
+        """
+        CREATE INDEX devices_by_invalidation ON devices (invalidated_at) WHERE invalidated_at IS NOT NULL;
+        CREATE INDEX invalid_tokens_by_time ON invalid_tokens (invalidated_at);
         """,
     ]
 
