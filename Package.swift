@@ -98,6 +98,7 @@ let package = Package(
             name: "HeraldWorker",
             dependencies: [
                 "HeraldEvents", "HeraldKafka", "HeraldCatalog", "HeraldPolicy", "HeraldProviders", "HeraldStore",
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]

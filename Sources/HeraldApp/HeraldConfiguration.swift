@@ -30,6 +30,8 @@ public struct HeraldConfiguration: Sendable {
     public var httpListen = "127.0.0.1:9464"
     public var logLevel = "info"
     public var logFormat = "json"
+    /// The key user ids in logs are hashed with (see ``HeraldWorker/Redact``); never shown.
+    public var logUserHashKey: [UInt8]?
 
     public struct Kafka: Sendable {
         /// `embedded`: an in-process mock cluster (development and tests only).
@@ -271,6 +273,8 @@ public struct HeraldConfiguration: Sendable {
         Key(path: "http.listen", kind: .string),
         Key(path: "log.level", kind: .choice(["trace", "debug", "info", "notice", "warning", "error", "critical"])),
         Key(path: "log.format", kind: .choice(["json", "text"])),
+        Key(path: "log.user_hash_key_file", kind: .string),
+        Key(path: "log.user_hash_key", kind: .string, secret: true),
     ]
 
     /// Reads `path` (if given), applies `HERALD_*` overrides from `environment`, and validates.
@@ -608,6 +612,17 @@ public struct HeraldConfiguration: Sendable {
         }
         logLevel = try string("log.level") ?? logLevel
         logFormat = try string("log.format") ?? logFormat
+        logUserHashKey = try Self.secret(
+            inline: "log.user_hash_key",
+            file: "log.user_hash_key_file",
+            string: string,
+            source: { source(key($0)) }
+        )
+        // A short key would make the hash guessable again: 16 bytes, as for an HMAC key of this use.
+        if let hashKey = logUserHashKey, hashKey.count < 16 {
+            let origin = (try string("log.user_hash_key")) == nil ? "log.user_hash_key_file" : "log.user_hash_key"
+            throw ConfigurationError("\(source(key(origin))): the key must be at least 16 bytes")
+        }
     }
 
     /// The `kafka.ssl_*` keys: files that must be readable, used only with a TLS protocol, and

@@ -23,6 +23,12 @@ public enum WorkerApp {
     /// Runs `roles` in one process until SIGTERM or SIGINT: the embedded broker first if the
     /// configuration asks for it, the store, the roles, and `/metrics` and `/health`.
     public static func run(configuration: HeraldConfiguration, roles: Set<HeraldRole>, logger: Logger) async throws {
+        Redact.setKey(configuration.logUserHashKey)
+        if configuration.logUserHashKey == nil {
+            logger.notice(
+                "log.user_hash_key_file is not set: user ids in logs are hashed without a key, which hides little of ids that can be guessed"
+            )
+        }
         var catalog: Catalog?
         if roles.contains(.worker) {
             do {

@@ -751,11 +751,3 @@ extension WorkerStatistics.Counters {
         buildTime += other.buildTime
     }
 }
-
-/// Personal data in logs: user ids appear only as a stable hash, so a person can follow one user
-/// through the logs without the logs holding the id.
-public enum Redact {
-    public static func user(_ userID: String) -> String {
-        "u:" + String(NotificationID.make(eventID: "", kind: "", recipient: userID, device: "").prefix(12))
-    }
-}

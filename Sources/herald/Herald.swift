@@ -10,7 +10,7 @@ struct Herald: AsyncParsableCommand {
         subcommands: [
             BrokerCommand.self, CatalogCommand.self, RenderCommand.self, PayloadCommand.self, DirectoryCommand.self,
             BenchCommand.self, RunCommand.self, SimulateProvidersCommand.self, DeadLetterCommand.self, DevCommand.self,
-            ReplayCommand.self,
+            ReplayCommand.self, UserHashCommand.self,
         ]
     )
 }

@@ -313,4 +313,58 @@ struct ConfigurationTests {
             try HeraldConfiguration.load(path: nil, environment: ["HERALD_KAFKA_SECURITY_PROTOCOL": "sasl_ssl"])
         }
     }
+
+    @Test(
+        "the key user ids in logs are hashed with comes from a file or a variable; a short one is refused, naming the key, never showing it"
+    )
+    func userHashKey() throws {
+        let key = "0123456789abcdef-log-key"
+        let keyFile = try file(key)
+        let fromFile = try HeraldConfiguration.load(
+            path: try file("log:\n  user_hash_key_file: \(keyFile)\n"),
+            environment: [:]
+        )
+        #expect(fromFile.logUserHashKey == Array(key.utf8))
+        let fromVariable = try HeraldConfiguration.load(path: nil, environment: ["HERALD_LOG_USER_HASH_KEY": key])
+        #expect(fromVariable.logUserHashKey == Array(key.utf8))
+        #expect(try HeraldConfiguration.load(path: nil, environment: [:]).logUserHashKey == nil)
+        for (environment, named) in [
+            (["HERALD_LOG_USER_HASH_KEY": "short-secret"], "HERALD_LOG_USER_HASH_KEY"),
+            (["HERALD_LOG_USER_HASH_KEY_FILE": try file("short-secret")], "HERALD_LOG_USER_HASH_KEY_FILE"),
+            (["HERALD_LOG_USER_HASH_KEY_FILE": "/nonexistent/key"], "HERALD_LOG_USER_HASH_KEY_FILE"),
+        ] {
+            do {
+                _ = try HeraldConfiguration.load(path: nil, environment: environment)
+                Issue.record("accepted \(environment)")
+            } catch {
+                #expect("\(error)".contains(named), "\(error)")
+                #expect(!"\(error)".contains("short-secret"), "\(error)")
+            }
+        }
+    }
+}
+
+@Suite("User ids in logs", .serialized)
+struct RedactTests {
+    @Test(
+        "hashed with the configured key (HMAC-SHA256), or without one: u: and 12 hex digits, the same for the same id"
+    )
+    func keyedHash() {
+        defer { Redact.setKey(nil) }
+        let unkeyed = Redact.user("u-1024")
+        Redact.setKey(Array("0123456789abcdef-log-key".utf8))
+        let keyed = Redact.user("u-1024")
+        Redact.setKey(Array("another-key-of-16-bytes".utf8))
+        let otherKey = Redact.user("u-1024")
+        for hash in [unkeyed, keyed, otherKey] {
+            #expect(hash.hasPrefix("u:") && hash.count == 14, "\(hash)")
+            // Upper case, as the unkeyed hash (a notification id's digits) has always been.
+            #expect(hash.dropFirst(2).allSatisfy { $0.isHexDigit && !$0.isLowercase }, "\(hash)")
+        }
+        #expect(Set([unkeyed, keyed, otherKey]).count == 3)
+        #expect(Redact.user("u-1024") == otherKey && Redact.user("u-1025") != otherKey)
+        // HMAC-SHA256("0123456789abcdef-log-key", "u-1024"), its first 6 bytes (Python's hmac module).
+        Redact.setKey(Array("0123456789abcdef-log-key".utf8))
+        #expect(Redact.user("u-1024") == "u:6E4E8E425918")
+    }
 }

@@ -1,0 +1,37 @@
+import Foundation
+import Testing
+
+@Suite("herald user-hash")
+struct UserHashCommandTests {
+    @Test("prints each id's hash with the configured key, as the logs show it; a short key is refused, naming the key")
+    func userHash() throws {
+        let herald = try heraldExecutable().path
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "herald-hash-\(UUID().uuidString)"
+        )
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        func write(_ name: String, _ text: String) throws -> String {
+            let path = directory.appendingPathComponent(name).path
+            try text.write(toFile: path, atomically: true, encoding: .utf8)
+            return path
+        }
+        let key = try write("key", "0123456789abcdef-log-key")
+        let config = try write("herald.yaml", "log:\n  user_hash_key_file: \(key)\n")
+        let keyed = try run(herald, ["user-hash", "--config", config, "u-1024", "u-7"])
+        #expect(keyed.status == 0, "\(keyed.error)")
+        // HMAC-SHA256 of the id with the key, its first 6 bytes (Python's hmac module).
+        #expect(keyed.output.split(separator: "\n").first == "u:6E4E8E425918\tu-1024")
+        #expect(keyed.output.split(separator: "\n").count == 2)
+        let unkeyed = try run(herald, ["user-hash", "u-1024"])
+        #expect(unkeyed.status == 0 && unkeyed.output.hasPrefix("u:") && !unkeyed.output.hasPrefix("u:6E4E8E425918"))
+
+        let short = try write("short", "short-secret")
+        let refused = try run(
+            herald,
+            ["user-hash", "--config", try write("short.yaml", "log:\n  user_hash_key_file: \(short)\n"), "u-1"]
+        )
+        #expect(refused.status == 78)
+        #expect(refused.error.contains("log.user_hash_key_file") && !refused.error.contains("short-secret"))
+    }
+}
