@@ -3,6 +3,7 @@ import Foundation
 import HeraldApp
 import HeraldEvents
 import HeraldReplay
+import HeraldWorker
 import Logging
 
 struct ReplayCommand: AsyncParsableCommand {
@@ -150,6 +151,15 @@ struct ReplayRunCommand: AsyncParsableCommand {
 
     func run() async throws {
         let logger = try global.bootstrapLogging(label: "herald.replay")
+        // The report names users by the hash they have in the logs: keyed as `herald run` keys it,
+        // from the same variables (replay reads no configuration file).
+        do {
+            let variables = ProcessInfo.processInfo.environment.filter { $0.key.hasPrefix("HERALD_LOG_USER_HASH_KEY") }
+            Redact.setKey(try HeraldConfiguration.load(path: nil, environment: variables).logUserHashKey)
+        } catch {
+            printError("herald: \(error)")
+            throw ExitCode(78)  // EX_CONFIG
+        }
         if let publish {
             let publisher = LogPublisher(
                 bootstrapServers: servers,

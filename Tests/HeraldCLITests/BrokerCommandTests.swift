@@ -21,11 +21,15 @@ struct CLIError: Error, CustomStringConvertible {
 func run(
     _ executable: String,
     _ arguments: [String],
-    input: String? = nil
+    input: String? = nil,
+    environment: [String: String] = [:]
 ) throws -> (status: Int32, output: String, error: String) {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: executable)
     process.arguments = arguments
+    if !environment.isEmpty {
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+    }
     let stdin = Pipe()
     let output = Pipe()
     let error = Pipe()

@@ -45,6 +45,57 @@ struct ReplayCommandTests {
     }
 }
 
+extension ReplayCommandTests {
+    @Test(
+        "the report names the most-throttled users by the hash the logs give them: keyed by HERALD_LOG_USER_HASH_KEY, as herald run keys it"
+    )
+    func reportHashesUsers() throws {
+        let herald = try heraldExecutable().path
+        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("herald-cli-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: scratch) }
+        let key = "0123456789abcdef-log-key"
+        func throttledUsers(_ environment: [String: String]) throws -> [String] {
+            let report = scratch.appendingPathComponent("report-\(environment.count).json").path
+            let replayed = try run(
+                herald,
+                [
+                    "replay", "\(repositoryRoot)/samples/replay/events.jsonl", "--catalog", "\(repositoryRoot)/catalog",
+                    "--directory", "\(repositoryRoot)/samples/replay/directory.jsonl", "--out",
+                    scratch.appendingPathComponent("out.jsonl").path, "--report", report, "--log-level", "error",
+                ],
+                environment: environment
+            )
+            #expect(replayed.status == 0, "\(replayed.error)")
+            let json = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: report)))
+            let entries = (json as? [String: Any])?["mostThrottled"] as? [[String: Any]] ?? []
+            return entries.compactMap { $0["user"] as? String }
+        }
+        let unkeyed = try throttledUsers([:])
+        let keyed = try throttledUsers(["HERALD_LOG_USER_HASH_KEY": key])
+        #expect(!unkeyed.isEmpty && unkeyed.count == keyed.count)
+        #expect(Set(unkeyed).isDisjoint(with: keyed), "\(unkeyed) against \(keyed)")
+        // The same hashes `herald user-hash` gives for the sample's users under the key.
+        let sampleUsers = try String(
+            contentsOfFile: "\(repositoryRoot)/samples/replay/directory.jsonl",
+            encoding: .utf8
+        )
+        .split(separator: "\n").compactMap { line -> String? in
+            guard let range = line.range(of: #""userId":""#) else { return nil }
+            return String(line[range.upperBound...].prefix { $0 != "\"" })
+        }
+        let hashed = try run(
+            herald,
+            ["user-hash"] + Array(Set(sampleUsers)),
+            environment: ["HERALD_LOG_USER_HASH_KEY": key]
+        )
+        let known = Set(
+            hashed.output.split(separator: "\n").compactMap { $0.split(separator: "\t").first.map(String.init) }
+        )
+        #expect(Set(keyed).isSubset(of: known), "\(keyed) not among \(known.count) hashes")
+    }
+}
+
 @Suite("The README's tour")
 struct TourTests {
     /// The shell lines of the tour's `steps`, as the README has them.
