@@ -6,9 +6,13 @@ import HeraldStore
 public enum DirectoryTool {
     /// One JSON line for a user. Tokens are shortened to their first 8 characters: enough to tell
     /// devices apart, not enough to send to one.
-    public static func describe(user: String, _ recipient: Recipient?) -> String {
+    /// - Parameter deletedAt: when the user was deleted (`user.deleted`), if the store remembers:
+    ///   shown as `deletedAt`, beside whatever was registered for them after it.
+    public static func describe(user: String, _ recipient: Recipient?, deletedAt: Timestamp? = nil) -> String {
+        let deletion: [(String, JSONValue)] = deletedAt.map { [("deletedAt", .string($0.description))] } ?? []
         guard let recipient else {
-            return JSONValue.object(JSONObject([("userId", .string(user)), ("known", .bool(false))])).serialized
+            return JSONValue.object(JSONObject([("userId", .string(user)), ("known", .bool(false))] + deletion))
+                .serialized
         }
         let devices = recipient.devices.map { device in
             JSONValue.object(
@@ -23,12 +27,14 @@ public enum DirectoryTool {
             )
         }
         return JSONValue.object(
-            JSONObject([
-                ("userId", .string(user)), ("known", .bool(true)), ("devices", .array(devices)),
-                ("locale", recipient.locale.map(JSONValue.string) ?? .null),
-                ("timeZone", recipient.timeZone.map(JSONValue.string) ?? .null),
-                ("preferences", PreferencesDocument.value(recipient.preferences)),
-            ])
+            JSONObject(
+                [
+                    ("userId", .string(user)), ("known", .bool(true)), ("devices", .array(devices)),
+                    ("locale", recipient.locale.map(JSONValue.string) ?? .null),
+                    ("timeZone", recipient.timeZone.map(JSONValue.string) ?? .null),
+                    ("preferences", PreferencesDocument.value(recipient.preferences)),
+                ] + deletion
+            )
         ).serialized
     }
 

@@ -19,6 +19,10 @@ public protocol Directory: Sendable {
     /// users in order anyway (the worker's batch), this spares hashing each id into a dictionary
     /// and again out of it.
     func recipients(inOrder userIDs: [String]) async throws(StoreError) -> [Recipient?]
+    /// When each of `userIDs` that was deleted (`user.deleted`) was deleted, for those the store
+    /// still remembers (until the purge, ``StateStore/purge(before:)``): what `herald directory
+    /// show` tells an operator checking an erasure.
+    func deletions(_ userIDs: [String]) async throws(StoreError) -> [String: Timestamp]
 }
 
 extension Directory {

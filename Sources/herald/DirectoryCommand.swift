@@ -84,11 +84,11 @@ struct DirectoryShowCommand: AsyncParsableCommand {
     func run() async throws {
         let logger = try global.bootstrapLogging(label: "herald.directory")
         let location = try storeOptions.location()
-        let recipients = try await location.withStore(logger: logger) { store in
-            try await store.recipients(users)
+        let (recipients, deletions) = try await location.withStore(logger: logger) { store in
+            (try await store.recipients(users), try await store.deletions(users))
         }
         for user in users {
-            print(DirectoryTool.describe(user: user, recipients[user]))
+            print(DirectoryTool.describe(user: user, recipients[user], deletedAt: deletions[user]))
         }
     }
 }

@@ -73,6 +73,16 @@ struct DirectoryCommandTests {
                 separator: "\n"
             )[0] + "\n"
         )
+
+        // Erased: show says when, and that nothing of the user is left.
+        let deletion = directory.appendingPathComponent("deletion.jsonl")
+        try event(5, "user.deleted", "2026-11-02T10:00:00Z", #"{"userId":"u-1"}"#)
+            .write(to: deletion, atomically: true, encoding: .utf8)
+        #expect(try run(herald, ["directory", "import", deletion.path, "--store", store]).status == 0)
+        let erased = try run(herald, ["directory", "show", "u-1", "--store", store])
+        let object = try JSONSerialization.jsonObject(with: Data(erased.output.utf8)) as? [String: Any]
+        #expect(object?["known"] as? Bool == false, "\(erased.output)")
+        #expect(object?["deletedAt"] as? String == "2026-11-02T10:00:00.000Z", "\(erased.output)")
     }
 
     @Test("the example snapshot in catalog/ imports cleanly")

@@ -32,6 +32,10 @@ struct UserDeletionContractTests {
             ])
             var found = try await store.recipients(["ana", "ben", "cy"])
             #expect(found["ana"] == nil)
+            #expect(
+                try await store.deletions(["ana", "ben", "cy", "ana"])
+                    == ["ana": at("2026-11-01T12:00:00Z"), "cy": at("2026-11-01T12:00:00Z")]
+            )
             #expect(found["ben"]?.devices.map(\.token) == ["t3"])
             #expect(found["cy"]?.devices.map(\.token) == ["t4"])
 
@@ -114,7 +118,9 @@ struct UserDeletionContractTests {
             try await store.purge(before: Timestamp(epochMilliseconds: applied.epochMilliseconds - 60_000))
             try await store.apply([registered("ana", "phone", token: "t1", at: "2025-11-01T11:00:00Z")])
             #expect(try await store.recipients(["ana"]).isEmpty)
+            #expect(try await store.deletions(["ana"]) == ["ana": at("2025-11-01T12:00:00Z")])
             try await store.purge(before: Timestamp(epochMilliseconds: applied.epochMilliseconds + 60_000))
+            #expect(try await store.deletions(["ana"]).isEmpty)
             // Forgotten: a change from before the deletion that arrives now is taken as it comes.
             try await store.apply([registered("ana", "phone", token: "t1", at: "2025-11-01T11:00:00Z")])
             #expect(try await store.recipients(["ana"])["ana"]?.devices.map(\.token) == ["t1"])

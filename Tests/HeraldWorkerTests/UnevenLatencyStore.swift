@@ -33,6 +33,10 @@ final class UnevenLatencyStore: StateStore {
         try await store.recipients(userIDs)
     }
 
+    func deletions(_ userIDs: [String]) async throws(StoreError) -> [String: Timestamp] {
+        try await store.deletions(userIDs)
+    }
+
     func claimDue(now: Timestamp, limit: Int, lease: Duration) async throws(StoreError) -> [DueWork] {
         try await store.claimDue(now: now, limit: limit, lease: lease)
     }

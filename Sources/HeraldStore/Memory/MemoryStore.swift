@@ -48,6 +48,14 @@ public final class MemoryStore: StateStore {
         }
     }
 
+    public func deletions(_ userIDs: [String]) async throws(StoreError) -> [String: Timestamp] {
+        directory.withLock { tables in
+            var found: [String: Timestamp] = [:]
+            for userID in userIDs { found[userID] = tables.deletedAt(userID) }
+            return found
+        }
+    }
+
     public func analyze() async throws(StoreError) {}
 }
 
@@ -224,6 +232,9 @@ struct DirectoryTables: Sendable {
             users[userID] = user.isEmpty ? nil : user
         }
     }
+
+    /// When `userID` was deleted, while the deletion is remembered.
+    func deletedAt(_ userID: String) -> Timestamp? { deletions[userID]?.at }
 
     /// Forgets users deleted (applied) before `before`, and devices whose token was invalidated
     /// before it with the invalidations, as ``SQLiteStore/purgeDeadDevices(before:)`` does.

@@ -63,6 +63,22 @@ extension PostgresStore {
         return String(decoding: json.bytes, as: UTF8.self)
     }
 
+    public func deletions(_ userIDs: [String]) async throws(StoreError) -> [String: Timestamp] {
+        let unique = Array(Set(userIDs))
+        guard !unique.isEmpty else { return [:] }
+        return try await storeCall("deletions") { [self] in
+            var found: [String: Timestamp] = [:]
+            let rows = try await client.query(
+                "SELECT user_id, deleted_at FROM deleted_users WHERE user_id = ANY(\(unique)::text[])",
+                logger: logger
+            )
+            for try await (userID, deletedAt) in rows.decode((String, Int64).self) {
+                found[userID] = Timestamp(epochMilliseconds: deletedAt)
+            }
+            return found
+        }
+    }
+
     public func recipients(_ userIDs: [String]) async throws(StoreError) -> [String: Recipient] {
         let unique = Array(Set(userIDs))
         guard !unique.isEmpty else { return [:] }

@@ -391,6 +391,18 @@ public final class SQLiteStore: StateStore, @unchecked Sendable {
         }
     }
 
+    public func deletions(_ userIDs: [String]) async throws(StoreError) -> [String: Timestamp] {
+        try await run { connection throws(StoreError) in
+            var found: [String: Timestamp] = [:]
+            for userID in Set(userIDs) {
+                try connection.query("SELECT deleted_at FROM deleted_users WHERE user_id = ?", [.text(userID)]) { row in
+                    found[userID] = Timestamp(epochMilliseconds: row.integer(0))
+                }
+            }
+            return found
+        }
+    }
+
     /// Whether `userID` was deleted at or after `at`: a change dated then is older than the deletion.
     static func deleted(_ userID: String, asOf at: Timestamp, _ connection: SQLiteConnection) throws(StoreError) -> Bool
     {
