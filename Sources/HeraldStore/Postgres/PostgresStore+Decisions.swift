@@ -245,31 +245,15 @@ extension PostgresStore {
         // Devices whose token died before `before`, then the invalidations (see
         // SQLiteStore.purgeDeadDevices): in that order, as a device is dead only while its
         // invalidation is there to say so.
-        while true {
-            let deleted = try await storeCall("purge dead devices", timeout: .seconds(300)) { [self] in
-                var binds = PostgresBindings()
-                binds.append(before.epochMilliseconds)
-                binds.append(Int64(purgeChunk))
-                let query = PostgresQuery(
-                    unsafeSQL: """
-                        WITH doomed AS (
-                            SELECT d.ctid FROM invalid_tokens i
-                            JOIN devices d ON d.provider = i.provider AND d.token = i.token
-                            WHERE i.invalidated_at < $1 AND i.invalidated_at >= d.registered_at
-                            LIMIT $2 FOR UPDATE OF d SKIP LOCKED),
-                            gone AS (DELETE FROM devices WHERE ctid = ANY (ARRAY(SELECT ctid FROM doomed)) RETURNING 1)
-                        SELECT count(*) FROM gone
-                        """,
-                    binds: binds
-                )
-                var count = 0
-                for try await (rows, ) in try await client.query(query, logger: logger).decode((Int64,).self) {
-                    count = Int(rows)
-                }
-                return count
-            }
-            if deleted < purgeChunk { break }
-        }
+        _ = try await deleteInChunks(
+            "purge dead devices",
+            from: "devices",
+            chosenBy: """
+                SELECT d.ctid FROM invalid_tokens i JOIN devices d ON d.provider = i.provider AND d.token = i.token
+                WHERE i.invalidated_at < $1 AND i.invalidated_at >= d.registered_at LIMIT $2 FOR UPDATE OF d SKIP LOCKED
+                """,
+            before
+        )
         _ = try await deleteInChunks(
             "purge invalid tokens",
             from: "invalid_tokens",
@@ -288,16 +272,32 @@ extension PostgresStore {
         olderThan column: String,
         _ before: Timestamp
     ) async throws(StoreError) -> Int {
+        try await deleteInChunks(
+            operation,
+            from: table,
+            chosenBy: "SELECT ctid FROM \(table) WHERE \(column) < $1 LIMIT $2 FOR UPDATE SKIP LOCKED",
+            before
+        )
+    }
+
+    /// Deletes the rows of `table` that `choice` selects (their `ctid`, at most `$2` of them, given
+    /// `before` as `$1`), one statement after another until one deletes fewer than ``purgeChunk``.
+    func deleteInChunks(
+        _ operation: String,
+        from table: String,
+        chosenBy choice: String,
+        _ before: Timestamp
+    ) async throws(StoreError) -> Int {
         var total = 0
         while true {
             let deleted = try await storeCall(operation, timeout: .seconds(300)) { [self] in
                 var binds = PostgresBindings()
                 binds.append(before.epochMilliseconds)
                 binds.append(Int64(purgeChunk))
-                // `table` and `column` are this file's constants, never input.
+                // `table` and `choice` are this file's constants, never input.
                 let query = PostgresQuery(
                     unsafeSQL: """
-                        WITH doomed AS (SELECT ctid FROM \(table) WHERE \(column) < $1 LIMIT $2 FOR UPDATE SKIP LOCKED),
+                        WITH doomed AS (\(choice)),
                             gone AS (DELETE FROM \(table) WHERE ctid = ANY (ARRAY(SELECT ctid FROM doomed)) RETURNING 1)
                         SELECT count(*) FROM gone
                         """,
