@@ -18,23 +18,14 @@ public enum Redact {
         key.withLock { $0 = bytes.map { SymmetricKey(data: $0) } }
     }
 
-    /// Whether ids are hashed with a key.
-    public static var isKeyed: Bool { key.withLock { $0 != nil } }
-
     public static func user(_ userID: String) -> String {
         guard let key = key.withLock({ $0 }) else {
             return "u:" + String(NotificationID.make(eventID: "", kind: "", recipient: userID, device: "").prefix(12))
         }
         let code = HMAC<SHA256>.authenticationCode(for: Array(userID.utf8), using: key)
-        var text = "u:"
-        for byte in code.prefix(6) {
-            text.append(hexDigit(byte >> 4))
-            text.append(hexDigit(byte & 0xF))
-        }
-        return text
-    }
-
-    private static func hexDigit(_ value: UInt8) -> Character {
-        Character(Unicode.Scalar(value < 10 ? 0x30 + value : 0x37 + value))
+        // The first 6 bytes, as 12 upper-case hex digits: the unkeyed hash's form.
+        let value = code.prefix(6).reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+        let digits = String(value, radix: 16, uppercase: true)
+        return "u:" + String(repeating: "0", count: 12 - digits.count) + digits
     }
 }
