@@ -120,6 +120,8 @@ public struct HeraldConfiguration: Sendable {
         public var directoryTopic = "herald.directory"
         public var deadLetterTopic = "herald.outbound.dlq"
         public var decisionsTopic: String?
+        /// Unless set, as the worker's decision records name their recipient.
+        public var decisionRecipients = DecisionRecipients.hashed(UserHash(key: nil))
         public var retryTopicPrefix = "herald.outbound.retry"
         public var retryDelays = RetryPolicy.defaultDelays
         public var retryJitter = 0.1
@@ -222,6 +224,7 @@ public struct HeraldConfiguration: Sendable {
         Key(path: "worker.outbound_topic", kind: .string),
         Key(path: "worker.dead_letter_topic", kind: .string),
         Key(path: "worker.decisions_topic", kind: .string),
+        Key(path: "worker.decisions_recipient", kind: .choice(["hashed", "clear"])),
         Key(path: "worker.unknown_event_types", kind: .choice(UnknownEventTypes.allCases.map(\.rawValue))),
         Key(path: "worker.batch_size", kind: .integer),
         Key(path: "worker.max_devices_per_recipient", kind: .integer),
@@ -232,6 +235,7 @@ public struct HeraldConfiguration: Sendable {
         Key(path: "sender.directory_topic", kind: .string),
         Key(path: "sender.dead_letter_topic", kind: .string),
         Key(path: "sender.decisions_topic", kind: .string),
+        Key(path: "sender.decisions_recipient", kind: .choice(["hashed", "clear"])),
         Key(path: "sender.retry_topic_prefix", kind: .string),
         Key(path: "sender.retry_delays", kind: .list),
         Key(path: "sender.retry_jitter", kind: .string),
@@ -623,6 +627,13 @@ public struct HeraldConfiguration: Sendable {
             let origin = (try string("log.user_hash_key")) == nil ? "log.user_hash_key_file" : "log.user_hash_key"
             throw ConfigurationError("\(source(key(origin))): the key must be at least 16 bytes")
         }
+        // Decision records are analytics: their recipients are hashed as the logs hash user ids,
+        // with the same key, unless a deployment whose analytics may hold ids says `clear`.
+        let hash = UserHash(key: logUserHashKey)
+        func recipients(_ choice: String?) -> DecisionRecipients { choice == "clear" ? .clear : .hashed(hash) }
+        let workerRecipients = try string("worker.decisions_recipient")
+        worker.topics.decisionRecipients = recipients(workerRecipients)
+        sender.decisionRecipients = recipients(try string("sender.decisions_recipient") ?? workerRecipients)
     }
 
     /// The `kafka.ssl_*` keys: files that must be readable, used only with a TLS protocol, and

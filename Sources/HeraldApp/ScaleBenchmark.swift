@@ -314,6 +314,8 @@ public struct ScaleBenchmark: Sendable {
           group_id: herald-scale-worker
           topics: [\(topic)]
           decisions_topic: herald.decisions
+          # The benchmark matches decisions to the outbound calls, which name users by their ids.
+          decisions_recipient: clear
         sender:
           group_id: herald-scale-sender
         providers:

@@ -66,6 +66,7 @@ public enum SenderApp {
         senderConfiguration.topics.directory = settings.directoryTopic
         senderConfiguration.topics.deadLetter = settings.deadLetterTopic
         senderConfiguration.topics.decisions = settings.decisionsTopic
+        senderConfiguration.topics.decisionRecipients = settings.decisionRecipients
         senderConfiguration.retry = RetryPolicy(
             topicPrefix: settings.retryTopicPrefix,
             delays: settings.retryDelays,

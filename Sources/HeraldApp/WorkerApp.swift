@@ -25,8 +25,11 @@ public enum WorkerApp {
     public static func run(configuration: HeraldConfiguration, roles: Set<HeraldRole>, logger: Logger) async throws {
         Redact.setKey(configuration.logUserHashKey)
         if configuration.logUserHashKey == nil {
+            let topics = configuration.worker.topics
+            var decisions = ""
+            if case .hashed = topics.decisionRecipients, let topic = topics.decisions { decisions = "and on \(topic) " }
             logger.notice(
-                "log.user_hash_key_file is not set: user ids in logs are hashed without a key, which hides little of ids that can be guessed"
+                "log.user_hash_key_file is not set: user ids in logs \(decisions)are hashed without a key, which hides little of ids that can be guessed"
             )
         }
         var catalog: Catalog?

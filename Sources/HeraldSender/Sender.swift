@@ -35,6 +35,8 @@ public final class Sender: Service, Sendable {
         public var directory = "herald.directory"
         /// Where `expired` decisions go, if anywhere.
         public var decisions: String?
+        /// How those records name their recipient, as the worker's do.
+        public var decisionRecipients = DecisionRecipients.hashed(UserHash(key: nil))
 
         public init() {}
     }
@@ -636,11 +638,12 @@ public final class Sender: Service, Sendable {
         writer.member("notificationId", outbound.notificationID)
         writer.member("eventId", outbound.eventID)
         writer.member("kind", outbound.kind)
-        writer.member("recipient", outbound.recipient)
+        let recipient = configuration.topics.decisionRecipients.name(outbound.recipient)
+        writer.member("recipient", recipient)
         writer.member("reason", DecisionReason.expired.rawValue)
         writer.member("decidedAt", timestamp: at)
         writer.endObject()
-        return KafkaProducerRecord(topic: topic, key: KafkaBytes(outbound.recipient), value: KafkaBytes(writer.bytes))
+        return KafkaProducerRecord(topic: topic, key: KafkaBytes(recipient), value: KafkaBytes(writer.bytes))
     }
 
     /// Reads Expo receipts that are due: a `DeviceNotRegistered` receipt invalidates the token.

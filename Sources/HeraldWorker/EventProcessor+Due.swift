@@ -57,11 +57,7 @@ extension EventProcessor {
         let plans = RenderPlans()
         for (decision, (event, kind)) in zip(decisions, resumed) {
             counted(decision, &counters)
-            if let topic = topics.decisions {
-                records.append(topic: topic, key: KafkaBytes(decision.key.recipient)) { writer in
-                    Self.writeDecision(decision, decidedAt: now, into: &writer)
-                }
-            }
+            if let topic = topics.decisions { appendDecision(decision, decidedAt: now, topic: topic, to: &records) }
             guard decision.reason == .sent, let recipient = directory[decision.key.recipient] else { continue }
             do {
                 try build(

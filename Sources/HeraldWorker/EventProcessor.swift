@@ -7,12 +7,14 @@ import HeraldStore
 import Logging
 
 /// Where the worker reads and writes, besides the domain topics.
-public struct WorkerTopics: Sendable, Hashable {
+public struct WorkerTopics: Sendable {
     public var directory = "herald.directory"
     public var outbound = "herald.outbound"
     public var eventsDeadLetter = "herald.events.dlq"
     /// One record per decision, for analytics; `nil`: not written.
     public var decisions: String?
+    /// How those records name their recipient: hashed, unkeyed, unless configured otherwise.
+    public var decisionRecipients = DecisionRecipients.hashed(UserHash(key: nil))
 
     public init() {}
 }
@@ -412,9 +414,7 @@ public final class EventProcessor: Sendable {
                 next += 1
                 counted(decision, &counters)
                 if let topic = topics.decisions {
-                    records.append(topic: topic, key: KafkaBytes(decision.key.recipient)) { writer in
-                        Self.writeDecision(decision, decidedAt: batch.prepared.now, into: &writer)
-                    }
+                    appendDecision(decision, decidedAt: batch.prepared.now, topic: topic, to: &records)
                 }
                 guard decision.reason == .sent, let recipient else { continue }
                 do {
@@ -693,12 +693,26 @@ public final class EventProcessor: Sendable {
         return try result.get()
     }
 
-    /// Writes `decision`'s record (on ``WorkerTopics/decisions``, keyed by its recipient).
-    static func writeDecision(_ decision: Decision, decidedAt: Timestamp, into writer: inout JSONStreamWriter) {
+    /// Appends `decision`'s record on `topic` (``WorkerTopics/decisions``), keyed by its recipient
+    /// as ``WorkerTopics/decisionRecipients`` names them.
+    func appendDecision(_ decision: Decision, decidedAt: Timestamp, topic: String, to records: inout RecordWriter) {
+        let recipient = topics.decisionRecipients.name(decision.key.recipient)
+        records.append(topic: topic, key: KafkaBytes(recipient)) { writer in
+            Self.writeDecision(decision, recipient: recipient, decidedAt: decidedAt, into: &writer)
+        }
+    }
+
+    /// Writes `decision`'s record, naming its recipient `recipient`.
+    static func writeDecision(
+        _ decision: Decision,
+        recipient: String,
+        decidedAt: Timestamp,
+        into writer: inout JSONStreamWriter
+    ) {
         writer.beginObject()
         writer.member("eventId", decision.key.eventID)
         writer.member("kind", decision.key.kind)
-        writer.member("recipient", decision.key.recipient)
+        writer.member("recipient", recipient)
         writer.member("reason", decision.label.rawValue)
         // A redelivery is labelled `duplicate`; what was decided the first time goes with it, so a
         // reader that missed the first record (a worker killed before flushing it) still learns it.

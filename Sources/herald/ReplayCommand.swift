@@ -49,6 +49,14 @@ struct ReplayRunCommand: AsyncParsableCommand {
     @Option(help: "Where the decisions go, one per line, as on herald.decisions.")
     var decisions: String?
 
+    @Option(
+        help: """
+            How --decisions names recipients: hashed (as herald.decisions does by default, keyed from \
+            HERALD_LOG_USER_HASH_KEY or _FILE as the logs are) or clear (the user ids).
+            """
+    )
+    var decisionsRecipient = "hashed"
+
     @Option(help: "Where the dead letters go, one per line: code, message, original place, key, value.")
     var deadLetters: String?
 
@@ -116,6 +124,9 @@ struct ReplayRunCommand: AsyncParsableCommand {
         if let rate, rate <= 0 { throw ValidationError("--rate: must be positive") }
         if let speed, speed <= 0 { throw ValidationError("--speed: must be positive") }
         if batchSize < 1 { throw ValidationError("--batch-size: must be at least 1") }
+        if !["hashed", "clear"].contains(decisionsRecipient) {
+            throw ValidationError("--decisions-recipient: expected hashed or clear, got '\(decisionsRecipient)'")
+        }
         if let parallelism, parallelism < 1 { throw ValidationError("--parallelism: must be at least 1") }
         if !(1...100_000).contains(maxDevicesPerRecipient) {
             throw ValidationError("--max-devices-per-recipient: must be from 1 to 100000")
@@ -153,9 +164,11 @@ struct ReplayRunCommand: AsyncParsableCommand {
         let logger = try global.bootstrapLogging(label: "herald.replay")
         // The report names users by the hash they have in the logs: keyed as `herald run` keys it,
         // from the same variables (replay reads no configuration file).
+        let hashKey: [UInt8]?
         do {
             let variables = ProcessInfo.processInfo.environment.filter { $0.key.hasPrefix("HERALD_LOG_USER_HASH_KEY") }
-            Redact.setKey(try HeraldConfiguration.load(path: nil, environment: variables).logUserHashKey)
+            hashKey = try HeraldConfiguration.load(path: nil, environment: variables).logUserHashKey
+            Redact.setKey(hashKey)
         } catch {
             printError("herald: \(error)")
             throw ExitCode(78)  // EX_CONFIG
@@ -180,6 +193,8 @@ struct ReplayRunCommand: AsyncParsableCommand {
         options.directorySnapshot = directory
         options.store = store
         options.decisions = decisions
+        options.configuration.topics.decisionRecipients =
+            decisionsRecipient == "clear" ? .clear : .hashed(UserHash(key: hashKey))
         options.deadLetters = deadLetters
         options.report = report
         options.configuration.batchSize = batchSize

@@ -47,7 +47,7 @@ struct ReplayCommandTests {
 
 extension ReplayCommandTests {
     @Test(
-        "the report names the most-throttled users by the hash the logs give them: keyed by HERALD_LOG_USER_HASH_KEY, as herald run keys it"
+        "the report and the decisions file name users by the hash the logs give them: keyed by HERALD_LOG_USER_HASH_KEY, as herald run keys it; --decisions-recipient clear gives the ids"
     )
     func reportHashesUsers() throws {
         let herald = try heraldExecutable().path
@@ -55,44 +55,55 @@ extension ReplayCommandTests {
         try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: scratch) }
         let key = "0123456789abcdef-log-key"
-        func throttledUsers(_ environment: [String: String]) throws -> [String] {
+        /// The report's most-throttled users and the decision records' recipients.
+        func replayedUsers(
+            _ environment: [String: String],
+            _ arguments: [String] = []
+        ) throws -> (throttled: [String], decided: Set<String>) {
             let report = scratch.appendingPathComponent("report-\(environment.count).json").path
+            let decisions = scratch.appendingPathComponent("decisions.jsonl").path
             let replayed = try run(
                 herald,
                 [
                     "replay", "\(repositoryRoot)/samples/replay/events.jsonl", "--catalog", "\(repositoryRoot)/catalog",
                     "--directory", "\(repositoryRoot)/samples/replay/directory.jsonl", "--out",
-                    scratch.appendingPathComponent("out.jsonl").path, "--report", report, "--log-level", "error",
-                ],
+                    scratch.appendingPathComponent("out.jsonl").path, "--report", report, "--decisions", decisions,
+                    "--log-level", "error",
+                ] + arguments,
                 environment: environment
             )
             #expect(replayed.status == 0, "\(replayed.error)")
             let json = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: report)))
             let entries = (json as? [String: Any])?["mostThrottled"] as? [[String: Any]] ?? []
-            return entries.compactMap { $0["user"] as? String }
+            let decided = try String(contentsOfFile: decisions, encoding: .utf8).split(separator: "\n").compactMap {
+                line in
+                let record = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
+                return record?["recipient"] as? String
+            }
+            return (entries.compactMap { $0["user"] as? String }, Set(decided))
         }
-        let unkeyed = try throttledUsers([:])
-        let keyed = try throttledUsers(["HERALD_LOG_USER_HASH_KEY": key])
-        #expect(!unkeyed.isEmpty && unkeyed.count == keyed.count)
-        #expect(Set(unkeyed).isDisjoint(with: keyed), "\(unkeyed) against \(keyed)")
+        let unkeyed = try replayedUsers([:])
+        let keyed = try replayedUsers(["HERALD_LOG_USER_HASH_KEY": key])
+        #expect(!unkeyed.throttled.isEmpty && unkeyed.throttled.count == keyed.throttled.count)
+        #expect(Set(unkeyed.throttled).isDisjoint(with: keyed.throttled), "\(unkeyed) against \(keyed)")
+        #expect(!unkeyed.decided.isEmpty && unkeyed.decided.isDisjoint(with: keyed.decided))
         // The same hashes `herald user-hash` gives for the sample's users under the key.
-        let sampleUsers = try String(
-            contentsOfFile: "\(repositoryRoot)/samples/replay/directory.jsonl",
-            encoding: .utf8
+        let sampleUsers = Set(
+            try String(contentsOfFile: "\(repositoryRoot)/samples/replay/directory.jsonl", encoding: .utf8)
+                .split(separator: "\n").compactMap { line -> String? in
+                    guard let range = line.range(of: #""userId":""#) else { return nil }
+                    return String(line[range.upperBound...].prefix { $0 != "\"" })
+                }
         )
-        .split(separator: "\n").compactMap { line -> String? in
-            guard let range = line.range(of: #""userId":""#) else { return nil }
-            return String(line[range.upperBound...].prefix { $0 != "\"" })
-        }
-        let hashed = try run(
-            herald,
-            ["user-hash"] + Array(Set(sampleUsers)),
-            environment: ["HERALD_LOG_USER_HASH_KEY": key]
-        )
+        let hashed = try run(herald, ["user-hash"] + Array(sampleUsers), environment: ["HERALD_LOG_USER_HASH_KEY": key])
         let known = Set(
             hashed.output.split(separator: "\n").compactMap { $0.split(separator: "\t").first.map(String.init) }
         )
-        #expect(Set(keyed).isSubset(of: known), "\(keyed) not among \(known.count) hashes")
+        #expect(Set(keyed.throttled).isSubset(of: known), "\(keyed.throttled) not among \(known.count) hashes")
+        #expect(keyed.decided.isSubset(of: known), "\(keyed.decided.subtracting(known)) not among the hashes")
+        // Asked for, the ids themselves.
+        let clear = try replayedUsers(["HERALD_LOG_USER_HASH_KEY": key], ["--decisions-recipient", "clear"])
+        #expect(clear.decided.isSubset(of: sampleUsers) && clear.decided.count == keyed.decided.count)
     }
 }
 

@@ -203,6 +203,10 @@ struct SenderTests {
                     let decision = try JSONParser().parse(decisions.all[0].value ?? KafkaBytes([]))
                     #expect(decision["reason"]?.stringValue == "expired")
                     #expect(decision["notificationId"]?.stringValue == "n-expired")
+                    // Hashed as the worker's decision records are, in the value and the key.
+                    let hashed = UserHash(key: nil)(expired.recipient)
+                    #expect(decision["recipient"]?.stringValue == hashed)
+                    #expect(decisions.all[0].key.map { String(decoding: Array($0), as: UTF8.self) } == hashed)
                 }
             }
             #expect(try await ledger.delivered(among: ["n-once", "n-expired", "n-old"]) == ["n-once"])

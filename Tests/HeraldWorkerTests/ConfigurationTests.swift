@@ -342,6 +342,43 @@ struct ConfigurationTests {
             }
         }
     }
+
+    @Test(
+        "decision records hash recipients with the log key unless worker.decisions_recipient says clear; the sender follows the worker unless told otherwise"
+    )
+    func decisionRecipients() throws {
+        let key = "0123456789abcdef-log-key"
+        let names = { (configuration: HeraldConfiguration) in
+            [configuration.worker.topics.decisionRecipients, configuration.sender.decisionRecipients].map {
+                $0.name("u-1024")
+            }
+        }
+        // HMAC-SHA256("0123456789abcdef-log-key", "u-1024"), as RedactTests checks it.
+        let keyed = try HeraldConfiguration.load(path: nil, environment: ["HERALD_LOG_USER_HASH_KEY": key])
+        #expect(names(keyed) == ["u:6E4E8E425918", "u:6E4E8E425918"])
+        let unkeyed = try HeraldConfiguration.load(path: nil, environment: [:])
+        #expect(names(unkeyed) == Array(repeating: UserHash(key: nil)("u-1024"), count: 2))
+        #expect(names(unkeyed)[0] != "u-1024")
+        let clear = try HeraldConfiguration.load(
+            path: try file("worker:\n  decisions_recipient: clear\n"),
+            environment: ["HERALD_LOG_USER_HASH_KEY": key]
+        )
+        #expect(names(clear) == ["u-1024", "u-1024"])
+        let mixed = try HeraldConfiguration.load(
+            path: nil,
+            environment: [
+                "HERALD_LOG_USER_HASH_KEY": key, "HERALD_WORKER_DECISIONS_RECIPIENT": "clear",
+                "HERALD_SENDER_DECISIONS_RECIPIENT": "hashed",
+            ]
+        )
+        #expect(names(mixed) == ["u-1024", "u:6E4E8E425918"])
+        do {
+            _ = try HeraldConfiguration.load(path: nil, environment: ["HERALD_WORKER_DECISIONS_RECIPIENT": "plain"])
+            Issue.record("accepted decisions_recipient: plain")
+        } catch {
+            #expect("\(error)".contains("HERALD_WORKER_DECISIONS_RECIPIENT"), "\(error)")
+        }
+    }
 }
 
 @Suite("User ids in logs", .serialized)

@@ -137,6 +137,60 @@ struct EventProcessorTests {
     }
 
     @Test(
+        "decision records name their recipient by its keyed hash (value and key), the logs' hash when keyed alike, or by the id when configured clear"
+    )
+    mutating func decisionRecipients() async throws {
+        try await register(quietHours: true)
+        let key = Array("0123456789abcdef-analytics".utf8)
+        let hashing = processor {
+            $0.decisions = "herald.decisions"
+            $0.decisionRecipients = .hashed(UserHash(key: key))
+        }
+        // Decided in the quiet hours, then again when they end: the deferral's record and the send's.
+        clock.set("2026-11-21T22:30:00Z")  // 23:30 in Oslo
+        let order = message(
+            cloudEvent(
+                id: "late-order",
+                type: "order.confirmed",
+                source: "/orders",
+                time: "2026-11-21T22:30:00Z",
+                data: object([
+                    ("userId", .string("u-en")), ("orderId", .string("ord-9")),
+                    ("total", object([("amount", .number("10")), ("currency", .string("NOK"))])),
+                    ("itemCount", .number("1")),
+                ])
+            ),
+            topic: "orders.events"
+        )
+        let hashed = try await hashing.process([order])
+        clock.set("2026-11-22T06:00:00Z")  // 07:00 in Oslo
+        let resumed = try await hashing.processDue(limit: 10, lease: .seconds(60)).records
+        let records = (hashed + resumed).filter { $0.topic == "herald.decisions" }
+        let reasons = try records.map { record in
+            let value = try JSONParser().parse(Array(try #require(record.value)))
+            // HMAC-SHA256("0123456789abcdef-analytics", "u-en"), its first 6 bytes (Python's hmac module).
+            #expect(value["recipient"]?.stringValue == "u:E9EB88E43EFF")
+            #expect(record.key.map { String(decoding: Array($0), as: UTF8.self) } == "u:E9EB88E43EFF")
+            return value["reason"]?.stringValue ?? ""
+        }
+        #expect(reasons == ["deferred.quiet_hours", "sent"])
+        #expect(UserHash(key: key)("u-en") == "u:E9EB88E43EFF")
+        #expect(UserHash(key: nil)("u-en") != "u:E9EB88E43EFF")
+        // The records of the user's decisions contain the id nowhere.
+        for record in records {
+            #expect(!String(decoding: Array(record.value!), as: UTF8.self).contains("u-en"))
+        }
+
+        let clear = try await processor {
+            $0.decisions = "herald.decisions"
+            $0.decisionRecipients = .clear
+        }.process([chat("m2")])
+        let decision = try #require(clear.first { $0.topic == "herald.decisions" })
+        #expect(try JSONParser().parse(Array(decision.value!))["recipient"]?.stringValue == "u-en")
+        #expect(decision.key.map { String(decoding: Array($0), as: UTF8.self) } == "u-en")
+    }
+
+    @Test(
         "a recipient with more devices than worker.max_devices_per_recipient gets the notification on the most recently registered, the rest counted"
     )
     mutating func deviceLimit() async throws {
