@@ -18,6 +18,8 @@ public enum DirectoryImport {
         /// Changes dated more than ``DirectoryEvent/clockTolerance`` after `now`, imported as of
         /// `now` (see ``DirectoryEvent/applied(at:)``).
         public var redated = 0
+        /// Devices removed, oldest first, because their user had more than the directory keeps.
+        public var evicted = 0
     }
 
     public static let batchSize = 1000
@@ -65,13 +67,13 @@ public enum DirectoryImport {
                 }
             }
             if batch.count >= batchSize {
-                try await store.apply(batch)
+                report.evicted += try await store.apply(batch).evicted.count
                 report.imported += batch.count
                 batch.removeAll(keepingCapacity: true)
             }
         }
         if !batch.isEmpty {
-            try await store.apply(batch)
+            report.evicted += try await store.apply(batch).evicted.count
             report.imported += batch.count
         }
         try await store.analyze()

@@ -17,6 +17,8 @@ public struct HeraldConfiguration: Sendable {
     public var providers = Providers()
     public var store = "sqlite:herald.sqlite"
     public var directoryCache = 200_000
+    /// `store.max_devices_per_user`: the most devices the directory keeps for one user.
+    public var maximumDevicesPerUser = DirectoryLimits.maximumDevicesPerUser
     /// `store.sqlite_mmap_mb`: how much of the SQLite file is read through a memory map.
     public var sqliteMemoryMapMegabytes = SQLiteStore.defaultMemoryMapMegabytes
     /// `store.sqlite_sync`: when a SQLite commit reaches the disk.
@@ -268,6 +270,7 @@ public struct HeraldConfiguration: Sendable {
         Key(path: "providers.expo.request_timeout", kind: .positiveDuration),
         Key(path: "store.url", kind: .string, secret: true),
         Key(path: "store.directory_cache", kind: .integer),
+        Key(path: "store.max_devices_per_user", kind: .integer),
         Key(path: "store.sqlite_mmap_mb", kind: .integer),
         Key(path: "store.sqlite_sync", kind: .choice(SQLiteStore.Synchronous.allCases.map(\.rawValue))),
         Key(path: "store.timeout", kind: .positiveDuration),
@@ -598,6 +601,18 @@ public struct HeraldConfiguration: Sendable {
             throw ConfigurationError("\(source(key("store.url"))): \(error.message)")
         }
         directoryCache = try integer("store.directory_cache") ?? directoryCache
+        maximumDevicesPerUser = try integer("store.max_devices_per_user") ?? maximumDevicesPerUser
+        if !(1...1_000_000).contains(maximumDevicesPerUser) {
+            throw ConfigurationError("\(source(key("store.max_devices_per_user"))): must be from 1 to 1000000")
+        }
+        // Devices the directory drops could never be notified: the worker's own limit must decide.
+        if maximumDevicesPerUser < worker.maximumDevicesPerRecipient {
+            throw ConfigurationError(
+                "\(source(key("store.max_devices_per_user"))): \(maximumDevicesPerUser) is below "
+                    + "worker.max_devices_per_recipient (\(worker.maximumDevicesPerRecipient)): the directory would "
+                    + "drop devices a notification should go to"
+            )
+        }
         sqliteMemoryMapMegabytes = try integer("store.sqlite_mmap_mb") ?? sqliteMemoryMapMegabytes
         sqliteSynchronous = try string("store.sqlite_sync").flatMap(SQLiteStore.Synchronous.init) ?? sqliteSynchronous
         // Neither may be zero (checked with the keys): a zero timeout would fail every PostgreSQL

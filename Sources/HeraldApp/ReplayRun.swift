@@ -118,10 +118,20 @@ public enum ReplayRun {
             }
             return Outcome(report: report, elapsed: elapsed, rejectedSnapshotLines: rejected)
         }
+        // The directory keeps at least the devices the worker's limit sends to.
+        let maximumDevicesPerUser = max(
+            DirectoryLimits.maximumDevicesPerUser,
+            options.configuration.maximumDevicesPerRecipient
+        )
         guard let location else {
-            return try await replay(MemoryStore(expectedDecisions: expectedDecisions(options.sources)))
+            return try await replay(
+                MemoryStore(
+                    expectedDecisions: expectedDecisions(options.sources),
+                    maximumDevicesPerUser: maximumDevicesPerUser
+                )
+            )
         }
-        return try await location.withStore(logger: logger, replay)
+        return try await location.withStore(logger: logger, maximumDevicesPerUser: maximumDevicesPerUser, replay)
     }
 
     /// How many decisions the memory store's ledger has room for from the start, from the sizes of

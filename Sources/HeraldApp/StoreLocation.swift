@@ -44,11 +44,13 @@ public enum StoreLocation: Sendable, CustomStringConvertible {
     ///   is shared by workers that each see only part of `herald.directory`, so it is always read).
     /// - Parameter sqliteMemoryMapMegabytes: how much of a SQLite file is read through a memory map.
     /// - Parameter sqliteSynchronous: when a SQLite commit reaches the disk.
+    /// - Parameter maximumDevicesPerUser: the most devices the directory keeps for one user.
     public func withStore<R: Sendable>(
         logger: Logger,
         directoryCache: Int = SQLiteStore.defaultDirectoryCacheCapacity,
         sqliteMemoryMapMegabytes: Int = SQLiteStore.defaultMemoryMapMegabytes,
         sqliteSynchronous: SQLiteStore.Synchronous = .full,
+        maximumDevicesPerUser: Int = DirectoryLimits.maximumDevicesPerUser,
         _ body: (any StateStore) async throws -> R
     ) async throws -> R {
         switch self {
@@ -57,10 +59,12 @@ public enum StoreLocation: Sendable, CustomStringConvertible {
                 path: path,
                 directoryCache: directoryCache,
                 memoryMapMegabytes: sqliteMemoryMapMegabytes,
-                synchronous: sqliteSynchronous
+                synchronous: sqliteSynchronous,
+                maximumDevicesPerUser: maximumDevicesPerUser
             )
             return try await body(store)
-        case .postgres(let configuration):
+        case .postgres(var configuration):
+            configuration.maximumDevicesPerUser = maximumDevicesPerUser
             let store = PostgresStore(configuration: configuration, logger: logger)
             return try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask { await store.run() }

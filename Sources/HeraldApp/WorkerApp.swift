@@ -89,7 +89,8 @@ public enum WorkerApp {
             logger: logger,
             directoryCache: configuration.directoryCache,
             sqliteMemoryMapMegabytes: configuration.sqliteMemoryMapMegabytes,
-            sqliteSynchronous: configuration.sqliteSynchronous
+            sqliteSynchronous: configuration.sqliteSynchronous,
+            maximumDevicesPerUser: configuration.maximumDevicesPerUser
         ) { store in
             let worker = try catalog.map { catalog in
                 try makeWorker(

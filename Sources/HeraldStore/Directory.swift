@@ -9,8 +9,10 @@ import HeraldPolicy
 /// one, a token registered by another user moves to that user, and a token a provider invalidated
 /// stays invalid unless it is registered again after the invalidation.
 public protocol Directory: Sendable {
-    /// Applies changes, in order, in one transaction.
-    func apply(_ events: [DirectoryEvent]) async throws(StoreError)
+    /// Applies changes, in order, in one transaction, then keeps each user who registered a device
+    /// within ``DirectoryLimits/maximumDevicesPerUser`` (the most recently registered).
+    @discardableResult
+    func apply(_ events: [DirectoryEvent]) async throws(StoreError) -> AppliedChanges
     /// The recipients among `userIDs` (one round trip for the whole batch). Users the directory
     /// does not know are absent; devices whose token is invalid are left out.
     func recipients(_ userIDs: [String]) async throws(StoreError) -> [String: Recipient]
@@ -23,6 +25,31 @@ public protocol Directory: Sendable {
     /// still remembers (until the purge, ``StateStore/purge(before:)``): what `herald directory
     /// show` tells an operator checking an erasure.
     func deletions(_ userIDs: [String]) async throws(StoreError) -> [String: Timestamp]
+}
+
+/// What applying a batch of directory changes did beyond the changes themselves.
+public struct AppliedChanges: Sendable, Equatable {
+    /// Devices removed because their user had more than the directory keeps, with their users
+    /// (a user once per device).
+    public var evicted: [String] = []
+
+    public init(evicted: [String] = []) { self.evicted = evicted }
+}
+
+/// How much of one user the directory keeps.
+public enum DirectoryLimits {
+    /// The most devices the directory keeps for one user by default (`store.max_devices_per_user`):
+    /// far more than a person uses, so the worker's own limit (`worker.max_devices_per_recipient`)
+    /// decides where a notification goes. Without one, a client that registers a new device at
+    /// every start, or a buggy or hostile one, would grow a user without end, and every look-up of
+    /// them would read it all.
+    public static let maximumDevicesPerUser = 1000
+    /// The users whose devices a batch may have pushed over the limit: those with a registration.
+    static func registeringUsers(_ events: [DirectoryEvent]) -> [String] {
+        var users = Set<String>()
+        for case .deviceRegistered(let device) in events { users.insert(device.userID) }
+        return users.sorted()
+    }
 }
 
 extension Directory {

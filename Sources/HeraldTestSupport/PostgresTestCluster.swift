@@ -189,10 +189,12 @@ public struct PostgresTestClusterError: Error, CustomStringConvertible {
 /// Runs `body` with a migrated ``PostgresStore`` on a fresh database of the test cluster.
 public func withPostgresStore<R: Sendable>(
     maximumConnections: Int = 8,
+    maximumDevicesPerUser: Int = DirectoryLimits.maximumDevicesPerUser,
     _ body: (PostgresStore) async throws -> R
 ) async throws -> R {
     var configuration = try PostgresTestCluster.shared().makeDatabase()
     configuration.maximumConnections = maximumConnections
+    configuration.maximumDevicesPerUser = maximumDevicesPerUser
     var logger = Logger(label: "herald.test.postgres")
     logger.logLevel = .warning
     let store = PostgresStore(configuration: configuration, logger: logger)

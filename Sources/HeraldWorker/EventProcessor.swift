@@ -220,10 +220,12 @@ public final class EventProcessor: Sendable {
         types.fold(into: &counters)
         counters.directoryChanges = changes.count
         if !changes.isEmpty {
+            var evicted: [String] = []
             let refused = try await StoreError.isolatingRefusals(changes.count) {
                 (range: Range<Int>) throws(StoreError) in
-                try await store.apply(Array(changes[range]))
+                evicted += try await store.apply(Array(changes[range])).evicted
             }
+            if !evicted.isEmpty { evictedDevices(of: evicted, counters: &counters) }
             counters.directoryChanges -= refused.count
             for (change, error) in refused {
                 let message = messages[changeMessages[change]]
@@ -646,6 +648,19 @@ public final class EventProcessor: Sendable {
         )
     }
 
+    /// Counts and logs (sampled) devices the directory removed because their user had more than
+    /// it keeps (`store.max_devices_per_user`); `users` has a user once per device.
+    private func evictedDevices(of users: [String], counters: inout WorkerStatistics.Counters) {
+        counters.devicesEvicted += users.count
+        logSampler.log(
+            logger,
+            .warning,
+            kind: "devices_evicted",
+            "a user registered more devices than store.max_devices_per_user; the oldest registrations were removed",
+            metadata: ["user": "\(Redact.user(users[0]))", "evicted": "\(users.count)"]
+        )
+    }
+
     /// Counts and logs (sampled) a directory change dated too far ahead of the worker's clock, which
     /// is applied as of now instead (see ``DirectoryEvent/applied(at:)``).
     private func redatedChange(_ message: KafkaMessage, counters: inout WorkerStatistics.Counters) {
@@ -759,6 +774,7 @@ extension WorkerStatistics.Counters {
         directoryChangesRedated += other.directoryChangesRedated
         directoryTombstones += other.directoryTombstones
         devicesLeftOut += other.devicesLeftOut
+        devicesEvicted += other.devicesEvicted
         skippedDevices += other.skippedDevices
         handledEvents += other.handledEvents
         decideTime += other.decideTime

@@ -54,6 +54,11 @@ public enum WorkerMetrics {
                 counters.devicesLeftOut
             ),
             (
+                "herald_directory_devices_evicted_total",
+                "Devices the directory removed, oldest first, because their user had more than store.max_devices_per_user.",
+                counters.devicesEvicted
+            ),
+            (
                 "herald_directory_changes_redated_total",
                 "herald.directory changes dated more than 5 minutes ahead of the worker's clock, applied as of it.",
                 counters.directoryChangesRedated

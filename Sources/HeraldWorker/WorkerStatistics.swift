@@ -37,6 +37,8 @@ public final class WorkerStatistics: Sendable {
         /// Devices a notification did not go to because its recipient had more than
         /// `worker.max_devices_per_recipient`.
         public var devicesLeftOut = 0
+        /// Devices the directory removed because their user had more than `store.max_devices_per_user`.
+        public var devicesEvicted = 0
         /// Devices skipped because their token cannot be addressed (not a valid APNs token).
         public var skippedDevices = 0
         /// Events whose records were all acknowledged and whose offsets became committable.

@@ -1,6 +1,7 @@
 import ArgumentParser
 import HeraldApp
 import HeraldPolicy
+import HeraldStore
 import Logging
 
 struct DirectoryCommand: AsyncParsableCommand {
@@ -45,13 +46,27 @@ struct DirectoryImportCommand: AsyncParsableCommand {
     @Argument(help: "The JSON Lines file.")
     var file: String
 
+    @Option(
+        help: """
+            The most devices kept for one user, as store.max_devices_per_user keeps them for the worker \
+            (the most recently registered). Env: HERALD_STORE_MAX_DEVICES_PER_USER. Default: 1000.
+            """
+    )
+    var maxDevicesPerUser: Int?
+
     @OptionGroup var storeOptions: StoreOptions
     @OptionGroup var global: GlobalOptions
 
     func run() async throws {
         let logger = try global.bootstrapLogging(label: "herald.directory")
         let location = try storeOptions.location()
-        let report = try await location.withStore(logger: logger) { store in
+        let limit =
+            maxDevicesPerUser ?? Environment.value("HERALD_STORE_MAX_DEVICES_PER_USER").flatMap { Int($0) }
+            ?? DirectoryLimits.maximumDevicesPerUser
+        guard (1...1_000_000).contains(limit) else {
+            throw ValidationError("--max-devices-per-user: must be from 1 to 1000000")
+        }
+        let report = try await location.withStore(logger: logger, maximumDevicesPerUser: limit) { store in
             try await DirectoryImport.run(file: file, into: store, now: WallClock().now())
         }
         if report.redated > 0 {
@@ -62,6 +77,11 @@ struct DirectoryImportCommand: AsyncParsableCommand {
         for line in report.rejected { printError("\(file): \(line)") }
         if report.rejectedCount > report.rejected.count {
             printError("\(file): and \(report.rejectedCount - report.rejected.count) more rejected line(s)")
+        }
+        if report.evicted > 0 {
+            printError(
+                "\(file): \(report.evicted) device(s) removed, oldest first: their users registered more than \(limit)"
+            )
         }
         print("imported \(report.imported) change(s) into \(location); rejected \(report.rejectedCount) line(s)")
         if report.rejectedCount > 0 { throw ExitCode(1) }

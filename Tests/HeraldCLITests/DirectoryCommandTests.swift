@@ -74,6 +74,26 @@ struct DirectoryCommandTests {
             )[0] + "\n"
         )
 
+        // Past --max-devices-per-user, the oldest registration goes, and the import says so.
+        let more = directory.appendingPathComponent("more.jsonl")
+        try ["watch", "laptop"].enumerated().map { index, device in
+            event(
+                10 + index,
+                "device.registered",
+                "2026-11-01T1\(index + 1):00:00Z",
+                #"{"userId":"u-1","deviceId":"\#(device)","platform":"ios","provider":"apns","token":"\#(device)-token","appId":"no.getdrop.app"}"#
+            )
+        }.joined(separator: "\n").write(to: more, atomically: true, encoding: .utf8)
+        let capped = try run(
+            herald,
+            ["directory", "import", more.path, "--store", store, "--max-devices-per-user", "2"]
+        )
+        #expect(capped.status == 0)
+        #expect(capped.error.contains("1 device(s) removed, oldest first"), "\(capped.error)")
+        let kept = try run(herald, ["directory", "show", "u-1", "--store", store])
+        let keptDevices = (try JSONSerialization.jsonObject(with: Data(kept.output.utf8)) as? [String: Any])?["devices"]
+        #expect((keptDevices as? [[String: Any]])?.compactMap { $0["deviceId"] as? String } == ["watch", "laptop"])
+
         // Erased: show says when, and that nothing of the user is left.
         let deletion = directory.appendingPathComponent("deletion.jsonl")
         try event(5, "user.deleted", "2026-11-02T10:00:00Z", #"{"userId":"u-1"}"#)

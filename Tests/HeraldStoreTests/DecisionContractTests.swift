@@ -583,7 +583,7 @@ struct PostgresStoreTests {
                 for _ in 0..<4 { group.addTask { try await store.migrate() } }
                 try await group.waitForAll()
             }
-            #expect(try await store.schemaVersion() == 8)
+            #expect(try await store.schemaVersion() == 9)
         }
     }
 

@@ -142,6 +142,49 @@ struct DirectoryContractTests {
     }
 
     @Test(
+        "a user keeps their most recently registered devices up to the directory's limit: older ones are removed, reported, and their tokens freed",
+        arguments: StoreKind.allCases
+    )
+    func deviceLimit(_ kind: StoreKind) async throws {
+        try await withStore(kind, maximumDevicesPerUser: 3) { store in
+            let first = try await store.apply([
+                registered("ana", "d1", token: "t1", at: "2026-11-01T10:00:00Z"),
+                registered("ana", "d2", token: "t2", at: "2026-11-01T11:00:00Z"),
+                registered("ana", "d3", token: "t3", at: "2026-11-01T12:00:00Z"),
+                registered("ben", "b1", token: "u1", at: "2026-11-01T10:00:00Z"),
+            ])
+            #expect(first.evicted.isEmpty)
+            // Two more, one of them invalidated (it still counts: it is kept until the purge), and
+            // two registered in the same millisecond, told apart by device id as the worker orders them.
+            let second = try await store.apply([
+                registered("ana", "d5", token: "t5", at: "2026-11-01T14:00:00Z"),
+                registered("ana", "d4a", token: "t4", at: "2026-11-01T13:00:00Z"),
+                registered("ana", "d4b", token: "t6", at: "2026-11-01T13:00:00Z"),
+                .tokenInvalidated(provider: .apns, token: "t5", at: at("2026-11-01T15:00:00Z")),
+            ])
+            #expect(second.evicted == ["ana", "ana", "ana"])
+            #expect(try await store.recipients(["ana"])["ana"]?.devices.map(\.deviceID) == ["d4a", "d4b"])
+            // A registration older than those kept, arriving late, goes at once.
+            let late = try await store.apply([registered("ana", "d0", token: "t0", at: "2026-11-01T09:00:00Z")])
+            #expect(late.evicted == ["ana"])
+            #expect(try await store.recipients(["ana"])["ana"]?.devices.map(\.deviceID) == ["d4a", "d4b"])
+            // A removed device's token is free: another user registers it, older than ana's removal or not.
+            try await store.apply([registered("ben", "b2", token: "t1", at: "2026-11-01T09:30:00Z")])
+            #expect(try await store.recipients(["ben"])["ben"]?.devices.map(\.token) == ["t1", "u1"])
+            // A removed device registered again, newest now, comes back; the oldest kept goes.
+            let again = try await store.apply([registered("ana", "d1", token: "t7", at: "2026-11-01T16:00:00Z")])
+            #expect(again.evicted == ["ana"])
+            #expect(try await store.recipients(["ana"])["ana"]?.devices.map(\.deviceID) == ["d4b", "d1"])
+            // Other users and other changes are left alone.
+            let profile = try await store.apply([
+                .profileUpdated(userID: "ana", locale: "nb", timeZone: nil, at: at("2026-11-01T17:00:00Z"))
+            ])
+            #expect(profile.evicted.isEmpty)
+            #expect(try await store.recipients(["ben"])["ben"]?.devices.count == 2)
+        }
+    }
+
+    @Test(
         "an invalidated token is ignored until it is registered again after the invalidation",
         arguments: StoreKind.allCases
     )

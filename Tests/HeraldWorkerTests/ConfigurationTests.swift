@@ -344,6 +344,34 @@ struct ConfigurationTests {
     }
 
     @Test(
+        "store.max_devices_per_user: 1000 by default, from 1 to 1000000, and never below worker.max_devices_per_recipient"
+    )
+    func directoryDeviceLimit() throws {
+        #expect(try HeraldConfiguration.load(path: nil, environment: [:]).maximumDevicesPerUser == 1000)
+        let raised = try HeraldConfiguration.load(
+            path: try file("store:\n  max_devices_per_user: 5000\nworker:\n  max_devices_per_recipient: 5000\n"),
+            environment: [:]
+        )
+        #expect(raised.maximumDevicesPerUser == 5000)
+        for (environment, message) in [
+            (["HERALD_STORE_MAX_DEVICES_PER_USER": "0"], "must be from 1 to 1000000"),
+            (["HERALD_STORE_MAX_DEVICES_PER_USER": "50"], "is below worker.max_devices_per_recipient (100)"),
+            (
+                ["HERALD_WORKER_MAX_DEVICES_PER_RECIPIENT": "2000"],
+                "1000 is below worker.max_devices_per_recipient (2000)"
+            ),
+        ] {
+            do {
+                _ = try HeraldConfiguration.load(path: nil, environment: environment)
+                Issue.record("accepted \(environment)")
+            } catch {
+                #expect("\(error)".contains("store.max_devices_per_user") || "\(error)".contains("HERALD_STORE_MAX"))
+                #expect("\(error)".contains(message), "\(error)")
+            }
+        }
+    }
+
+    @Test(
         "decision records hash recipients with the log key unless worker.decisions_recipient says clear; the sender follows the worker unless told otherwise"
     )
     func decisionRecipients() throws {

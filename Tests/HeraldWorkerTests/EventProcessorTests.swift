@@ -191,6 +191,48 @@ struct EventProcessorTests {
     }
 
     @Test(
+        "devices the directory removes over store.max_devices_per_user are counted, and the user's notification goes to the devices kept"
+    )
+    mutating func directoryDeviceLimit() async throws {
+        let limited = try SQLiteStore(path: ":memory:", maximumDevicesPerUser: 2)
+        let processor = EventProcessor(
+            catalog: exampleCatalog,
+            policy: .defaults,
+            store: limited,
+            clock: clock,
+            topics: WorkerTopics(),
+            unknownEventTypes: .deadLetter,
+            statistics: statistics,
+            logger: Logger(label: "test"),
+            maximumDevicesPerRecipient: 2
+        )
+        let registrations = (0..<3).map { index in
+            message(
+                cloudEvent(
+                    id: "r-\(index)",
+                    type: "device.registered",
+                    source: "/accounts",
+                    time: "2026-11-01T0\(index):00:00Z",
+                    data: object([
+                        ("userId", .string("u-en")), ("deviceId", .string("device-\(index)")),
+                        ("platform", .string("ios")), ("provider", .string("apns")),
+                        ("token", .string(String(repeating: String(index), count: 64))),
+                        ("appId", .string("no.getdrop.app")), ("locale", .string("en")),
+                    ])
+                ),
+                topic: "herald.directory"
+            )
+        }
+        #expect(try await processor.process(registrations).isEmpty)
+        #expect(statistics.snapshot.devicesEvicted == 1)
+        #expect(statistics.snapshot.directoryChanges == 3)
+        let records = try await processor.process([chat("m1")])
+        let outbound = try records.map { try OutboundMessage(decoding: $0.value ?? KafkaBytes([])) }
+        #expect(outbound.map(\.token) == ["1", "2"].map { String(repeating: $0, count: 64) })
+        #expect(statistics.snapshot.devicesLeftOut == 0, "the worker's limit had nothing left to leave out")
+    }
+
+    @Test(
         "a recipient with more devices than worker.max_devices_per_recipient gets the notification on the most recently registered, the rest counted"
     )
     mutating func deviceLimit() async throws {

@@ -27,7 +27,9 @@ final class UnevenLatencyStore: StateStore {
         return decisions
     }
 
-    func apply(_ events: [DirectoryEvent]) async throws(StoreError) { try await store.apply(events) }
+    func apply(_ events: [DirectoryEvent]) async throws(StoreError) -> AppliedChanges {
+        try await store.apply(events)
+    }
 
     func recipients(_ userIDs: [String]) async throws(StoreError) -> [String: Recipient] {
         try await store.recipients(userIDs)

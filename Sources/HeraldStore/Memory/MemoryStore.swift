@@ -19,15 +19,27 @@ public final class MemoryStore: StateStore {
     let decisions: Mutex<DecisionTables>
     let deliveries = Mutex(DeliveryTables())
 
-    public init(expectedDecisions: Int = 0) {
+    /// The most devices kept for one user (``DirectoryLimits/maximumDevicesPerUser``).
+    let maximumDevicesPerUser: Int
+
+    public init(expectedDecisions: Int = 0, maximumDevicesPerUser: Int = DirectoryLimits.maximumDevicesPerUser) {
         decisions = Mutex(DecisionTables(expectedDecisions: expectedDecisions))
+        self.maximumDevicesPerUser = max(maximumDevicesPerUser, 1)
     }
 
-    public func apply(_ events: [DirectoryEvent]) async throws(StoreError) {
-        directory.withLock { tables in
+    @discardableResult
+    public func apply(_ events: [DirectoryEvent]) async throws(StoreError) -> AppliedChanges {
+        let applied = directory.withLock { tables in
             var touched = Set<String>()
             for event in events { tables.apply(event) { touched.insert($0) } }
+            var applied = AppliedChanges()
+            for userID in DirectoryLimits.registeringUsers(events) {
+                let evicted = tables.evictDevices(of: userID, beyond: maximumDevicesPerUser)
+                if evicted > 0 { touched.insert(userID) }
+                applied.evicted += repeatElement(userID, count: evicted)
+            }
             for userID in touched { tables.assemble(userID) }
+            return applied
         }
         // The notifications waiting for a deleted user go too. Not atomic with the directory's
         // change, as nothing in this store fails halfway: a decision between the two locks is one
@@ -35,6 +47,7 @@ public final class MemoryStore: StateStore {
         for case .userDeleted(let userID, let at) in events {
             decisions.withLock { $0.forget(userID, asOf: at) }
         }
+        return applied
     }
 
     public func recipients(_ userIDs: [String]) async throws(StoreError) -> [String: Recipient] {
@@ -231,6 +244,17 @@ struct DirectoryTables: Sendable {
             }
             users[userID] = user.isEmpty ? nil : user
         }
+    }
+
+    /// Removes `userID`'s devices beyond the `limit` most recently registered (by registration,
+    /// then device id), invalidated ones included, as ``SQLiteStore`` does; returns how many.
+    mutating func evictDevices(of userID: String, beyond limit: Int) -> Int {
+        guard let user = users[userID], user.devices.count + user.invalidated.count > limit else { return 0 }
+        let newestFirst = (user.devices + user.invalidated.map(\.device)).sorted {
+            ($0.registeredAt, $0.deviceID) > ($1.registeredAt, $1.deviceID)
+        }
+        for device in newestFirst.dropFirst(limit) { remove(DeviceKey(userID: userID, deviceID: device.deviceID)) }
+        return newestFirst.count - limit
     }
 
     /// When `userID` was deleted, while the deletion is remembered.

@@ -437,6 +437,27 @@ enum PostgresSchema {
         """
         CREATE INDEX invalid_tokens_by_time ON invalid_tokens (invalidated_at);
         """,
+        // 9: herald_apply, then each user who registered a device kept within max_devices (the
+        // most recently registered, as the worker orders them), in the same transaction; returns
+        // the user of each device removed. A wrapper, so herald_apply's body is not repeated.
+        """
+        CREATE FUNCTION herald_apply_capped(batch jsonb, max_devices integer) RETURNS SETOF text
+        LANGUAGE plpgsql SET enable_seqscan = off AS $$
+        BEGIN
+            PERFORM herald_apply(batch);
+            RETURN QUERY
+            WITH registering AS (
+                SELECT DISTINCT x.u FROM jsonb_to_recordset(batch) AS x(t text, u text) WHERE x.t = 'registered'
+            ), ranked AS (
+                SELECT v.user_id, v.device_id,
+                    row_number() OVER (PARTITION BY v.user_id ORDER BY v.registered_at DESC, v.device_id DESC) AS n
+                FROM devices v JOIN registering r ON v.user_id = r.u
+            )
+            DELETE FROM devices v USING ranked k
+            WHERE v.user_id = k.user_id AND v.device_id = k.device_id AND k.n > max_devices
+            RETURNING v.user_id;
+        END $$;
+        """,
     ]
 
     /// One migration's statements, one at a time: the extended query protocol takes one statement

@@ -3,11 +3,20 @@ import HeraldPolicy
 import PostgresNIO
 
 extension PostgresStore {
-    public func apply(_ events: [DirectoryEvent]) async throws(StoreError) {
-        guard !events.isEmpty else { return }
+    @discardableResult
+    public func apply(_ events: [DirectoryEvent]) async throws(StoreError) -> AppliedChanges {
+        guard !events.isEmpty else { return AppliedChanges() }
         let batch = Self.encode(events)
-        try await storeCall("directory apply") { [self] in
-            try await client.query("SELECT herald_apply(\(batch)::jsonb)", logger: logger)
+        let limit = maximumDevicesPerUser
+        return try await storeCall("directory apply") { [self] in
+            // One function call, so the changes and the evictions they cause commit together.
+            let rows = try await client.query(
+                "SELECT user_id FROM herald_apply_capped(\(batch)::jsonb, \(limit)::integer) AS evicted(user_id)",
+                logger: logger
+            )
+            var applied = AppliedChanges()
+            for try await userID in rows.decode(String.self) { applied.evicted.append(userID) }
+            return applied
         }
     }
 

@@ -34,6 +34,8 @@ public final class PostgresStore: StateStore, Service {
         /// as the server is unreachable; without this limit a worker would wait on its batch in
         /// silence, still reporting itself ready. Migrations and purges get longer.
         public var callTimeout: Duration = .seconds(10)
+        /// The most devices kept for one user (``DirectoryLimits/maximumDevicesPerUser``).
+        public var maximumDevicesPerUser = DirectoryLimits.maximumDevicesPerUser
 
         public init(
             host: String,
@@ -142,6 +144,7 @@ public final class PostgresStore: StateStore, Service {
     /// `host:port/database`, for errors (never the user name or password).
     let endpoint: String
     let callTimeout: Duration
+    let maximumDevicesPerUser: Int
     /// Set when ``run()`` starts, so that ``migrate()`` called at the same moment waits for the pool.
     let running = Atomic<Bool>(false)
 
@@ -159,6 +162,7 @@ public final class PostgresStore: StateStore, Service {
         self.logger = logger
         self.endpoint = "\(configuration.host):\(configuration.port)/\(configuration.database)"
         self.callTimeout = configuration.callTimeout
+        self.maximumDevicesPerUser = max(configuration.maximumDevicesPerUser, 1)
     }
 
     /// The client side of a connection to the server `configuration` names.

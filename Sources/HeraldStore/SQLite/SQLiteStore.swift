@@ -14,6 +14,8 @@ public final class SQLiteStore: StateStore, @unchecked Sendable {
     var cache: RecipientCache
     // Only used on `queue`, like `connection`.
     var throttle: ThrottleCounts
+    /// The most devices kept for one user (``DirectoryLimits/maximumDevicesPerUser``).
+    let maximumDevicesPerUser: Int
 
     /// Notifications counted in memory and journaled before the journal is folded into the windows.
     static let throttleFoldThreshold = 50_000
@@ -213,24 +215,29 @@ public final class SQLiteStore: StateStore, @unchecked Sendable {
     ///   pages with `pread`. Mapped pages count in the process's resident memory.
     /// - Throws: ``StoreError`` `.open` or `.migration`.
     /// - Parameter synchronous: when a commit reaches the disk.
+    /// - Parameter maximumDevicesPerUser: the most devices kept for one user.
     public convenience init(
         path: String,
         directoryCache: Int = SQLiteStore.defaultDirectoryCacheCapacity,
         memoryMapMegabytes: Int = SQLiteStore.defaultMemoryMapMegabytes,
-        synchronous: Synchronous = .full
+        synchronous: Synchronous = .full,
+        maximumDevicesPerUser: Int = DirectoryLimits.maximumDevicesPerUser
     ) throws(StoreError) {
         try self.init(
             connection: SQLiteConnection(path: path, memoryMapMegabytes: memoryMapMegabytes, synchronous: synchronous),
-            directoryCache: directoryCache
+            directoryCache: directoryCache,
+            maximumDevicesPerUser: maximumDevicesPerUser
         )
     }
 
     init(
         connection: SQLiteConnection,
         directoryCache: Int = SQLiteStore.defaultDirectoryCacheCapacity,
-        throttleFoldThreshold: Int = SQLiteStore.throttleFoldThreshold
+        throttleFoldThreshold: Int = SQLiteStore.throttleFoldThreshold,
+        maximumDevicesPerUser: Int = DirectoryLimits.maximumDevicesPerUser
     ) throws(StoreError) {
         self.connection = connection
+        self.maximumDevicesPerUser = max(maximumDevicesPerUser, 1)
         self.cache = RecipientCache(capacity: max(directoryCache, 0))
         self.throttle = ThrottleCounts(foldThreshold: throttleFoldThreshold)
         try Self.migrate(connection)
@@ -270,19 +277,48 @@ public final class SQLiteStore: StateStore, @unchecked Sendable {
         return try result.get()
     }
 
-    public func apply(_ events: [DirectoryEvent]) async throws(StoreError) {
-        try await run { connection throws(StoreError) in
+    @discardableResult
+    public func apply(_ events: [DirectoryEvent]) async throws(StoreError) -> AppliedChanges {
+        let limit = maximumDevicesPerUser
+        return try await run { connection throws(StoreError) in
             // Cached users are dropped before the transaction commits: nothing else runs on the
             // queue in between, and dropping a user whose change then rolls back costs one lookup.
-            try connection.transaction { () throws(StoreError) in
+            try connection.transaction { () throws(StoreError) -> AppliedChanges in
                 var touched = Set<String>()
                 for event in events {
                     try Self.apply(event, connection) { userID in touched.insert(userID) }
                 }
+                var applied = AppliedChanges()
+                for userID in DirectoryLimits.registeringUsers(events) {
+                    try Self.evictDevices(of: userID, beyond: limit, connection) {
+                        applied.evicted.append(userID)
+                        touched.insert(userID)
+                    }
+                }
                 for userID in touched { self.cache.invalidate(userID) }
                 try Self.refreshRecipientRecords(Array(touched), connection)
+                return applied
             }
         }
+    }
+
+    /// Deletes `userID`'s devices beyond the `limit` most recently registered (the worker's order:
+    /// by registration, then device id), invalidated ones included; `evicted` is called for each.
+    static func evictDevices(
+        of userID: String,
+        beyond limit: Int,
+        _ connection: SQLiteConnection,
+        evicted: () -> Void
+    ) throws(StoreError) {
+        try connection.query(
+            """
+            DELETE FROM devices WHERE user_id = ?1 AND device_id IN (
+                SELECT device_id FROM devices WHERE user_id = ?1
+                ORDER BY registered_at DESC, device_id DESC LIMIT -1 OFFSET ?2)
+            RETURNING device_id
+            """,
+            [.text(userID), .integer(Int64(limit))]
+        ) { _ in evicted() }
     }
 
     /// Applies one change; `touched` is called with each user whose recipient record it may change.
