@@ -34,6 +34,8 @@ create herald.outbound.dlq 3 retention.ms=2419200000
 create herald.events.dlq 3 retention.ms=2419200000
 # One record per decision, for analytics (worker.decisions_topic).
 create herald.decisions 12 retention.ms=604800000
+# One record per provider answer, for analytics (sender.deliveries_topic).
+create herald.deliveries 12 retention.ms=604800000
 
 if [ "${COMPOSE_DOMAIN_TOPICS:-1}" = 1 ]; then
     for topic in orders.events payments.events security.events messages.events marketing.events; do

@@ -62,5 +62,6 @@ public struct TopicSpecification: Sendable, Hashable {
         .init(name: "herald.outbound.dlq", partitions: 12),
         .init(name: "herald.events.dlq", partitions: 12),
         .init(name: "herald.decisions", partitions: 12),
+        .init(name: "herald.deliveries", partitions: 12),
     ]
 }

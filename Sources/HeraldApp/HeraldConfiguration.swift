@@ -34,6 +34,9 @@ public struct HeraldConfiguration: Sendable {
     public var logFormat = "json"
     /// The key user ids in logs are hashed with (see ``HeraldWorker/Redact``); never shown.
     public var logUserHashKey: [UInt8]?
+    /// `analytics.recipient`: how `herald.decisions` and `herald.deliveries` name users, the log
+    /// hash's key included.
+    public var analyticsRecipients = AnalyticsRecipients.hashed(UserHash(key: nil))
 
     public struct Kafka: Sendable {
         /// `embedded`: an in-process mock cluster (development and tests only).
@@ -122,8 +125,8 @@ public struct HeraldConfiguration: Sendable {
         public var directoryTopic = "herald.directory"
         public var deadLetterTopic = "herald.outbound.dlq"
         public var decisionsTopic: String?
-        /// Unless set, as the worker's decision records name their recipient.
-        public var decisionRecipients = DecisionRecipients.hashed(UserHash(key: nil))
+        /// Where each provider call's outcome goes, if anywhere.
+        public var deliveriesTopic: String?
         public var retryTopicPrefix = "herald.outbound.retry"
         public var retryDelays = RetryPolicy.defaultDelays
         public var retryJitter = 0.1
@@ -226,7 +229,6 @@ public struct HeraldConfiguration: Sendable {
         Key(path: "worker.outbound_topic", kind: .string),
         Key(path: "worker.dead_letter_topic", kind: .string),
         Key(path: "worker.decisions_topic", kind: .string),
-        Key(path: "worker.decisions_recipient", kind: .choice(["hashed", "clear"])),
         Key(path: "worker.unknown_event_types", kind: .choice(UnknownEventTypes.allCases.map(\.rawValue))),
         Key(path: "worker.batch_size", kind: .integer),
         Key(path: "worker.max_devices_per_recipient", kind: .integer),
@@ -237,7 +239,7 @@ public struct HeraldConfiguration: Sendable {
         Key(path: "sender.directory_topic", kind: .string),
         Key(path: "sender.dead_letter_topic", kind: .string),
         Key(path: "sender.decisions_topic", kind: .string),
-        Key(path: "sender.decisions_recipient", kind: .choice(["hashed", "clear"])),
+        Key(path: "sender.deliveries_topic", kind: .string),
         Key(path: "sender.retry_topic_prefix", kind: .string),
         Key(path: "sender.retry_delays", kind: .list),
         Key(path: "sender.retry_jitter", kind: .string),
@@ -282,6 +284,7 @@ public struct HeraldConfiguration: Sendable {
         Key(path: "log.format", kind: .choice(["json", "text"])),
         Key(path: "log.user_hash_key_file", kind: .string),
         Key(path: "log.user_hash_key", kind: .string, secret: true),
+        Key(path: "analytics.recipient", kind: .choice(["hashed", "clear"])),
     ]
 
     /// Reads `path` (if given), applies `HERALD_*` overrides from `environment`, and validates.
@@ -642,13 +645,11 @@ public struct HeraldConfiguration: Sendable {
             let origin = (try string("log.user_hash_key")) == nil ? "log.user_hash_key_file" : "log.user_hash_key"
             throw ConfigurationError("\(source(key(origin))): the key must be at least 16 bytes")
         }
-        // Decision records are analytics: their recipients are hashed as the logs hash user ids,
-        // with the same key, unless a deployment whose analytics may hold ids says `clear`.
-        let hash = UserHash(key: logUserHashKey)
-        func recipients(_ choice: String?) -> DecisionRecipients { choice == "clear" ? .clear : .hashed(hash) }
-        let workerRecipients = try string("worker.decisions_recipient")
-        worker.topics.decisionRecipients = recipients(workerRecipients)
-        sender.decisionRecipients = recipients(try string("sender.decisions_recipient") ?? workerRecipients)
+        // Decisions and deliveries are analytics: their recipients are hashed as the logs hash user
+        // ids, with the same key, unless a deployment whose analytics may hold ids says `clear`.
+        analyticsRecipients =
+            try string("analytics.recipient") == "clear" ? .clear : .hashed(UserHash(key: logUserHashKey))
+        worker.topics.analyticsRecipients = analyticsRecipients
     }
 
     /// The `kafka.ssl_*` keys: files that must be readable, used only with a TLS protocol, and
@@ -764,6 +765,9 @@ public struct HeraldConfiguration: Sendable {
             sender.decisionsTopic = decisions.isEmpty ? nil : decisions
         } else {
             sender.decisionsTopic = worker.topics.decisions
+        }
+        if let deliveries = try string("sender.deliveries_topic") {
+            sender.deliveriesTopic = deliveries.isEmpty ? nil : deliveries
         }
         sender.retryTopicPrefix = try string("sender.retry_topic_prefix") ?? sender.retryTopicPrefix
         if let delays = list("sender.retry_delays") {

@@ -314,8 +314,9 @@ public struct ScaleBenchmark: Sendable {
           group_id: herald-scale-worker
           topics: [\(topic)]
           decisions_topic: herald.decisions
+        analytics:
           # The benchmark matches decisions to the outbound calls, which name users by their ids.
-          decisions_recipient: clear
+          recipient: clear
         sender:
           group_id: herald-scale-sender
         providers:

@@ -66,7 +66,8 @@ public enum SenderApp {
         senderConfiguration.topics.directory = settings.directoryTopic
         senderConfiguration.topics.deadLetter = settings.deadLetterTopic
         senderConfiguration.topics.decisions = settings.decisionsTopic
-        senderConfiguration.topics.decisionRecipients = settings.decisionRecipients
+        senderConfiguration.topics.deliveries = settings.deliveriesTopic
+        senderConfiguration.topics.analyticsRecipients = configuration.analyticsRecipients
         senderConfiguration.retry = RetryPolicy(
             topicPrefix: settings.retryTopicPrefix,
             delays: settings.retryDelays,

@@ -27,7 +27,9 @@ public enum WorkerApp {
         if configuration.logUserHashKey == nil {
             let topics = configuration.worker.topics
             var decisions = ""
-            if case .hashed = topics.decisionRecipients, let topic = topics.decisions { decisions = "and on \(topic) " }
+            if case .hashed = topics.analyticsRecipients, let topic = topics.decisions {
+                decisions = "and on \(topic) "
+            }
             logger.notice(
                 "log.user_hash_key_file is not set: user ids in logs \(decisions)are hashed without a key, which hides little of ids that can be guessed"
             )

@@ -35,8 +35,10 @@ public final class Sender: Service, Sendable {
         public var directory = "herald.directory"
         /// Where `expired` decisions go, if anywhere.
         public var decisions: String?
-        /// How those records name their recipient, as the worker's do.
-        public var decisionRecipients = DecisionRecipients.hashed(UserHash(key: nil))
+        /// Where each provider call's outcome goes, if anywhere (``DeliveryRecord``).
+        public var deliveries: String?
+        /// How the records on `decisions` and `deliveries` name their recipient, as the worker's do.
+        public var analyticsRecipients = AnalyticsRecipients.hashed(UserHash(key: nil))
 
         public init() {}
     }
@@ -391,8 +393,23 @@ public final class Sender: Service, Sendable {
             callsByOutcome[CallOutcome(provider: outbound.provider, class: outcome.class), default: 0] += 1
             latencies[outbound.provider, default: LatencyHistogram()].observe(seconds)
             if let reason = outcome.reason { counters.answersByReason[reason.code, default: 0] += 1 }
+            func report(_ reported: DeliveryReport.Outcome, _ reason: DeliveryOutcome.Reason? = nil) {
+                guard let topic = configuration.topics.deliveries else { return }
+                records.append(
+                    DeliveryReport.record(
+                        outbound,
+                        reported,
+                        reason: reason,
+                        latency: seconds,
+                        answeredAt: answeredAt,
+                        topic: topic,
+                        recipients: configuration.topics.analyticsRecipients
+                    )
+                )
+            }
             switch outcome {
             case .delivered(let receipt):
+                report(.delivered)
                 deliveries.append(
                     DeliveryRecord(notificationID: outbound.notificationID, provider: provider, deliveredAt: answeredAt)
                 )
@@ -422,6 +439,7 @@ public final class Sender: Service, Sendable {
                     random: Double.random(in: 0..<1)
                 ) {
                     counters.retriesByStep[String(step + 1), default: 0] += 1
+                    report(.retrying, reason)
                     records.append(
                         retryRecord(
                             message,
@@ -436,10 +454,12 @@ public final class Sender: Service, Sendable {
                 } else {
                     counters.deadLettersByCode[reason.code, default: 0] += 1
                     let exhausted = DeliveryOutcome.Reason(reason.code, "\(reason.message); retries used up")
+                    report(.failed, reason)
                     records.append(deadLetter(message, attempt: outbound.attempt, exhausted, now: answeredAt))
                 }
-            case .invalidToken(_, let at):
+            case .invalidToken(let reason, let at):
                 counters.tokensInvalidated += 1
+                report(.invalidToken, reason)
                 records.append(
                     TokenInvalidation.record(
                         topic: configuration.topics.directory,
@@ -460,9 +480,11 @@ public final class Sender: Service, Sendable {
                     "provider configuration error",
                     metadata: ["code": "\(reason.code)", "message": "\(reason.message)"]
                 )
+                report(.failed, reason)
                 records.append(deadLetter(message, attempt: outbound.attempt, reason, now: answeredAt))
             case .permanent(let reason):
                 counters.deadLettersByCode[reason.code, default: 0] += 1
+                report(.failed, reason)
                 records.append(deadLetter(message, attempt: outbound.attempt, reason, now: answeredAt))
             }
         }
@@ -638,7 +660,7 @@ public final class Sender: Service, Sendable {
         writer.member("notificationId", outbound.notificationID)
         writer.member("eventId", outbound.eventID)
         writer.member("kind", outbound.kind)
-        let recipient = configuration.topics.decisionRecipients.name(outbound.recipient)
+        let recipient = configuration.topics.analyticsRecipients.name(outbound.recipient)
         writer.member("recipient", recipient)
         writer.member("reason", DecisionReason.expired.rawValue)
         writer.member("decidedAt", timestamp: at)
@@ -675,6 +697,21 @@ public final class Sender: Service, Sendable {
                             read.append(pending.ticketID)
                             counters.receiptsChecked += 1
                             if let reason = outcome.reason { counters.answersByReason[reason.code, default: 0] += 1 }
+                            // An `ok` receipt adds nothing to the ticket's `delivered`; a failure does.
+                            if let topic = configuration.topics.deliveries, let reason = outcome.reason {
+                                let reported: DeliveryReport.Outcome
+                                if case .invalidToken = outcome { reported = .invalidToken } else { reported = .failed }
+                                records.append(
+                                    DeliveryReport.record(
+                                        receiptOf: pending,
+                                        reported,
+                                        reason: reason,
+                                        answeredAt: now,
+                                        topic: topic,
+                                        recipients: configuration.topics.analyticsRecipients
+                                    )
+                                )
+                            }
                             if case .invalidToken = outcome {
                                 counters.tokensInvalidated += 1
                                 records.append(

@@ -14,7 +14,7 @@ public struct WorkerTopics: Sendable {
     /// One record per decision, for analytics; `nil`: not written.
     public var decisions: String?
     /// How those records name their recipient: hashed, unkeyed, unless configured otherwise.
-    public var decisionRecipients = DecisionRecipients.hashed(UserHash(key: nil))
+    public var analyticsRecipients = AnalyticsRecipients.hashed(UserHash(key: nil))
 
     public init() {}
 }
@@ -709,9 +709,9 @@ public final class EventProcessor: Sendable {
     }
 
     /// Appends `decision`'s record on `topic` (``WorkerTopics/decisions``), keyed by its recipient
-    /// as ``WorkerTopics/decisionRecipients`` names them.
+    /// as ``WorkerTopics/analyticsRecipients`` names them.
     func appendDecision(_ decision: Decision, decidedAt: Timestamp, topic: String, to records: inout RecordWriter) {
-        let recipient = topics.decisionRecipients.name(decision.key.recipient)
+        let recipient = topics.analyticsRecipients.name(decision.key.recipient)
         records.append(topic: topic, key: KafkaBytes(recipient)) { writer in
             Self.writeDecision(decision, recipient: recipient, decidedAt: decidedAt, into: &writer)
         }

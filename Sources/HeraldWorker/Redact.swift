@@ -49,16 +49,17 @@ public struct UserHash: Sendable {
     }
 }
 
-/// How a decision record (on `herald.decisions`: its `recipient` and its Kafka key) names the user it
-/// is for. Decision records are for analytics, where user ids are hashed: the default.
-public enum DecisionRecipients: Sendable {
+/// How an analytics record (on `herald.decisions` and `herald.deliveries`: its `recipient` and its
+/// Kafka key) names the user it is for (`analytics.recipient`). In analytics user ids are hashed:
+/// the default.
+public enum AnalyticsRecipients: Sendable {
     /// The user id as its ``UserHash``, the same as the logs give it when both are keyed alike:
     /// `herald user-hash` finds a user's decisions as it finds their log lines.
     case hashed(UserHash)
-    /// The user id itself (`worker.decisions_recipient: clear`), for a topic whose readers may hold it.
+    /// The user id itself (`analytics.recipient: clear`), for topics whose readers may hold it.
     case clear
 
-    /// The name `userID` goes by in a decision record.
+    /// The name `userID` goes by in an analytics record.
     public func name(_ userID: String) -> String {
         switch self {
         case .hashed(let hash): hash(userID)

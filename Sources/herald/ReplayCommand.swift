@@ -193,7 +193,7 @@ struct ReplayRunCommand: AsyncParsableCommand {
         options.directorySnapshot = directory
         options.store = store
         options.decisions = decisions
-        options.configuration.topics.decisionRecipients =
+        options.configuration.topics.analyticsRecipients =
             decisionsRecipient == "clear" ? .clear : .hashed(UserHash(key: hashKey))
         options.deadLetters = deadLetters
         options.report = report

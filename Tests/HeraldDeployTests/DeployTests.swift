@@ -133,6 +133,7 @@ struct DeployTests {
         var used = [
             configuration.worker.topics.directory, configuration.worker.topics.outbound,
             configuration.worker.topics.eventsDeadLetter, configuration.sender.deadLetterTopic, "herald.decisions",
+            "herald.deliveries",
         ]
         used += configuration.sender.retryDelays.indices.map { "\(configuration.sender.retryTopicPrefix).\($0 + 1)" }
         for topic in used { #expect(strimzi[topic] != nil, "\(topic) is not defined") }
@@ -316,6 +317,7 @@ struct DeployTests {
             do {
                 let configuration = try HeraldConfiguration.load(paths: ["\(deploy)/\(file)"], environment: [:])
                 #expect(configuration.worker.topics.decisions == "herald.decisions", "\(file)")
+                #expect(configuration.sender.deliveriesTopic == "herald.deliveries", "\(file)")
             } catch {
                 // The provider keys and the Kafka credentials are mounted Secrets, absent here;
                 // anything else (an unknown key, a wrong type) is a defect in the file.

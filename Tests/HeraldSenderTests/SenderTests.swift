@@ -21,8 +21,25 @@ struct SenderTests {
     static let topics = [
         "herald.outbound": 4, "herald.outbound.retry.1": 2, "herald.outbound.retry.2": 2,
         "herald.outbound.retry.3": 2, "herald.outbound.retry.4": 2, "herald.outbound.dlq": 1,
-        "herald.directory": 2, "herald.decisions": 1,
+        "herald.directory": 2, "herald.decisions": 1, "herald.deliveries": 1,
     ]
+
+    /// Scripts two APNs tokens at `fixture`: one answered 403 `InvalidProviderToken` (a configuration
+    /// error), one answered 503 `ServiceUnavailable` every time (retried until the retries run out).
+    static func scriptFailures(_ fixture: SimulatorFixture) -> (misconfigured: String, failing: String) {
+        let misconfigured = "0000000000000000000000000000000000000000000000000000000000000bad"
+        fixture.simulator.script(token: misconfigured, .init(status: 403, reason: "InvalidProviderToken"))
+        let failing = "000000000000000000000000000000000000000000000000000000000000fa11"
+        fixture.simulator.script(token: failing, .init(status: 503, reason: "ServiceUnavailable"))
+        return (misconfigured, failing)
+    }
+
+    /// Scripts two dead tokens at `fixture`: APNs's default token, unregistered (410) since
+    /// 2026-11-20T08:00:00Z, and `ExponentPushToken[gone]`, whose Expo receipt says `DeviceNotRegistered`.
+    static func scriptDeadTokens(_ fixture: SimulatorFixture) {
+        fixture.simulator.unregister(token: SimulatorFixture.apnsToken, at: Timestamp(rfc3339: "2026-11-20T08:00:00Z")!)
+        fixture.simulator.script(token: "ExponentPushToken[gone]", .init(status: 200, reason: "DeviceNotRegistered"))
+    }
 
     /// Runs a sender over `fixture`'s clients until `body` returns.
     static func withSender(
@@ -55,6 +72,7 @@ struct SenderTests {
         configuration.consumer.fetchMaxWait = .milliseconds(50)
         configuration.retry = RetryPolicy(delays: delays)
         configuration.topics.decisions = "herald.decisions"
+        configuration.topics.deliveries = "herald.deliveries"
         configuration.receiptDelay = .zero
         configuration.receiptInterval = .milliseconds(100)
         if let deliveryTimeout { configuration.producer.deliveryTimeout = deliveryTimeout }
@@ -430,14 +448,7 @@ struct SenderTests {
     func tokenInvalidation() async throws {
         let environment = try KafkaTestEnvironment(topics: Self.topics)
         try await SimulatorFixture.with { fixture in
-            fixture.simulator.unregister(
-                token: SimulatorFixture.apnsToken,
-                at: Timestamp(rfc3339: "2026-11-20T08:00:00Z")!
-            )
-            fixture.simulator.script(
-                token: "ExponentPushToken[gone]",
-                .init(status: 200, reason: "DeviceNotRegistered")
-            )
+            Self.scriptDeadTokens(fixture)
             try await environment.withCollector(["herald.directory", "herald.outbound.dlq"]) { received in
                 try await Self.withSender(environment, fixture, ledger: try SQLiteStore(path: ":memory:")) { sender in
                     try await environment.produce([
@@ -579,14 +590,72 @@ struct SenderTests {
         }
     }
 
+    @Test(
+        "herald.deliveries gets one record per answer: delivered, retrying then failed, failed at once, a dead token (APNs 410, an Expo receipt); users hashed, no token"
+    )
+    func deliveryRecords() async throws {
+        let environment = try KafkaTestEnvironment(topics: Self.topics)
+        try await SimulatorFixture.with { fixture in
+            let (misconfigured, failing) = Self.scriptFailures(fixture)
+            Self.scriptDeadTokens(fixture)
+            let messages = [
+                try SimulatorFixture.message(.fcm, id: "n-ok"),
+                try SimulatorFixture.message(.apns, token: misconfigured, id: "n-config"),
+                try SimulatorFixture.message(.apns, token: failing, id: "n-failing"),
+                try SimulatorFixture.message(.apns, id: "n-gone"),
+                try SimulatorFixture.message(.expo, token: "ExponentPushToken[gone]", id: "n-expo"),
+            ]
+            var collected: [KafkaMessage] = []
+            try await environment.withCollector(["herald.deliveries"]) { received in
+                try await Self.withSender(environment, fixture, ledger: try SQLiteStore(path: ":memory:")) { _ in
+                    try await environment.produce(messages.map { Self.record($0) })
+                    // n-ok 1, n-config 1, n-failing 4 retries and a failure, n-gone 1, n-expo its
+                    // ticket and its receipt.
+                    #expect(await eventually { received.count == 10 })
+                }
+                collected = received.all
+            }
+            let records = try collected.map { try JSONParser().parse(Array($0.value ?? KafkaBytes([]))) }
+            func outcomes(_ id: String) -> [String] {
+                records.filter { $0["notificationId"]?.stringValue == id }.map {
+                    [$0["outcome"]?.stringValue, $0["reason"]?.stringValue].compactMap { $0 }.joined(separator: " ")
+                }
+            }
+            #expect(outcomes("n-ok") == ["delivered"])
+            #expect(outcomes("n-config") == ["failed apns.InvalidProviderToken"])
+            #expect(
+                outcomes("n-failing")
+                    == Array(repeating: "retrying apns.ServiceUnavailable", count: 4) + [
+                        "failed apns.ServiceUnavailable"
+                    ]
+            )
+            #expect(outcomes("n-gone") == ["invalid_token apns.Unregistered"])
+            #expect(outcomes("n-expo") == ["delivered", "invalid_token expo.DeviceNotRegistered"])
+            let attempts = records.filter { $0["notificationId"]?.stringValue == "n-failing" }.compactMap {
+                $0["attempt"].flatMap { if case .number(let text) = $0 { Int(text) } else { nil } }
+            }
+            #expect(attempts == [1, 2, 3, 4, 5])
+            let hashed = UserHash(key: nil)("user-1")
+            for record in records {
+                #expect(record["recipient"]?.stringValue == hashed)
+                #expect(record["provider"]?.stringValue != nil && record["answeredAt"]?.stringValue != nil)
+            }
+            #expect(
+                records.first { $0["notificationId"]?.stringValue == "n-ok" }?["kind"]?.stringValue == "order.confirmed"
+            )
+            let text = collected.map { String(decoding: Array($0.value ?? KafkaBytes([])), as: UTF8.self) }
+            #expect(
+                !text.contains { $0.contains("user-1") || $0.contains(failing) || $0.contains("ExponentPushToken") }
+            )
+            #expect(collected.allSatisfy { $0.key?.string == hashed })
+        }
+    }
+
     @Test("configuration errors are dead-lettered at once; retries used up end in the dead-letter topic")
     func deadLetters() async throws {
         let environment = try KafkaTestEnvironment(topics: Self.topics)
         try await SimulatorFixture.with { fixture in
-            let misconfigured = "0000000000000000000000000000000000000000000000000000000000000bad"
-            fixture.simulator.script(token: misconfigured, .init(status: 403, reason: "InvalidProviderToken"))
-            let failing = "000000000000000000000000000000000000000000000000000000000000fa11"
-            fixture.simulator.script(token: failing, .init(status: 503, reason: "ServiceUnavailable"))
+            let (misconfigured, failing) = Self.scriptFailures(fixture)
             try await environment.withCollector(["herald.outbound.dlq", "herald.outbound.retry.1"]) { received in
                 try await Self.withSender(environment, fixture, ledger: try SQLiteStore(path: ":memory:")) { sender in
                     try await environment.produce([

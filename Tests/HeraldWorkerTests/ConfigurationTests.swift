@@ -372,12 +372,12 @@ struct ConfigurationTests {
     }
 
     @Test(
-        "decision records hash recipients with the log key unless worker.decisions_recipient says clear; the sender follows the worker unless told otherwise"
+        "analytics records hash recipients with the log key unless analytics.recipient says clear, for the worker and the sender alike"
     )
-    func decisionRecipients() throws {
+    func analyticsRecipients() throws {
         let key = "0123456789abcdef-log-key"
         let names = { (configuration: HeraldConfiguration) in
-            [configuration.worker.topics.decisionRecipients, configuration.sender.decisionRecipients].map {
+            [configuration.worker.topics.analyticsRecipients, configuration.analyticsRecipients].map {
                 $0.name("u-1024")
             }
         }
@@ -388,24 +388,22 @@ struct ConfigurationTests {
         #expect(names(unkeyed) == Array(repeating: UserHash(key: nil)("u-1024"), count: 2))
         #expect(names(unkeyed)[0] != "u-1024")
         let clear = try HeraldConfiguration.load(
-            path: try file("worker:\n  decisions_recipient: clear\n"),
+            path: try file("analytics:\n  recipient: clear\n"),
             environment: ["HERALD_LOG_USER_HASH_KEY": key]
         )
         #expect(names(clear) == ["u-1024", "u-1024"])
-        let mixed = try HeraldConfiguration.load(
-            path: nil,
-            environment: [
-                "HERALD_LOG_USER_HASH_KEY": key, "HERALD_WORKER_DECISIONS_RECIPIENT": "clear",
-                "HERALD_SENDER_DECISIONS_RECIPIENT": "hashed",
-            ]
-        )
-        #expect(names(mixed) == ["u-1024", "u:6E4E8E425918"])
         do {
-            _ = try HeraldConfiguration.load(path: nil, environment: ["HERALD_WORKER_DECISIONS_RECIPIENT": "plain"])
-            Issue.record("accepted decisions_recipient: plain")
+            _ = try HeraldConfiguration.load(path: nil, environment: ["HERALD_ANALYTICS_RECIPIENT": "plain"])
+            Issue.record("accepted analytics.recipient: plain")
         } catch {
-            #expect("\(error)".contains("HERALD_WORKER_DECISIONS_RECIPIENT"), "\(error)")
+            #expect("\(error)".contains("HERALD_ANALYTICS_RECIPIENT"), "\(error)")
         }
+        let deliveries = try HeraldConfiguration.load(
+            path: try file("sender:\n  deliveries_topic: herald.deliveries\n"),
+            environment: [:]
+        )
+        #expect(deliveries.sender.deliveriesTopic == "herald.deliveries")
+        #expect(unkeyed.sender.deliveriesTopic == nil)
     }
 }
 

@@ -76,6 +76,24 @@ struct EventProcessorTests {
         )
     }
 
+    /// An order confirmed at 23:30 in Oslo, inside ``register(quietHours:)``'s quiet hours.
+    mutating func lateOrder() -> KafkaMessage {
+        message(
+            cloudEvent(
+                id: "late-order",
+                type: "order.confirmed",
+                source: "/orders",
+                time: "2026-11-21T22:30:00Z",
+                data: object([
+                    ("userId", .string("u-en")), ("orderId", .string("ord-9")),
+                    ("total", object([("amount", .number("10")), ("currency", .string("NOK"))])),
+                    ("itemCount", .number("1")),
+                ])
+            ),
+            topic: "orders.events"
+        )
+    }
+
     func register(quietHours: Bool = false) async throws {
         var changes: [DirectoryEvent] = [
             .deviceRegistered(
@@ -144,24 +162,11 @@ struct EventProcessorTests {
         let key = Array("0123456789abcdef-analytics".utf8)
         let hashing = processor {
             $0.decisions = "herald.decisions"
-            $0.decisionRecipients = .hashed(UserHash(key: key))
+            $0.analyticsRecipients = .hashed(UserHash(key: key))
         }
         // Decided in the quiet hours, then again when they end: the deferral's record and the send's.
         clock.set("2026-11-21T22:30:00Z")  // 23:30 in Oslo
-        let order = message(
-            cloudEvent(
-                id: "late-order",
-                type: "order.confirmed",
-                source: "/orders",
-                time: "2026-11-21T22:30:00Z",
-                data: object([
-                    ("userId", .string("u-en")), ("orderId", .string("ord-9")),
-                    ("total", object([("amount", .number("10")), ("currency", .string("NOK"))])),
-                    ("itemCount", .number("1")),
-                ])
-            ),
-            topic: "orders.events"
-        )
+        let order = lateOrder()
         let hashed = try await hashing.process([order])
         clock.set("2026-11-22T06:00:00Z")  // 07:00 in Oslo
         let resumed = try await hashing.processDue(limit: 10, lease: .seconds(60)).records
@@ -183,7 +188,7 @@ struct EventProcessorTests {
 
         let clear = try await processor {
             $0.decisions = "herald.decisions"
-            $0.decisionRecipients = .clear
+            $0.analyticsRecipients = .clear
         }.process([chat("m2")])
         let decision = try #require(clear.first { $0.topic == "herald.decisions" })
         #expect(try JSONParser().parse(Array(decision.value!))["recipient"]?.stringValue == "u-en")
@@ -340,20 +345,7 @@ struct EventProcessorTests {
         try await register(quietHours: true)
         let processor = processor()
         clock.set("2026-11-21T22:30:00Z")  // 23:30 in Oslo
-        let order = message(
-            cloudEvent(
-                id: "late-order",
-                type: "order.confirmed",
-                source: "/orders",
-                time: "2026-11-21T22:30:00Z",
-                data: object([
-                    ("userId", .string("u-en")), ("orderId", .string("ord-9")),
-                    ("total", object([("amount", .number("10")), ("currency", .string("NOK"))])),
-                    ("itemCount", .number("1")),
-                ])
-            ),
-            topic: "orders.events"
-        )
+        let order = lateOrder()
         #expect(try await processor.process([order]).isEmpty)
         #expect(statistics.snapshot.decisionsByReason == ["deferred.quiet_hours": 1])
         #expect(try await processor.processDue(limit: 10, lease: .seconds(60)).claimed.isEmpty, "not due yet")
