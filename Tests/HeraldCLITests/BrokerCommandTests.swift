@@ -37,9 +37,14 @@ func run(
     process.standardOutput = output
     process.standardError = error
     try process.run()
+    // Input is written on a thread of its own: a process that answers as it reads fills its output
+    // pipe while the rest of a long input waits to be written, and neither side would move.
     if let input {
-        stdin.fileHandleForWriting.write(Data(input.utf8))
-        try stdin.fileHandleForWriting.close()
+        let handle = stdin.fileHandleForWriting
+        Thread {
+            handle.write(Data(input.utf8))
+            try? handle.close()
+        }.start()
     }
     // Read standard error on another thread so that neither pipe can fill up and block the process.
     let errorData = SharedData()

@@ -23,6 +23,20 @@ struct UserHashCommandTests {
         // HMAC-SHA256 of the id with the key, its first 6 bytes (Python's hmac module).
         #expect(keyed.output.split(separator: "\n").first == "u:6E4E8E425918\tu-1024")
         #expect(keyed.output.split(separator: "\n").count == 2)
+        // Without ids on the command line, from standard input: a list of 20,000 (CRLF or LF, blank
+        // lines skipped), each as it would be one at a time.
+        let listed = (0..<20_000).map { "u-\($0)" }
+        let piped = try run(
+            herald,
+            ["user-hash", "--config", config],
+            input: "u-1024\r\n\n" + listed.joined(separator: "\n") + "\n"
+        )
+        #expect(piped.status == 0, "\(piped.error)")
+        let lines = piped.output.split(separator: "\n")
+        #expect(lines.count == 20_001)
+        #expect(lines.first == "u:6E4E8E425918\tu-1024")
+        #expect(lines.dropFirst().compactMap { $0.split(separator: "\t").last.map(String.init) } == listed)
+        #expect(lines.contains(keyed.output.split(separator: "\n")[1]), "u-7 hashed as on the command line")
         let unkeyed = try run(herald, ["user-hash", "u-1024"])
         #expect(unkeyed.status == 0 && unkeyed.output.hasPrefix("u:") && !unkeyed.output.hasPrefix("u:6E4E8E425918"))
 
