@@ -125,7 +125,7 @@ public struct HeraldConfiguration: Sendable {
         public var directoryTopic = "herald.directory"
         public var deadLetterTopic = "herald.outbound.dlq"
         public var decisionsTopic: String?
-        /// Where each provider call's outcome goes, if anywhere.
+        /// `sender.deliveries_topic`: where each provider answer goes, if anywhere.
         public var deliveriesTopic: String?
         public var retryTopicPrefix = "herald.outbound.retry"
         public var retryDelays = RetryPolicy.defaultDelays

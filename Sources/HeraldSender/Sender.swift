@@ -35,7 +35,7 @@ public final class Sender: Service, Sendable {
         public var directory = "herald.directory"
         /// Where `expired` decisions go, if anywhere.
         public var decisions: String?
-        /// Where each provider call's outcome goes, if anywhere (``DeliveryRecord``).
+        /// Where each provider answer goes, if anywhere: one analytics record each (docs/outbound.md).
         public var deliveries: String?
         /// How the records on `decisions` and `deliveries` name their recipient, as the worker's do.
         public var analyticsRecipients = AnalyticsRecipients.hashed(UserHash(key: nil))

@@ -23,10 +23,11 @@ public enum Redact {
     }
 }
 
-/// The hash a user id is shown as where the id itself must not be (logs, `herald.decisions`):
-/// `u:` and 12 upper-case hex digits, from an HMAC-SHA256 with a key, or from the unkeyed hash of
-/// notification ids without one (see ``Redact``). A value: a worker's decision records carry the
-/// hash of the key it was started with, whatever else in the process changes ``Redact``'s.
+/// The hash a user id is shown as where the id itself must not be (logs, `herald.decisions`,
+/// `herald.deliveries`): `u:` and 12 upper-case hex digits, from an HMAC-SHA256 with a key, or from
+/// the unkeyed hash of notification ids without one (see ``Redact``). A value: a worker's analytics
+/// records carry the hash of the key it was started with, whatever else in the process changes
+/// ``Redact``'s. About 0.7 µs per id with a key (release build).
 public struct UserHash: Sendable {
     /// The HMAC with its key already hashed in: each id costs a copy of it and two SHA-256 blocks,
     /// not the key's preparation again.
