@@ -25,13 +25,20 @@ public enum WorkerApp {
     public static func run(configuration: HeraldConfiguration, roles: Set<HeraldRole>, logger: Logger) async throws {
         Redact.setKey(configuration.logUserHashKey)
         if configuration.logUserHashKey == nil {
-            let topics = configuration.worker.topics
-            var decisions = ""
-            if case .hashed = topics.analyticsRecipients, let topic = topics.decisions {
-                decisions = "and on \(topic) "
+            // The analytics topics these roles write, where user ids are hashed the same way.
+            var analytics: [String] = []
+            if case .hashed = configuration.analyticsRecipients {
+                if roles.contains(.worker), let topic = configuration.worker.topics.decisions {
+                    analytics.append(topic)
+                }
+                if roles.contains(.sender) {
+                    analytics += [configuration.sender.decisionsTopic, configuration.sender.deliveriesTopic]
+                        .compactMap { $0 }.filter { !analytics.contains($0) }
+                }
             }
+            let also = analytics.isEmpty ? "" : "and on \(analytics.joined(separator: ", ")) "
             logger.notice(
-                "log.user_hash_key_file is not set: user ids in logs \(decisions)are hashed without a key, which hides little of ids that can be guessed"
+                "log.user_hash_key_file is not set: user ids in logs \(also)are hashed without a key, which hides little of ids that can be guessed"
             )
         }
         var catalog: Catalog?

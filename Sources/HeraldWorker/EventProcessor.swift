@@ -652,13 +652,24 @@ public final class EventProcessor: Sendable {
     /// it keeps (`store.max_devices_per_user`); `users` has a user once per device.
     private func evictedDevices(of users: [String], counters: inout WorkerStatistics.Counters) {
         counters.devicesEvicted += users.count
-        logSampler.log(
-            logger,
-            .warning,
-            kind: "devices_evicted",
-            "a user registered more devices than store.max_devices_per_user; the oldest registrations were removed",
-            metadata: ["user": "\(Redact.user(users[0]))", "evicted": "\(users.count)"]
-        )
+        // One line per user, with that user's count (the sampler bounds how many are written).
+        var perUser: [(user: String, count: Int)] = []
+        for user in users {
+            if let index = perUser.firstIndex(where: { $0.user == user }) {
+                perUser[index].count += 1
+            } else {
+                perUser.append((user, 1))
+            }
+        }
+        for (user, count) in perUser {
+            logSampler.log(
+                logger,
+                .warning,
+                kind: "devices_evicted",
+                "a user registered more devices than store.max_devices_per_user; the oldest registrations were removed",
+                metadata: ["user": "\(Redact.user(user))", "evicted": "\(count)"]
+            )
+        }
     }
 
     /// Counts and logs (sampled) a directory change dated too far ahead of the worker's clock, which

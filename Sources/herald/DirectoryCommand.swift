@@ -60,11 +60,20 @@ struct DirectoryImportCommand: AsyncParsableCommand {
     func run() async throws {
         let logger = try global.bootstrapLogging(label: "herald.directory")
         let location = try storeOptions.location()
-        let limit =
-            maxDevicesPerUser ?? Environment.value("HERALD_STORE_MAX_DEVICES_PER_USER").flatMap { Int($0) }
-            ?? DirectoryLimits.maximumDevicesPerUser
+        // A value that is not a number is refused, naming where it came from, rather than left for the default.
+        var limit = DirectoryLimits.maximumDevicesPerUser
+        var source = "--max-devices-per-user"
+        if let maxDevicesPerUser {
+            limit = maxDevicesPerUser
+        } else if let text = Environment.value("HERALD_STORE_MAX_DEVICES_PER_USER") {
+            source = "HERALD_STORE_MAX_DEVICES_PER_USER"
+            guard let value = Int(text.trimmingCharacters(in: .whitespaces)) else {
+                throw ValidationError("\(source): expected a number of devices, got '\(text)'")
+            }
+            limit = value
+        }
         guard (1...1_000_000).contains(limit) else {
-            throw ValidationError("--max-devices-per-user: must be from 1 to 1000000")
+            throw ValidationError("\(source): must be from 1 to 1000000")
         }
         let report = try await location.withStore(logger: logger, maximumDevicesPerUser: limit) { store in
             try await DirectoryImport.run(file: file, into: store, now: WallClock().now())

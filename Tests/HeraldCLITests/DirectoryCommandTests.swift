@@ -90,6 +90,14 @@ struct DirectoryCommandTests {
         )
         #expect(capped.status == 0)
         #expect(capped.error.contains("1 device(s) removed, oldest first"), "\(capped.error)")
+        // A limit from the environment that is not a number is refused, naming the variable.
+        let badLimit = try run(
+            herald,
+            ["directory", "import", more.path, "--store", store],
+            environment: ["HERALD_STORE_MAX_DEVICES_PER_USER": "lots"]
+        )
+        #expect(badLimit.status != 0)
+        #expect(badLimit.error.contains("HERALD_STORE_MAX_DEVICES_PER_USER: expected a number"), "\(badLimit.error)")
         let kept = try run(herald, ["directory", "show", "u-1", "--store", store])
         let keptDevices = (try JSONSerialization.jsonObject(with: Data(kept.output.utf8)) as? [String: Any])?["devices"]
         #expect((keptDevices as? [[String: Any]])?.compactMap { $0["deviceId"] as? String } == ["watch", "laptop"])
