@@ -166,16 +166,19 @@ final class DevDriver: Service, Sendable {
             if let title = display.title { lines.append("    \(title)") }
             if let body = display.body { lines.append("    \(body)") }
             if let link = display.link { lines.append("    ↳ \(link)") }
+            if let badge = display.badge { lines.append("    badge \(badge)") }
             output(lines.joined(separator: "\n"))
         }
         return deliveries.count
     }
 
-    /// Title, body and deep link as the provider's payload carries them.
-    static func display(_ delivery: SimulatorDelivery) -> (title: String?, body: String?, link: String?) {
-        guard let bytes = delivery.body, let payload = try? JSONParser().parse(bytes) else { return (nil, nil, nil) }
+    /// Title, body, deep link and badge as the provider's payload carries them.
+    static func display(_ delivery: SimulatorDelivery) -> (title: String?, body: String?, link: String?, badge: Int?) {
+        guard let bytes = delivery.body, let payload = try? JSONParser().parse(bytes) else {
+            return (nil, nil, nil, nil)
+        }
         let text = DisplayedText(provider: delivery.provider.rawValue, payload: payload)
-        return (text.title, text.body, text.deepLink)
+        return (text.title, text.body, text.deepLink, text.badge)
     }
 
     static func countersLine(_ summary: DevRun.Summary) -> String {

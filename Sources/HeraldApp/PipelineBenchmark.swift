@@ -472,6 +472,7 @@ struct EventGenerator: Sendable {
             json.string("chat-", String(number % 997))
             json.member("senderName", "Ana")
             json.member("preview", "Are we still on for dinner?")
+            json.member("unreadCount", integer: Int64(1 + number % 9))
         case .orderConfirmed:
             json.member("userId", userID)
             json.key("orderId")

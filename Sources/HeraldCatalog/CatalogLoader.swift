@@ -87,6 +87,22 @@ private struct RawPush: Decodable {
     var ttl: Int?
     var priority: String?
     var data: [String]?
+    var badge: RawBadge?
+}
+
+/// `push.badge`: a number, or the name of an `int` field.
+private enum RawBadge: Decodable {
+    case count(Int)
+    case field(String)
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        if let count = try? container.decode(Int.self) {
+            self = .count(count)
+        } else {
+            self = .field(try container.decode(String.self))
+        }
+    }
 }
 
 private struct RawDigest: Decodable {
@@ -446,6 +462,8 @@ private struct Context {
         }
         let priority = raw.push.priority ?? "high"
         if !["high", "normal"].contains(priority) { error(file, "push.priority", "must be high or normal") }
+        var badge: BadgeSource?
+        if let raw = raw.push.badge { badge = badgeSource(raw, fields: fields, declared: declared, file: file) }
         if let level = raw.push.interruptionLevel, !["passive", "active", "time-sensitive", "critical"].contains(level)
         {
             error(file, "push.interruptionLevel", "must be passive, active, time-sensitive or critical")
@@ -477,11 +495,49 @@ private struct Context {
                     collapseKey: raw.push.collapseKey,
                     timeToLive: raw.push.ttl,
                     priority: priority,
-                    dataFields: raw.push.data ?? []
+                    dataFields: raw.push.data ?? [],
+                    badge: badge
                 ),
                 digestSummary: raw.digest?.summary
             )
         )
+    }
+
+    /// `push.badge` checked: a count from 0 to ``BadgeSource/maximumCount``, or a declared field
+    /// of type `int`.
+    mutating func badgeSource(
+        _ raw: RawBadge,
+        fields: [FieldDefinition],
+        declared: Set<String>,
+        file: String
+    )
+        -> BadgeSource?
+    {
+        switch raw {
+        case .count(let count):
+            guard (0...BadgeSource.maximumCount).contains(count) else {
+                error(
+                    file,
+                    "push.badge",
+                    "must be a count from 0 to \(BadgeSource.maximumCount), or an int field, not \(count)"
+                )
+                return nil
+            }
+            return .constant(count)
+        case .field(let name):
+            guard let index = fields.firstIndex(where: { $0.name == name }) else {
+                // A field declared with a broken definition has its own error already.
+                if !declared.contains(name) {
+                    error(file, "push.badge", "'\(name)' is not a declared field (or a count such as 1)")
+                }
+                return nil
+            }
+            guard fields[index].type == .int else {
+                error(file, "push.badge", "field '\(name)' is \(fields[index].type), not int: a badge is a count")
+                return nil
+            }
+            return .field(name: name, index: index)
+        }
     }
 
     // MARK: Type check of messages against kinds

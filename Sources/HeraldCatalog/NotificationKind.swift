@@ -140,6 +140,11 @@ public struct Presentation: Sendable, Hashable {
         _read { yield storage.fields.dataFields }
         _modify { yield &storage.fields.dataFields }
     }
+    /// Where the app icon's badge count comes from; `nil` leaves the badge as it is.
+    @inlinable public var badge: BadgeSource? {
+        _read { yield storage.fields.badge }
+        _modify { yield &storage.fields.badge }
+    }
 
     @usableFromInline var storage: SharedFields<Fields>
 
@@ -156,6 +161,7 @@ public struct Presentation: Sendable, Hashable {
         @usableFromInline var timeToLive: Int?
         @usableFromInline var priority: String
         @usableFromInline var dataFields: [String]
+        @usableFromInline var badge: BadgeSource?
     }
 
     public init(
@@ -170,7 +176,8 @@ public struct Presentation: Sendable, Hashable {
         collapseKey: String?,
         timeToLive: Int?,
         priority: String,
-        dataFields: [String]
+        dataFields: [String],
+        badge: BadgeSource? = nil
     ) {
         storage = SharedFields(
             Fields(
@@ -185,10 +192,28 @@ public struct Presentation: Sendable, Hashable {
                 collapseKey: collapseKey,
                 timeToLive: timeToLive,
                 priority: priority,
-                dataFields: dataFields
+                dataFields: dataFields,
+                badge: badge
             )
         )
     }
+}
+
+/// Where a notification's app-icon badge count comes from (`push.badge` in a kind's file).
+///
+/// Herald does not count a user's unread notifications itself: the service that knows what is
+/// unread (the chat service, the order service) puts the count in its event, and every provider
+/// is given that number (APNs and Expo set the badge to it; Android launchers that show counts
+/// read FCM's `notification_count`). A redelivered event therefore carries the same badge.
+public enum BadgeSource: Sendable, Hashable {
+    /// The same count on every notification of the kind; 0 clears the badge.
+    case constant(Int)
+    /// The value of one of the kind's `int` fields (its position in ``NotificationKind/fields``);
+    /// an event without the (optional) field leaves the badge as it is.
+    case field(name: String, index: Int)
+
+    /// The largest badge count: APNs and Android take a 32-bit number.
+    public static let maximumCount = Int(Int32.max)
 }
 
 /// One kind of notification: which events it handles and how it renders them.

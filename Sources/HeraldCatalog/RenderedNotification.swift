@@ -65,6 +65,11 @@ public struct RenderedNotification: Sendable, Hashable {
         _read { yield storage.fields.threadID }
         _modify { yield &storage.fields.threadID }
     }
+    /// The app icon's badge count (the kind's `push.badge`); nil leaves the badge as it is.
+    @inlinable public var badge: Int? {
+        _read { yield storage.fields.badge }
+        _modify { yield &storage.fields.badge }
+    }
 
     /// The most UTF-8 a title or a subtitle keeps; a longer one is shortened at a grapheme boundary
     /// and ends with `…`. A phone shows a line or two of either, and the provider's byte budget
@@ -88,6 +93,7 @@ public struct RenderedNotification: Sendable, Hashable {
         @usableFromInline var presentation: Presentation
         @usableFromInline var collapseKey: String?
         @usableFromInline var threadID: String?
+        @usableFromInline var badge: Int?
     }
 
     public init(
@@ -103,7 +109,8 @@ public struct RenderedNotification: Sendable, Hashable {
         data: [KeyValue],
         presentation: Presentation,
         collapseKey: String? = nil,
-        threadID: String? = nil
+        threadID: String? = nil,
+        badge: Int? = nil
     ) {
         storage = SharedFields(
             Fields(
@@ -119,7 +126,8 @@ public struct RenderedNotification: Sendable, Hashable {
                 data: data,
                 presentation: presentation,
                 collapseKey: collapseKey,
-                threadID: threadID
+                threadID: threadID,
+                badge: badge
             )
         )
     }

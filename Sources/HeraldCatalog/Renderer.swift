@@ -334,6 +334,21 @@ public final class Renderer: Sendable {
         // A placeholder without a value leaves the option out rather than sending a broken key.
         rendered.collapseKey = kind.collapseKeyTemplate?.render(plain)
         rendered.threadID = kind.threadIDTemplate?.render(plain)
+        switch presentation.badge {
+        case .constant(let count)?: rendered.badge = count
+        case .field(let name, let index)?:
+            // An optional field left out leaves the badge as it is.
+            if case .int(let count)? = values[index] {
+                guard count >= 0 && count <= Int64(BadgeSource.maximumCount) else {
+                    throw RenderError(
+                        code: .fieldTypeMismatch,
+                        message: "field '\(name)' is not a badge count (0 to \(BadgeSource.maximumCount))"
+                    )
+                }
+                rendered.badge = Int(count)
+            }
+        case nil: break
+        }
         return rendered
     }
 

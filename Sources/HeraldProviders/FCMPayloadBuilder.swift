@@ -3,7 +3,8 @@ import HeraldEvents
 /// Builds FCM HTTP v1 `messages:send` bodies (standard mode) from a ``PushMessage``. Pure.
 ///
 /// `{"message": {token, notification {title, body}, data (strings only), android {priority, ttl
-/// "Ns", collapse_key, notification {channel_id, sound, tag}}, apns {headers, payload {aps}}}}`.
+/// "Ns", collapse_key, notification {channel_id, sound, tag, notification_count}}, apns {headers,
+/// payload {aps}}}}`.
 /// The whole JSON is kept within 4096 bytes; the same ``SizeBudget`` order as APNs applies (data
 /// last-first, then the deep link). FCM's reserved data keys (`from`, `notification`,
 /// `message_type`, `collapse_key` and the `google.`, `gcm.` prefixes) are left out.
@@ -109,12 +110,15 @@ public enum FCMPayloadBuilder {
         if let collapseKey = message.collapseKey { writer.member("collapse_key", collapseKey) }
         if !message.contentAvailable,
             message.androidChannel != nil || message.sound != nil || message.collapseKey != nil
+                || message.badge != nil
         {
             writer.key("notification")
             writer.beginObject()
             if let channel = message.androidChannel { writer.member("channel_id", channel) }
             if let sound = message.sound { writer.member("sound", sound) }
             if let collapseKey = message.collapseKey { writer.member("tag", collapseKey) }
+            // The count launchers that show one put on the app's icon (APNs' badge is in aps below).
+            if let badge = message.badge { writer.member("notification_count", integer: Int64(badge)) }
             writer.endObject()
         }
         writer.endObject()

@@ -6,11 +6,14 @@ public struct DisplayedText: Sendable, Hashable {
     public var title: String?
     public var body: String?
     public var deepLink: String?
+    /// The app icon's badge count the request sets, if it sets one.
+    public var badge: Int?
 
-    public init(title: String?, body: String?, deepLink: String?) {
+    public init(title: String?, body: String?, deepLink: String?, badge: Int? = nil) {
         self.title = title
         self.body = body
         self.deepLink = deepLink
+        self.badge = badge
     }
 
     /// - Parameters:
@@ -20,13 +23,15 @@ public struct DisplayedText: Sendable, Hashable {
         switch provider {
         case "apns":
             let alert = payload["aps"]?["alert"]
+            let badge = Self.count(payload["aps"]?["badge"])
             if let text = alert?.stringValue {
-                self.init(title: nil, body: text, deepLink: payload["deepLink"]?.stringValue)
+                self.init(title: nil, body: text, deepLink: payload["deepLink"]?.stringValue, badge: badge)
             } else {
                 self.init(
                     title: alert?["title"]?.stringValue,
                     body: alert?["body"]?.stringValue,
-                    deepLink: payload["deepLink"]?.stringValue
+                    deepLink: payload["deepLink"]?.stringValue,
+                    badge: badge
                 )
             }
         case "fcm":
@@ -34,14 +39,22 @@ public struct DisplayedText: Sendable, Hashable {
             self.init(
                 title: message?["notification"]?["title"]?.stringValue,
                 body: message?["notification"]?["body"]?.stringValue,
-                deepLink: message?["data"]?["deepLink"]?.stringValue
+                deepLink: message?["data"]?["deepLink"]?.stringValue,
+                // What an Android phone shows; the iOS badge (apns.payload.aps.badge) is the same.
+                badge: Self.count(message?["android"]?["notification"]?["notification_count"])
             )
         default:
             self.init(
                 title: payload["title"]?.stringValue,
                 body: payload["body"]?.stringValue,
-                deepLink: payload["data"]?["deepLink"]?.stringValue
+                deepLink: payload["data"]?["deepLink"]?.stringValue,
+                badge: Self.count(payload["badge"])
             )
         }
+    }
+
+    private static func count(_ value: JSONValue?) -> Int? {
+        guard case .number(let text)? = value else { return nil }
+        return Int(text)
     }
 }

@@ -42,6 +42,7 @@ public enum OutboundBuilder {
             category: presentation.iosCategory,
             sound: presentation.sound,
             interruptionLevel: presentation.interruptionLevel,
+            badge: rendered.badge,
             collapseKey: rendered.collapseKey,
             androidChannel: presentation.androidChannel,
             timeToLive: presentation.timeToLive,

@@ -327,6 +327,48 @@ struct RenderTests {
         }
     }
 
+    @Test("the badge is the event's count where push.badge names a field; none without it; a negative count fails")
+    func badges() throws {
+        let kind = catalog.kind(named: "message.received")!
+        func badge(_ event: CloudEvent) throws -> Int? {
+            try renderer.render(event, as: kind, locale: "en", timeZone: "UTC").badge
+        }
+        #expect(try badge(sampleEvent("message.received")) == 3)
+        #expect(try badge(sampleEvent("message.received", setting: "unreadCount", to: .number("0"))) == 0)
+        var without = try sampleEvent("message.received")
+        var data = try dataObject(of: without)
+        data.members.removeAll { $0.key == "unreadCount" }
+        without.data = .object(data)
+        #expect(try badge(without) == nil, "an event without the count leaves the badge as it is")
+        for count in ["-1", "2147483648"] {
+            let event = try sampleEvent("message.received", setting: "unreadCount", to: .number(count))
+            let failure = #expect(throws: RenderError.self) { try badge(event) }
+            #expect(failure?.code == .fieldTypeMismatch)
+            #expect(
+                failure?.message.contains("'unreadCount' is not a badge count") == true,
+                "\(failure?.message ?? "")"
+            )
+        }
+        // A digest shows the newest event's count.
+        let digest = try renderer.renderDigest(
+            [
+                sampleEvent("message.received", setting: "unreadCount", to: .number("4")),
+                sampleEvent("message.received", setting: "unreadCount", to: .number("9")),
+            ],
+            as: kind,
+            locale: "en",
+            timeZone: "UTC"
+        )
+        #expect(digest.badge == 9)
+        let order = try renderer.render(
+            sampleEvent("order.confirmed"),
+            as: catalog.kind(named: "order.confirmed")!,
+            locale: "en",
+            timeZone: "UTC"
+        )
+        #expect(order.badge == nil, "a kind without push.badge leaves the badge as it is")
+    }
+
     @Test("a field of the wrong type or a missing required field fails with its code and name")
     func fieldErrors() throws {
         let kind = catalog.kind(named: "order.confirmed")!

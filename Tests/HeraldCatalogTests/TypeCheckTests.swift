@@ -161,6 +161,37 @@ struct TypeCheckTests {
         #expect(try diagnostics(["catalog.yaml": replacing("window: 7d", "window: 366d")]).isEmpty)
     }
 
+    @Test("push.badge is a count or an int field: an unknown field, another type or a negative count names the key")
+    func badgeSources() throws {
+        let file = "kinds/message.received.yaml"
+        let unknown = try only([file: replacing("badge: unreadCount", "badge: unread")])
+        #expect(unknown?.file == file && unknown?.key == "push.badge")
+        #expect(unknown?.message.contains("'unread' is not a declared field") == true)
+        let string = try only([file: replacing("badge: unreadCount", "badge: chatId")])
+        #expect(string?.key == "push.badge")
+        #expect(string?.message.contains("field 'chatId' is string, not int") == true)
+        for count in ["-1", "2147483648"] {
+            let found = try only([file: replacing("badge: unreadCount", "badge: \(count)")])
+            #expect(found?.key == "push.badge", "\(count)")
+            #expect(found?.message.contains("2147483647") == true)
+        }
+        // A broken field is reported once, under its own key, not again as the badge's.
+        let broken = try only([
+            file: replacing("type: int, path: data.unreadCount", "type: integer, path: data.unreadCount")
+        ])
+        #expect(broken?.key == "fields.unreadCount.type")
+        let directory = try brokenCatalog([
+            file: replacing("badge: unreadCount", "badge: 0"),
+            "kinds/order.confirmed.yaml": replacing("  priority: high\n", "  priority: high\n  badge: 1\n"),
+        ])
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let (catalog, warnings) = try CatalogLoader.load(directory: directory)
+        #expect(warnings.isEmpty, "\(warnings)")
+        #expect(catalog.kind(named: "message.received")?.presentation.badge == .constant(0))
+        #expect(catalog.kind(named: "order.confirmed")?.presentation.badge == .constant(1))
+        #expect(catalog.kind(named: "payment.received")?.presentation.badge == nil)
+    }
+
     @Test("a missing required key in a kind names it")
     func missingKey() throws {
         let found = try only(["kinds/promo.offer.yaml": replacing("category: marketing\n", "")])

@@ -17,6 +17,29 @@ struct FCMAndExpoTests {
         )
     }
 
+    @Test("FCM: a badge is Android's notification_count and iOS's aps badge, even with no other Android option")
+    func fcmBadge() throws {
+        let body = try FCMPayloadBuilder.build(
+            message {
+                $0.badge = 7
+                $0.sound = nil
+                $0.collapseKey = nil
+            },
+            for: fcmDevice
+        )
+        let json = try JSONParser().parse(body)
+        #expect(
+            json["message"]?["android"]?["notification"]
+                == .object(JSONObject([("notification_count", .number("7"))]))
+        )
+        #expect(json["message"]?["apns"]?["payload"]?["aps"]?["badge"] == .number("7"))
+        let zero = try JSONParser().parse(FCMPayloadBuilder.build(message { $0.badge = 0 }, for: fcmDevice))
+        #expect(zero["message"]?["android"]?["notification"]?["notification_count"] == .number("0"))
+        let none = try JSONParser().parse(FCMPayloadBuilder.build(message(), for: fcmDevice))
+        #expect(none["message"]?["android"]?["notification"]?["notification_count"] == nil)
+        #expect(none["message"]?["apns"]?["payload"]?["aps"]?["badge"] == nil)
+    }
+
     @Test("FCM: a silent push has no notification; reserved data keys are left out; normal priority")
     func fcmSilentAndReserved() throws {
         let body = try FCMPayloadBuilder.build(

@@ -154,6 +154,39 @@ struct ReplayWorkerTests {
         #expect(same.isEmpty && same.unchanged == before.outbound.count)
     }
 
+    @Test("diff shows a badge a catalog change adds, on the phone's text")
+    func diffShowsBadges() async throws {
+        let scratch = try Scratch()
+        let log = RecordedLogFile(path: devEvents)
+        let before = try await replay([log], in: scratch, name: "before", directory: devDirectory)
+        let changed = scratch.file("catalog")
+        try FileManager.default.copyItem(atPath: path("catalog"), toPath: changed)
+        let kind = changed + "/kinds/order.confirmed.yaml"
+        let definition = try String(contentsOfFile: kind, encoding: .utf8)
+        #expect(definition.contains("  priority: high\n"))
+        try definition.replacingOccurrences(of: "  priority: high\n", with: "  priority: high\n  badge: 1\n")
+            .write(toFile: kind, atomically: true, encoding: .utf8)
+        let after = try await replay([log], in: scratch, name: "after", catalog: changed, directory: devDirectory)
+
+        let diff = try ReplayDiff(scratch.file("before.out.jsonl"), scratch.file("after.out.jsonl"))
+        #expect(diff.countA == before.outbound.count && diff.countB == after.outbound.count)
+        // Every order confirmation (a redelivered one's calls, written twice, are compared once by id)
+        // changed, and nothing else: the sample's chat messages carry their unread count either way.
+        let orders = Set(
+            before.outbound.compactMap { line -> String? in
+                guard case .object(let message) = try? JSONParser().parse(Array(line.utf8)),
+                    message["kind"]?.stringValue == "order.confirmed"
+                else { return nil }
+                return message["notificationId"]?.stringValue
+            }
+        )
+        #expect(orders.count == 3, "the sample's three order calls: \(orders)")
+        #expect(diff.byKind.map(\.kind) == ["order.confirmed"])
+        #expect(diff.byKind.first?.changed == orders.count)
+        #expect(diff.changed.keys.allSatisfy { $0.after.hasSuffix(" [badge 1]") && !$0.before.contains("[badge") })
+        #expect(diff.unchanged == Set(after.outbound).count - orders.count)
+    }
+
     /// The pattern of message `key` in a bundle's JSON.
     static func message(_ key: String, in bundle: String) -> String? {
         guard case .object(let messages)? = try? JSONParser().parse(Array(bundle.utf8)) else { return nil }

@@ -75,6 +75,17 @@ func exampleEvent(_ kind: String, for user: String) throws -> KafkaProducerRecor
     )
 }
 
+/// The badge counts a provider body sets: APNs' and Expo's `badge`, FCM's Android
+/// `notification_count` and its iOS `aps.badge`.
+func providerBadges(_ body: [UInt8]) throws -> [JSONValue] {
+    let json = try JSONParser().parse(body)
+    return [
+        json["aps"]?["badge"], json["badge"],
+        json["message"]?["android"]?["notification"]?["notification_count"],
+        json["message"]?["apns"]?["payload"]?["aps"]?["badge"],
+    ].compactMap { $0 }
+}
+
 @Suite("Worker end to end on the embedded broker", .serialized)
 struct WorkerEndToEndTests {
     @Test(
@@ -130,6 +141,12 @@ struct WorkerEndToEndTests {
                         #expect(body.contains(expected.link), "\(kindName) links to \(expected.link): \(body)")
                         #expect(message.eventID.hasSuffix("-\(user.user)"))
                         #expect(message.attempt == 1)
+                        // The chat kind's badge is the sample's unread count, on every provider; the
+                        // other kinds leave the badge alone.
+                        let badges = try providerBadges(message.request.body)
+                        let expectedBadges = kindName == "message.received" ? (user.provider == "fcm" ? 2 : 1) : 0
+                        #expect(badges.count == expectedBadges, "\(kindName) to \(user.provider): \(body)")
+                        #expect(badges.allSatisfy { $0 == .number("3") }, "\(kindName) to \(user.provider): \(body)")
                         #expect(
                             message.notificationID
                                 == NotificationIDs.expected(message.eventID, kindName, user.user, user.token)
