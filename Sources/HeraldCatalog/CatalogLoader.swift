@@ -23,6 +23,9 @@ public enum CatalogLoader {
 
 // MARK: Raw file formats
 
+// Each declares its coding keys so that the keys a file may hold (``KeySchema``) are the ones
+// decoding reads, by construction.
+
 private struct RawSettings: Decodable {
     var defaultLocale: String
     var locales: [String]
@@ -31,6 +34,18 @@ private struct RawSettings: Decodable {
     var apps: [String: RawApp]
     var moneyPatterns: [String: String]?
     var policies: [String: RawCategoryRules]?
+
+    enum CodingKeys: String, CodingKey, CaseIterable {
+        case defaultLocale, locales, categories, channels, apps, moneyPatterns, policies
+    }
+
+    static let schema = KeySchema.keys(
+        CodingKeys.allCases.map(\.rawValue),
+        nested: [
+            CodingKeys.apps.rawValue: .entries(.values(RawApp.CodingKeys.allCases.map(\.rawValue))),
+            CodingKeys.policies.rawValue: .entries(RawCategoryRules.schema),
+        ]
+    )
 }
 
 private struct RawCategoryRules: Decodable {
@@ -38,6 +53,15 @@ private struct RawCategoryRules: Decodable {
     var enabledByDefault: Bool?
     var quietHours: String?
     var throttle: [RawThrottle]?
+
+    enum CodingKeys: String, CodingKey, CaseIterable {
+        case alwaysDelivered, enabledByDefault, quietHours, throttle
+    }
+
+    static let schema = KeySchema.keys(
+        CodingKeys.allCases.map(\.rawValue),
+        nested: [CodingKeys.throttle.rawValue: .list(.values(RawThrottle.CodingKeys.allCases.map(\.rawValue)))]
+    )
 }
 
 private struct RawThrottle: Decodable {
@@ -46,11 +70,19 @@ private struct RawThrottle: Decodable {
     var window: String
     var overLimit: String
     var kind: String?
+
+    enum CodingKeys: String, CodingKey, CaseIterable {
+        case name, limit, window, overLimit, kind
+    }
 }
 
 private struct RawApp: Decodable {
     var scheme: String?
     var universalLinkHost: String?
+
+    enum CodingKeys: String, CodingKey, CaseIterable {
+        case scheme, universalLinkHost
+    }
 }
 
 private struct RawKind: Decodable {
@@ -64,6 +96,19 @@ private struct RawKind: Decodable {
     var deepLink: String?
     var push: RawPush
     var digest: RawDigest?
+
+    enum CodingKeys: String, CodingKey, CaseIterable {
+        case kind, events, when, category, app, recipients, fields, deepLink, push, digest
+    }
+
+    static let schema = KeySchema.keys(
+        CodingKeys.allCases.map(\.rawValue),
+        nested: [
+            CodingKeys.fields.rawValue: .entries(.values(RawField.CodingKeys.allCases.map(\.rawValue))),
+            CodingKeys.push.rawValue: .values(RawPush.CodingKeys.allCases.map(\.rawValue)),
+            CodingKeys.digest.rawValue: .values(RawDigest.CodingKeys.allCases.map(\.rawValue)),
+        ]
+    )
 }
 
 private struct RawField: Decodable {
@@ -72,6 +117,10 @@ private struct RawField: Decodable {
     var required: Bool?
     var values: [String]?
     var style: String?
+
+    enum CodingKeys: String, CodingKey, CaseIterable {
+        case type, path, required, values, style
+    }
 }
 
 private struct RawPush: Decodable {
@@ -88,6 +137,11 @@ private struct RawPush: Decodable {
     var priority: String?
     var data: [String]?
     var badge: RawBadge?
+
+    enum CodingKeys: String, CodingKey, CaseIterable {
+        case title, subtitle, body, threadId, iosCategory, sound, interruptionLevel, androidChannel, collapseKey, ttl
+        case priority, data, badge
+    }
 }
 
 /// `push.badge`: a number, or the name of an `int` field.
@@ -107,6 +161,10 @@ private enum RawBadge: Decodable {
 
 private struct RawDigest: Decodable {
     var summary: String
+
+    enum CodingKeys: String, CodingKey, CaseIterable {
+        case summary
+    }
 }
 
 // MARK: Loading and checking
@@ -131,11 +189,15 @@ private struct Context {
         FileManager.default.contents(atPath: (directory as NSString).appendingPathComponent(file))
     }
 
-    mutating func decodeYAML<T: Decodable>(_ type: T.Type, file: String) -> T? {
+    /// The file decoded, with an error for each key `schema` does not know (decoding alone skips
+    /// them: a misspelt optional key was silently without effect).
+    mutating func decodeYAML<T: Decodable>(_ type: T.Type, file: String, schema: KeySchema) -> T? {
         guard let data = read(file), let text = String(data: data, encoding: .utf8) else {
             error(file, "", "cannot read the file")
             return nil
         }
+        let unknown = schema.unknownKeys(in: text)
+        for (key, message) in unknown { error(file, key, message) }
         do {
             return try YAMLDecoder().decode(T.self, from: text)
         } catch let decoding as DecodingError {
@@ -166,7 +228,9 @@ private struct Context {
     }
 
     mutating func load() -> Catalog? {
-        guard let raw = decodeYAML(RawSettings.self, file: "catalog.yaml") else { return nil }
+        guard let raw = decodeYAML(RawSettings.self, file: "catalog.yaml", schema: RawSettings.schema) else {
+            return nil
+        }
         let settings = CatalogSettings(
             defaultLocale: raw.defaultLocale,
             locales: raw.locales,
@@ -338,7 +402,7 @@ private struct Context {
         var kinds: [NotificationKind] = []
         for name in files {
             let file = "kinds/\(name)"
-            guard let raw = decodeYAML(RawKind.self, file: file) else { continue }
+            guard let raw = decodeYAML(RawKind.self, file: file, schema: RawKind.schema) else { continue }
             if let kind = makeKind(raw, file: file, settings: settings) { kinds.append(kind) }
         }
         return kinds

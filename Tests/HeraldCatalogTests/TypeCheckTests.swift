@@ -192,6 +192,48 @@ struct TypeCheckTests {
         #expect(catalog.kind(named: "payment.received")?.presentation.badge == nil)
     }
 
+    @Test("a misspelt or unknown key is an error naming its path and the key it most likely meant")
+    func unknownKeys() throws {
+        // An optional key misspelt was skipped by decoding: the alert went out as an ordinary one.
+        let level = try only([
+            "kinds/security.login.yaml": replacing(
+                "interruptionLevel: time-sensitive",
+                "interuptionLevel: time-sensitive"
+            )
+        ])
+        #expect(level?.file == "kinds/security.login.yaml")
+        #expect(level?.key == "push.interuptionLevel")
+        #expect(level?.message == "unknown key; did you mean 'interruptionLevel'?")
+        let top = try only(["kinds/order.confirmed.yaml": replacing("deepLink: ", "deeplink: ")])
+        #expect(top?.key == "deeplink")
+        #expect(top?.message == "unknown key; did you mean 'deepLink'?")
+        // (The field is then required, which the other checks may report as well.)
+        let field = try diagnostics([
+            "kinds/order.confirmed.yaml": replacing(
+                "deliveryNote: { type: string, path: data.deliveryNote, required: false }",
+                "deliveryNote: { type: string, path: data.deliveryNote, optional: true }"
+            )
+        ]).first { $0.key == "fields.deliveryNote.optional" }
+        #expect(field?.message.hasPrefix("unknown key; known here: path, required, style, type, values") == true)
+        // The rule then lacks its required overLimit, which decoding reports too.
+        let throttle = try diagnostics([
+            "catalog.yaml": replacing(
+                "{ limit: 2, window: 7d, overLimit: drop }",
+                "{ limit: 2, window: 7d, overlimit: drop }"
+            )
+        ])
+        let misspelt = throttle.first { $0.key == "policies.marketing.throttle[0].overlimit" }
+        #expect(misspelt?.file == "catalog.yaml", "\(throttle)")
+        #expect(misspelt?.message == "unknown key; did you mean 'overLimit'?")
+        let app = try diagnostics(["catalog.yaml": replacing("    scheme: drop", "    schema: drop")])
+        #expect(app.map(\.key).contains("apps.drop.schema"), "\(app)")
+        #expect(app.first { $0.key == "apps.drop.schema" }?.message == "unknown key; did you mean 'scheme'?")
+        // A key that resembles none is listed with the keys known there.
+        let unrelated = try only(["kinds/promo.offer.yaml": replacing("push:\n", "push:\n  vibrate: true\n")])
+        #expect(unrelated?.key == "push.vibrate")
+        #expect(unrelated?.message.hasPrefix("unknown key; known here: androidChannel, badge, body") == true)
+    }
+
     @Test("a missing required key in a kind names it")
     func missingKey() throws {
         let found = try only(["kinds/promo.offer.yaml": replacing("category: marketing\n", "")])
