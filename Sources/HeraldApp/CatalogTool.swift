@@ -96,6 +96,7 @@ public enum CatalogTool {
             lines.append("  deep link: \(link.preferred)")
             if let scheme = link.schemeURL, scheme != link.preferred { lines.append("             \(scheme)") }
         }
+        if let image = rendered.imageURL { lines.append("  image:     \(image)") }
         if let badge = rendered.badge { lines.append("  badge:     \(badge)") }
         lines.append("  data:      " + rendered.data.map { "\($0.key)=\($0.value)" }.joined(separator: ", "))
         return lines.joined(separator: "\n")
@@ -116,6 +117,7 @@ public enum CatalogTool {
             if let universal = link.universalURL { linkMembers.append(("universal", .string(universal))) }
             members.append(("deepLink", .object(JSONObject(linkMembers))))
         }
+        if let image = rendered.imageURL { members.append(("image", .string(image))) }
         if let badge = rendered.badge { members.append(("badge", .number(String(badge)))) }
         members.append(("data", .object(JSONObject(rendered.data.map { ($0.key, JSONValue.string($0.value)) }))))
         return JSONValue.object(JSONObject(members)).serialized

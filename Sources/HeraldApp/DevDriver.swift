@@ -165,20 +165,20 @@ final class DevDriver: Service, Sendable {
             ]
             if let title = display.title { lines.append("    \(title)") }
             if let body = display.body { lines.append("    \(body)") }
-            if let link = display.link { lines.append("    ↳ \(link)") }
+            if let link = display.deepLink { lines.append("    ↳ \(link)") }
+            if let image = display.image { lines.append("    image \(image)") }
             if let badge = display.badge { lines.append("    badge \(badge)") }
             output(lines.joined(separator: "\n"))
         }
         return deliveries.count
     }
 
-    /// Title, body, deep link and badge as the provider's payload carries them.
-    static func display(_ delivery: SimulatorDelivery) -> (title: String?, body: String?, link: String?, badge: Int?) {
+    /// Title, body, deep link, image and badge as the provider's payload carries them.
+    static func display(_ delivery: SimulatorDelivery) -> DisplayedText {
         guard let bytes = delivery.body, let payload = try? JSONParser().parse(bytes) else {
-            return (nil, nil, nil, nil)
+            return DisplayedText(title: nil, body: nil, deepLink: nil)
         }
-        let text = DisplayedText(provider: delivery.provider.rawValue, payload: payload)
-        return (text.title, text.body, text.deepLink, text.badge)
+        return DisplayedText(provider: delivery.provider.rawValue, payload: payload)
     }
 
     static func countersLine(_ summary: DevRun.Summary) -> String {

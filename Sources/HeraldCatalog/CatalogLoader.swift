@@ -137,10 +137,11 @@ private struct RawPush: Decodable {
     var priority: String?
     var data: [String]?
     var badge: RawBadge?
+    var image: String?
 
     enum CodingKeys: String, CodingKey, CaseIterable {
         case title, subtitle, body, threadId, iosCategory, sound, interruptionLevel, androidChannel, collapseKey, ttl
-        case priority, data, badge
+        case priority, data, badge, image
     }
 }
 
@@ -528,6 +529,18 @@ private struct Context {
         if !["high", "normal"].contains(priority) { error(file, "push.priority", "must be high or normal") }
         var badge: BadgeSource?
         if let raw = raw.push.badge { badge = badgeSource(raw, fields: fields, declared: declared, file: file) }
+        var image: (name: String, index: Int)?
+        if let name = raw.push.image {
+            if let index = fields.firstIndex(where: { $0.name == name }) {
+                if fields[index].type == .url {
+                    image = (name, index)
+                } else {
+                    error(file, "push.image", "field '\(name)' is \(fields[index].type), not url")
+                }
+            } else if !declared.contains(name) {
+                error(file, "push.image", "'\(name)' is not a declared field")
+            }
+        }
         if let level = raw.push.interruptionLevel, !["passive", "active", "time-sensitive", "critical"].contains(level)
         {
             error(file, "push.interruptionLevel", "must be passive, active, time-sensitive or critical")
@@ -560,7 +573,8 @@ private struct Context {
                     timeToLive: raw.push.ttl,
                     priority: priority,
                     dataFields: raw.push.data ?? [],
-                    badge: badge
+                    badge: badge,
+                    image: image
                 ),
                 digestSummary: raw.digest?.summary
             )

@@ -140,6 +140,11 @@ public struct Presentation: Sendable, Hashable {
         _read { yield storage.fields.dataFields }
         _modify { yield &storage.fields.dataFields }
     }
+    /// The `url` field holding an image shown with the notification (its name and position in
+    /// ``NotificationKind/fields``), if the kind has one.
+    @inlinable public var image: (name: String, index: Int)? {
+        storage.fields.image.map { ($0.name, $0.index) }
+    }
     /// Where the app icon's badge count comes from; `nil` leaves the badge as it is.
     @inlinable public var badge: BadgeSource? {
         _read { yield storage.fields.badge }
@@ -162,6 +167,13 @@ public struct Presentation: Sendable, Hashable {
         @usableFromInline var priority: String
         @usableFromInline var dataFields: [String]
         @usableFromInline var badge: BadgeSource?
+        @usableFromInline var image: FieldReference?
+    }
+
+    /// One of the kind's fields, by name and position.
+    @usableFromInline struct FieldReference: Sendable, Hashable {
+        @usableFromInline var name: String
+        @usableFromInline var index: Int
     }
 
     public init(
@@ -177,7 +189,8 @@ public struct Presentation: Sendable, Hashable {
         timeToLive: Int?,
         priority: String,
         dataFields: [String],
-        badge: BadgeSource? = nil
+        badge: BadgeSource? = nil,
+        image: (name: String, index: Int)? = nil
     ) {
         storage = SharedFields(
             Fields(
@@ -193,7 +206,8 @@ public struct Presentation: Sendable, Hashable {
                 timeToLive: timeToLive,
                 priority: priority,
                 dataFields: dataFields,
-                badge: badge
+                badge: badge,
+                image: image.map { FieldReference(name: $0.name, index: $0.index) }
             )
         )
     }

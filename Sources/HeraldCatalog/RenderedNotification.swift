@@ -65,6 +65,11 @@ public struct RenderedNotification: Sendable, Hashable {
         _read { yield storage.fields.threadID }
         _modify { yield &storage.fields.threadID }
     }
+    /// The https URL of the image shown with the notification (the kind's `push.image` field).
+    @inlinable public var imageURL: String? {
+        _read { yield storage.fields.imageURL }
+        _modify { yield &storage.fields.imageURL }
+    }
     /// The app icon's badge count (the kind's `push.badge`); nil leaves the badge as it is.
     @inlinable public var badge: Int? {
         _read { yield storage.fields.badge }
@@ -94,6 +99,7 @@ public struct RenderedNotification: Sendable, Hashable {
         @usableFromInline var collapseKey: String?
         @usableFromInline var threadID: String?
         @usableFromInline var badge: Int?
+        @usableFromInline var imageURL: String?
     }
 
     public init(
@@ -110,7 +116,8 @@ public struct RenderedNotification: Sendable, Hashable {
         presentation: Presentation,
         collapseKey: String? = nil,
         threadID: String? = nil,
-        badge: Int? = nil
+        badge: Int? = nil,
+        imageURL: String? = nil
     ) {
         storage = SharedFields(
             Fields(
@@ -127,7 +134,8 @@ public struct RenderedNotification: Sendable, Hashable {
                 presentation: presentation,
                 collapseKey: collapseKey,
                 threadID: threadID,
-                badge: badge
+                badge: badge,
+                imageURL: imageURL
             )
         )
     }

@@ -349,7 +349,33 @@ public final class Renderer: Sendable {
             }
         case nil: break
         }
+        if let image = presentation.image, case .string(let url)? = values[image.index] {
+            // The phone downloads it: only https is fetched (iOS's App Transport Security), and a
+            // value that is not a URL would be fetched from nowhere. Named, never quoted.
+            guard Self.isImageURL(url) else {
+                throw RenderError(
+                    code: .fieldTypeMismatch,
+                    message: "field '\(image.name)' is not an https URL of an image"
+                )
+            }
+            rendered.imageURL = url
+        }
         return rendered
+    }
+
+    /// Whether `text` is an absolute https URL a phone can fetch: `https://`, a host, and no
+    /// spaces or control characters.
+    static func isImageURL(_ text: String) -> Bool {
+        let bytes = Array(text.utf8)
+        let scheme = Array("https://".utf8)
+        guard bytes.count > scheme.count,
+            zip(bytes, scheme).allSatisfy({ $0 | 0x20 == $1 | 0x20 }),
+            bytes.allSatisfy({ $0 > 0x20 && $0 != 0x7F })
+        else { return false }
+        let host = bytes[scheme.count...].prefix {
+            $0 != UInt8(ascii: "/") && $0 != UInt8(ascii: "?") && $0 != UInt8(ascii: "#")
+        }
+        return !host.isEmpty
     }
 
     private func icuValue(

@@ -31,7 +31,8 @@ public struct APNsRequest: Sendable, Hashable {
 /// notification id, so a retried request carries the same id).
 ///
 /// Size: at most 4096 bytes of body (5120 for VoIP). Optional parts are dropped in this order when
-/// shortening the body is not enough: data entries (last first), the subtitle, the deep link.
+/// shortening the body is not enough: data entries (last first), the subtitle, the image, the deep
+/// link.
 public enum APNsPayloadBuilder {
     /// The APNs push types Herald sends.
     public enum PushType: String, Sendable {
@@ -166,7 +167,7 @@ public enum APNsPayloadBuilder {
         let pushType = resolved(requested, for: message)
         let silent = pushType == .background
         // Optional parts, in the order they are dropped.
-        let droppable = message.data.count + (message.subtitle == nil ? 0 : 1) + (message.deepLink == nil ? 0 : 1)
+        let droppable = OptionalParts.count(in: message, subtitleIsDroppable: true)
         return try SizeBudget.write(
             body: message.body,
             optionalParts: droppable,
@@ -225,12 +226,16 @@ public enum APNsPayloadBuilder {
             alertTitle: message.title,
             subtitle: kept.subtitle,
             alertBody: alertBody,
-            silent: silent
+            silent: silent,
+            mutableContent: kept.mutableContent(message)
         )
         if let deepLink = kept.deepLink { writer.member("deepLink", deepLink) }
+        // For the app's notification service extension, which downloads and attaches it.
+        let image = silent ? nil : kept.imageURL
+        if let image { writer.member("imageUrl", image) }
         // "aps" is APNs' own key; a data entry of that name would be ignored or break the payload.
         kept.data.forEachEntry { key, value in
-            if key != "aps" && key != "deepLink" { writer.member(key, value) }
+            if key != "aps" && key != "deepLink" && (image == nil || key != "imageUrl") { writer.member(key, value) }
         }
         writer.endObject()
     }
@@ -243,7 +248,8 @@ public enum APNsPayloadBuilder {
         alertTitle: String?,
         subtitle: String?,
         alertBody: String,
-        silent: Bool
+        silent: Bool,
+        mutableContent: Bool
     ) {
         writer.beginObject()
         if silent {
@@ -291,7 +297,7 @@ public enum APNsPayloadBuilder {
             writer.key("relevance-score")
             writer.number(decimal(min(max(score, 0), 1)))
         }
-        if message.mutableContent { writer.member("mutable-content", integer: 1) }
+        if mutableContent { writer.member("mutable-content", integer: 1) }
         if message.contentAvailable { writer.member("content-available", integer: 1) }
         writer.endObject()
     }

@@ -4,7 +4,7 @@ import HeraldEvents
 /// from a ``PushMessage``. Pure.
 ///
 /// `{to, title, subtitle?, body, data, sound, badge?, channelId?, priority, ttl?, categoryId?,
-/// mutableContent?}`, at most 4096 bytes each, with the same ``SizeBudget`` order as APNs.
+/// richContent {image}?, mutableContent?}`, at most 4096 bytes each, with the same ``SizeBudget`` order as APNs.
 public enum ExpoPayloadBuilder {
     /// Expo's limit for one message, in bytes.
     public static let limit = 4096
@@ -34,7 +34,7 @@ public enum ExpoPayloadBuilder {
         else {
             throw PayloadError(code: .invalidToken, message: "an Expo push token looks like ExponentPushToken[...]")
         }
-        let droppable = message.data.count + (message.subtitle == nil ? 0 : 1) + (message.deepLink == nil ? 0 : 1)
+        let droppable = OptionalParts.count(in: message, subtitleIsDroppable: true)
         return try SizeBudget.write(
             body: message.body,
             optionalParts: droppable,
@@ -89,7 +89,16 @@ public enum ExpoPayloadBuilder {
         writer.member("priority", message.highPriority ? "high" : "normal")
         if let ttl = message.timeToLive { writer.member("ttl", integer: Int64(ttl)) }
         if let category = message.category { writer.member("categoryId", category) }
-        if message.mutableContent {
+        // Android shows the image itself; on iOS the app's notification service extension attaches
+        // it, which mutableContent lets run.
+        let image = message.contentAvailable ? nil : kept.imageURL
+        if let image {
+            writer.key("richContent")
+            writer.beginObject()
+            writer.member("image", image)
+            writer.endObject()
+        }
+        if message.mutableContent || image != nil {
             writer.key("mutableContent")
             writer.bool(true)
         }

@@ -4,7 +4,7 @@ import HeraldEvents
 ///
 /// `{"message": {token, notification {title, body}, data (strings only), android {priority, ttl
 /// "Ns", collapse_key, notification {channel_id, sound, tag, notification_count}}, apns {headers,
-/// payload {aps}}}}`.
+/// fcm_options {image}, payload {aps}}}}`.
 /// The whole JSON is kept within 4096 bytes; the same ``SizeBudget`` order as APNs applies (data
 /// last-first, then the deep link). FCM's reserved data keys (`from`, `notification`,
 /// `message_type`, `collapse_key` and the `google.`, `gcm.` prefixes) are left out.
@@ -43,7 +43,7 @@ public enum FCMPayloadBuilder {
                 message: "an FCM registration token is printable ASCII without spaces"
             )
         }
-        let droppable = message.data.count + (message.deepLink == nil ? 0 : 1)
+        let droppable = OptionalParts.count(in: message, subtitleIsDroppable: false)
         return try SizeBudget.write(
             body: message.body,
             optionalParts: droppable,
@@ -89,6 +89,8 @@ public enum FCMPayloadBuilder {
             writer.beginObject()
             writer.member("title", message.title)
             writer.member("body", body)
+            // Android shows it as the big picture; iOS gets it through fcm_options below.
+            if let image = kept.imageURL { writer.member("image", image) }
             writer.endObject()
         }
         do {
@@ -135,6 +137,15 @@ public enum FCMPayloadBuilder {
             writer.member("apns-collapse-id", APNsPayloadBuilder.collapseID(collapseKey))
         }
         writer.endObject()
+        // The image for the app's notification service extension (Firebase's extension helper
+        // reads it here); mutable-content below lets the extension run.
+        let image = message.contentAvailable ? nil : kept.imageURL
+        if let image {
+            writer.key("fcm_options")
+            writer.beginObject()
+            writer.member("image", image)
+            writer.endObject()
+        }
         // FCM turns `notification` into aps.alert itself; aps carries the iOS presentation options.
         writer.key("payload")
         writer.beginObject()
@@ -145,7 +156,8 @@ public enum FCMPayloadBuilder {
             alertTitle: nil,
             subtitle: nil,
             alertBody: body,
-            silent: message.contentAvailable
+            silent: message.contentAvailable,
+            mutableContent: message.mutableContent || image != nil
         )
         writer.endObject()
         writer.endObject()

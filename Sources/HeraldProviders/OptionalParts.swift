@@ -1,11 +1,22 @@
 /// What is left of a message's optional parts after the size budget dropped the first `dropped`
 /// of them, in the documented order: data entries (last first), the subtitle (where the provider
-/// shows one), then the deep link.
+/// shows one), the image, then the deep link.
 struct OptionalParts {
     /// A slice of the message's own entries when none is filtered out: no copy per build.
     var data: ArraySlice<PushMessage.KeyValue>
     var subtitle: String?
+    var imageURL: String?
     var deepLink: String?
+
+    /// How many parts of `message` the size budget may drop.
+    static func count(in message: PushMessage, subtitleIsDroppable: Bool) -> Int {
+        message.data.count + (subtitleIsDroppable && message.subtitle != nil ? 1 : 0)
+            + (message.imageURL == nil ? 0 : 1) + (message.deepLink == nil ? 0 : 1)
+    }
+
+    /// Whether the phone's notification service extension must run: asked for, or an image kept
+    /// for it to attach.
+    func mutableContent(_ message: PushMessage) -> Bool { message.mutableContent || imageURL != nil }
 
     init(_ message: PushMessage, dropped: Int, subtitleIsDroppable: Bool, dataFilter: (String) -> Bool = { _ in true })
     {
@@ -19,6 +30,11 @@ struct OptionalParts {
         subtitle = message.subtitle
         if subtitleIsDroppable, remaining > 0, subtitle != nil {
             subtitle = nil
+            remaining -= 1
+        }
+        imageURL = message.imageURL
+        if remaining > 0, imageURL != nil {
+            imageURL = nil
             remaining -= 1
         }
         deepLink = remaining > 0 ? nil : message.deepLink

@@ -88,6 +88,13 @@ public struct PushMessage: Sendable, Hashable {
         _modify { yield &storage.fields.highPriority }
     }
     /// Ask iOS to run the notification service extension (rich content).
+    /// An https URL of an image the phone downloads and shows with the notification (Android's
+    /// big picture; on iOS the app's notification service extension attaches it, so its presence
+    /// also sets `mutable-content`). Dropped by the size budget before the deep link.
+    @inlinable public var imageURL: String? {
+        _read { yield storage.fields.imageURL }
+        _modify { yield &storage.fields.imageURL }
+    }
     @inlinable public var mutableContent: Bool {
         _read { yield storage.fields.mutableContent }
         _modify { yield &storage.fields.mutableContent }
@@ -132,6 +139,7 @@ public struct PushMessage: Sendable, Hashable {
         @usableFromInline var androidChannel: String?
         @usableFromInline var timeToLive: Int?
         @usableFromInline var highPriority: Bool
+        @usableFromInline var imageURL: String?
         @usableFromInline var mutableContent: Bool
         @usableFromInline var contentAvailable: Bool
         @usableFromInline var createdAt: Timestamp
@@ -180,6 +188,7 @@ public struct PushMessage: Sendable, Hashable {
         androidChannel: String? = nil,
         timeToLive: Int? = nil,
         highPriority: Bool = true,
+        imageURL: String? = nil,
         mutableContent: Bool = false,
         contentAvailable: Bool = false,
         createdAt: Timestamp,
@@ -205,6 +214,7 @@ public struct PushMessage: Sendable, Hashable {
                 androidChannel: androidChannel,
                 timeToLive: timeToLive,
                 highPriority: highPriority,
+                imageURL: imageURL,
                 mutableContent: mutableContent,
                 contentAvailable: contentAvailable,
                 createdAt: createdAt,

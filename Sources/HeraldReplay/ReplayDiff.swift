@@ -124,6 +124,7 @@ public struct ReplayDiff: Sendable {
         if let body = text.body { parts.append(body) }
         var joined = parts.joined(separator: " — ")
         if let link = text.deepLink { joined += " ↳ \(link)" }
+        if let image = text.image { joined += " [image \(image)]" }
         if let badge = text.badge { joined += " [badge \(badge)]" }
         return joined
     }

@@ -8,12 +8,15 @@ public struct DisplayedText: Sendable, Hashable {
     public var deepLink: String?
     /// The app icon's badge count the request sets, if it sets one.
     public var badge: Int?
+    /// The URL of the image shown with the notification, if any.
+    public var image: String?
 
-    public init(title: String?, body: String?, deepLink: String?, badge: Int? = nil) {
+    public init(title: String?, body: String?, deepLink: String?, badge: Int? = nil, image: String? = nil) {
         self.title = title
         self.body = body
         self.deepLink = deepLink
         self.badge = badge
+        self.image = image
     }
 
     /// - Parameters:
@@ -24,14 +27,22 @@ public struct DisplayedText: Sendable, Hashable {
         case "apns":
             let alert = payload["aps"]?["alert"]
             let badge = Self.count(payload["aps"]?["badge"])
+            let image = payload["imageUrl"]?.stringValue
             if let text = alert?.stringValue {
-                self.init(title: nil, body: text, deepLink: payload["deepLink"]?.stringValue, badge: badge)
+                self.init(
+                    title: nil,
+                    body: text,
+                    deepLink: payload["deepLink"]?.stringValue,
+                    badge: badge,
+                    image: image
+                )
             } else {
                 self.init(
                     title: alert?["title"]?.stringValue,
                     body: alert?["body"]?.stringValue,
                     deepLink: payload["deepLink"]?.stringValue,
-                    badge: badge
+                    badge: badge,
+                    image: image
                 )
             }
         case "fcm":
@@ -41,14 +52,16 @@ public struct DisplayedText: Sendable, Hashable {
                 body: message?["notification"]?["body"]?.stringValue,
                 deepLink: message?["data"]?["deepLink"]?.stringValue,
                 // What an Android phone shows; the iOS badge (apns.payload.aps.badge) is the same.
-                badge: Self.count(message?["android"]?["notification"]?["notification_count"])
+                badge: Self.count(message?["android"]?["notification"]?["notification_count"]),
+                image: message?["notification"]?["image"]?.stringValue
             )
         default:
             self.init(
                 title: payload["title"]?.stringValue,
                 body: payload["body"]?.stringValue,
                 deepLink: payload["data"]?["deepLink"]?.stringValue,
-                badge: Self.count(payload["badge"])
+                badge: Self.count(payload["badge"]),
+                image: payload["richContent"]?["image"]?.stringValue
             )
         }
     }

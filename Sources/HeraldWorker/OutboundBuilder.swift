@@ -47,6 +47,7 @@ public enum OutboundBuilder {
             androidChannel: presentation.androidChannel,
             timeToLive: presentation.timeToLive,
             highPriority: presentation.priority == "high",
+            imageURL: rendered.imageURL,
             createdAt: createdAt
         )
     }

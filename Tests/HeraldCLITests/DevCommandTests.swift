@@ -47,6 +47,12 @@ struct DevCommandTests {
         // Shown as a phone displays them: the Norwegian iPhone's order, with the deep link.
         #expect(result.output.contains("▸ apns · iphone-15 (ios, nb-NO) · no.getdrop.app\n    Bestilling bekreftet"))
         #expect(result.output.contains("↳ https://getdrop.no/orders/ord-7f3a"))
+        // The offer's picture, shown by each of u-1024's phones.
+        #expect(
+            result.output.components(separatedBy: "    image https://getdrop.no/images/offers/black-friday.jpg\n").count
+                - 1 == 2,
+            "\(result.output)"
+        )
         // The chat service's unread count is the badge: the second message to u-2048 says 2.
         #expect(
             result.output.contains("Zadzwoń, jak będziesz mógł\n    ↳ https://getdrop.no/chats/chat-71\n    badge 2"),

@@ -369,6 +369,40 @@ struct RenderTests {
         #expect(order.badge == nil, "a kind without push.badge leaves the badge as it is")
     }
 
+    @Test("the image is the event's https URL where push.image names a field; none without it; another URL fails")
+    func images() throws {
+        let kind = catalog.kind(named: "promo.offer")!
+        func image(_ event: CloudEvent) throws -> String? {
+            try renderer.render(event, as: kind, locale: "en", timeZone: "UTC").imageURL
+        }
+        #expect(try image(sampleEvent("promo.offer")) == "https://getdrop.no/images/offers/black-friday.jpg")
+        for url in ["HTTPS://cdn.example/a.png", "https://cdn.example", "https://cdn.example/a%20b.png?w=2#x"] {
+            #expect(try image(sampleEvent("promo.offer", setting: "imageUrl", to: .string(url))) == url)
+        }
+        var without = try sampleEvent("promo.offer")
+        var data = try dataObject(of: without)
+        data.members.removeAll { $0.key == "imageUrl" }
+        without.data = .object(data)
+        #expect(try image(without) == nil)
+        for url in [
+            "http://cdn.example/a.png", "https://", "https:///a.png", "https://cdn.example/a b.png",
+            "cdn.example/a.png", "javascript:alert(1)",
+        ] {
+            let event = try sampleEvent("promo.offer", setting: "imageUrl", to: .string(url))
+            let failure = #expect(throws: RenderError.self, "\(url)") { try image(event) }
+            #expect(failure?.code == .fieldTypeMismatch)
+            #expect(failure?.message == "field 'imageUrl' is not an https URL of an image", "\(url)")
+        }
+        // The other kinds have none.
+        let order = try renderer.render(
+            sampleEvent("order.confirmed"),
+            as: catalog.kind(named: "order.confirmed")!,
+            locale: "en",
+            timeZone: "UTC"
+        )
+        #expect(order.imageURL == nil)
+    }
+
     @Test("a field of the wrong type or a missing required field fails with its code and name")
     func fieldErrors() throws {
         let kind = catalog.kind(named: "order.confirmed")!

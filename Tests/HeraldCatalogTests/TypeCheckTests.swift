@@ -192,6 +192,17 @@ struct TypeCheckTests {
         #expect(catalog.kind(named: "payment.received")?.presentation.badge == nil)
     }
 
+    @Test("push.image names a declared url field")
+    func imageSources() throws {
+        let file = "kinds/promo.offer.yaml"
+        let unknown = try only([file: replacing("image: imageUrl", "image: picture")])
+        #expect(unknown?.file == file && unknown?.key == "push.image")
+        #expect(unknown?.message == "'picture' is not a declared field")
+        let string = try only([file: replacing("image: imageUrl", "image: headline")])
+        #expect(string?.key == "push.image")
+        #expect(string?.message == "field 'headline' is string, not url")
+    }
+
     @Test("a misspelt or unknown key is an error naming its path and the key it most likely meant")
     func unknownKeys() throws {
         // An optional key misspelt was skipped by decoding: the alert went out as an ordinary one.

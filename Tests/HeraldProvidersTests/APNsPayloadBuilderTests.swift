@@ -199,6 +199,52 @@ struct SizeBudgetTests {
         #expect(json["aps"]?["alert"]?["subtitle"] == .string("sub"))
     }
 
+    @Test(
+        "an image: imageUrl for the service extension and mutable-content; dropped after the subtitle, before the link"
+    )
+    func image() throws {
+        let url = "https://getdrop.no/images/offers/black-friday.jpg"
+        let request = try APNsPayloadBuilder.build(message { $0.imageURL = url }, for: device)
+        let json = try JSONParser().parse(request.body)
+        #expect(json["imageUrl"] == .string(url))
+        #expect(json["aps"]?["mutable-content"] == .number("1"))
+        // A data entry of the same name does not write the key twice.
+        let shadowed = try APNsPayloadBuilder.build(
+            message {
+                $0.imageURL = url
+                $0.data.append(.init("imageUrl", "https://elsewhere.example/x.png"))
+            },
+            for: device
+        )
+        #expect(text(shadowed.body).ranges(of: "\"imageUrl\"").count == 1)
+        // A silent push carries neither.
+        let silent = try JSONParser().parse(
+            APNsPayloadBuilder.build(
+                message {
+                    $0.imageURL = url
+                    $0.contentAvailable = true
+                },
+                for: device
+            ).body
+        )
+        #expect(silent["imageUrl"] == nil && silent["aps"]?["mutable-content"] == nil)
+        // Too large: the data goes first, then the subtitle, then the image; the deep link stays.
+        let bigData = (0..<6).map { PushMessage.KeyValue("k\($0)", String(repeating: "x", count: 700)) }
+        let crowded = try JSONParser().parse(
+            APNsPayloadBuilder.build(
+                message {
+                    $0.data = bigData
+                    $0.subtitle = "sub"
+                    $0.imageURL = "https://getdrop.no/" + String(repeating: "i", count: 3900)
+                },
+                for: device
+            ).body
+        )
+        #expect(crowded["imageUrl"] == nil && crowded["aps"]?["mutable-content"] == nil)
+        #expect(crowded["aps"]?["alert"]?["subtitle"] == nil && crowded["k0"] == nil)
+        #expect(crowded["deepLink"] == .string("https://getdrop.no/orders/ord-7"))
+    }
+
     @Test("a title that alone exceeds the limit is payload_too_large, never an oversize request")
     func tooLarge() {
         let error = #expect(throws: PayloadError.self) {

@@ -40,6 +40,34 @@ struct FCMAndExpoTests {
         #expect(none["message"]?["apns"]?["payload"]?["aps"]?["badge"] == nil)
     }
 
+    @Test("an image: FCM's notification.image and fcm_options.image, Expo's richContent; mutable content on iOS")
+    func images() throws {
+        let url = "https://getdrop.no/images/offers/black-friday.jpg"
+        let fcm = try JSONParser().parse(FCMPayloadBuilder.build(message { $0.imageURL = url }, for: fcmDevice))
+        #expect(fcm["message"]?["notification"]?["image"] == .string(url))
+        #expect(fcm["message"]?["apns"]?["fcm_options"]?["image"] == .string(url))
+        #expect(fcm["message"]?["apns"]?["payload"]?["aps"]?["mutable-content"] == .number("1"))
+        let expo = try JSONParser().parse(ExpoPayloadBuilder.build(message { $0.imageURL = url }, for: expoDevice))
+        #expect(expo["richContent"] == .object(JSONObject([("image", .string(url))])))
+        #expect(expo["mutableContent"] == .bool(true))
+        // Without an image, neither sets anything for one.
+        let plainFCM = try JSONParser().parse(FCMPayloadBuilder.build(message(), for: fcmDevice))
+        #expect(plainFCM["message"]?["notification"]?["image"] == nil)
+        #expect(plainFCM["message"]?["apns"]?["fcm_options"] == nil)
+        #expect(plainFCM["message"]?["apns"]?["payload"]?["aps"]?["mutable-content"] == nil)
+        let plainExpo = try JSONParser().parse(ExpoPayloadBuilder.build(message(), for: expoDevice))
+        #expect(plainExpo["richContent"] == nil && plainExpo["mutableContent"] == nil)
+        // An image too large to fit is dropped before the deep link.
+        let huge = "https://getdrop.no/" + String(repeating: "i", count: 3900)
+        for body in [
+            try FCMPayloadBuilder.build(message { $0.imageURL = huge }, for: fcmDevice),
+            try ExpoPayloadBuilder.build(message { $0.imageURL = huge }, for: expoDevice),
+        ] {
+            #expect(body.count <= 4096)
+            #expect(!text(body).contains(huge) && text(body).contains("https://getdrop.no/orders/ord-7"))
+        }
+    }
+
     @Test("FCM: a silent push has no notification; reserved data keys are left out; normal priority")
     func fcmSilentAndReserved() throws {
         let body = try FCMPayloadBuilder.build(

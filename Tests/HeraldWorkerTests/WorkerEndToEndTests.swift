@@ -86,6 +86,16 @@ func providerBadges(_ body: [UInt8]) throws -> [JSONValue] {
     ].compactMap { $0 }
 }
 
+/// The image URLs a provider body carries: APNs' `imageUrl`, FCM's `notification.image` and
+/// `apns.fcm_options.image`, Expo's `richContent.image`.
+func providerImages(_ body: [UInt8]) throws -> [JSONValue] {
+    let json = try JSONParser().parse(body)
+    return [
+        json["imageUrl"], json["richContent"]?["image"], json["message"]?["notification"]?["image"],
+        json["message"]?["apns"]?["fcm_options"]?["image"],
+    ].compactMap { $0 }
+}
+
 @Suite("Worker end to end on the embedded broker", .serialized)
 struct WorkerEndToEndTests {
     @Test(
@@ -147,6 +157,16 @@ struct WorkerEndToEndTests {
                         let expectedBadges = kindName == "message.received" ? (user.provider == "fcm" ? 2 : 1) : 0
                         #expect(badges.count == expectedBadges, "\(kindName) to \(user.provider): \(body)")
                         #expect(badges.allSatisfy { $0 == .number("3") }, "\(kindName) to \(user.provider): \(body)")
+                        // The offer's picture, where each provider takes it (FCM twice: Android, iOS).
+                        let images = try providerImages(message.request.body)
+                        #expect(
+                            images.count == (kindName == "promo.offer" ? (user.provider == "fcm" ? 2 : 1) : 0),
+                            "\(kindName) to \(user.provider): \(body)"
+                        )
+                        #expect(
+                            images.allSatisfy { $0 == .string("https://getdrop.no/images/offers/black-friday.jpg") },
+                            "\(kindName) to \(user.provider): \(body)"
+                        )
                         #expect(
                             message.notificationID
                                 == NotificationIDs.expected(message.eventID, kindName, user.user, user.token)
