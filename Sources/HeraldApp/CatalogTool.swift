@@ -87,11 +87,15 @@ public enum CatalogTool {
     /// A notification as a person reads it.
     public static func text(_ rendered: RenderedNotification, timeZone: String) -> String {
         var lines = [
-            "\(rendered.kind)  [\(rendered.app) · \(rendered.category) · \(rendered.locale)\(rendered.usedFallbackLocale ? " (fallback)" : "") · \(timeZone)]",
-            "  title:     \(rendered.title)",
+            "\(rendered.kind)  [\(rendered.app) · \(rendered.category) · \(rendered.locale)\(rendered.usedFallbackLocale ? " (fallback)" : "") · \(timeZone)]"
         ]
-        if let subtitle = rendered.subtitle { lines.append("  subtitle:  \(subtitle)") }
-        lines.append("  body:      \(rendered.body)")
+        if rendered.presentation.silent {
+            lines.append("  silent:    nothing is shown; the app wakes with the data")
+        } else {
+            lines.append("  title:     \(rendered.title)")
+            if let subtitle = rendered.subtitle { lines.append("  subtitle:  \(subtitle)") }
+            lines.append("  body:      \(rendered.body)")
+        }
         if let link = rendered.deepLink {
             lines.append("  deep link: \(link.preferred)")
             if let scheme = link.schemeURL, scheme != link.preferred { lines.append("             \(scheme)") }
@@ -111,6 +115,7 @@ public enum CatalogTool {
         ]
         if let subtitle = rendered.subtitle { members.append(("subtitle", .string(subtitle))) }
         members.append(("body", .string(rendered.body)))
+        if rendered.presentation.silent { members.append(("silent", .bool(true))) }
         if let link = rendered.deepLink {
             var linkMembers: [(key: String, value: JSONValue)] = [("path", .string(link.path))]
             if let scheme = link.schemeURL { linkMembers.append(("scheme", .string(scheme))) }

@@ -163,6 +163,9 @@ final class DevDriver: Service, Sendable {
             var lines = [
                 "▸ \(delivery.provider.rawValue) · \(device?.deviceID ?? "unknown device") (\(device?.platform ?? "?"), \(device?.locale ?? "?")) · \(device?.app ?? "?")"
             ]
+            if display.title == nil && display.body == nil {
+                lines.append("    (silent: data for the app, nothing shown)")
+            }
             if let title = display.title { lines.append("    \(title)") }
             if let body = display.body { lines.append("    \(body)") }
             if let link = display.deepLink { lines.append("    ↳ \(link)") }

@@ -124,9 +124,10 @@ private struct RawField: Decodable {
 }
 
 private struct RawPush: Decodable {
-    var title: String
+    /// Required unless the push is silent (checked with the other rules, naming the key).
+    var title: String?
     var subtitle: String?
-    var body: String
+    var body: String?
     var threadId: String?
     var iosCategory: String?
     var sound: String?
@@ -138,10 +139,20 @@ private struct RawPush: Decodable {
     var data: [String]?
     var badge: RawBadge?
     var image: String?
+    var silent: Bool?
 
     enum CodingKeys: String, CodingKey, CaseIterable {
         case title, subtitle, body, threadId, iosCategory, sound, interruptionLevel, androidChannel, collapseKey, ttl
-        case priority, data, badge, image
+        case priority, data, badge, image, silent
+    }
+
+    /// The keys of what a phone shows, which a silent push has none of.
+    var shownKeys: [(key: CodingKeys, present: Bool)] {
+        [
+            (.title, title != nil), (.subtitle, subtitle != nil), (.body, body != nil), (.threadId, threadId != nil),
+            (.iosCategory, iosCategory != nil), (.sound, sound != nil), (.interruptionLevel, interruptionLevel != nil),
+            (.androidChannel, androidChannel != nil), (.badge, badge != nil), (.image, image != nil),
+        ]
     }
 }
 
@@ -525,6 +536,17 @@ private struct Context {
         if let ttl = raw.push.ttl, !Self.timeToLiveSeconds.contains(ttl) {
             error(file, "push.ttl", "must be from 1 to 2419200 seconds (28 days, the most FCM accepts), not \(ttl)")
         }
+        let silent = raw.push.silent ?? false
+        if silent {
+            // Apple delivers a background push only without an alert, a sound or a badge.
+            for (key, present) in raw.push.shownKeys where present {
+                error(file, "push.\(key.rawValue)", "a silent push shows nothing: leave this out")
+            }
+            if raw.digest != nil { error(file, "digest", "a silent push shows nothing: leave this out") }
+        } else {
+            if raw.push.title == nil { error(file, "push.title", "is required (unless the push is silent)") }
+            if raw.push.body == nil { error(file, "push.body", "is required (unless the push is silent)") }
+        }
         let priority = raw.push.priority ?? "high"
         if !["high", "normal"].contains(priority) { error(file, "push.priority", "must be high or normal") }
         var badge: BadgeSource?
@@ -561,9 +583,9 @@ private struct Context {
                 collapseKeyTemplate: templates["push.collapseKey"],
                 threadIDTemplate: templates["push.threadId"],
                 presentation: Presentation(
-                    title: raw.push.title,
+                    title: raw.push.title ?? "",
                     subtitle: raw.push.subtitle,
-                    body: raw.push.body,
+                    body: raw.push.body ?? "",
                     threadID: raw.push.threadId,
                     iosCategory: raw.push.iosCategory,
                     sound: raw.push.sound,
@@ -574,7 +596,8 @@ private struct Context {
                     priority: priority,
                     dataFields: raw.push.data ?? [],
                     badge: badge,
-                    image: image
+                    image: image,
+                    silent: silent
                 ),
                 digestSummary: raw.digest?.summary
             )
@@ -625,7 +648,7 @@ private struct Context {
 
     mutating func checkMessages(kinds: [NotificationKind], bundles: [String: MessageBundle], settings: CatalogSettings)
     {
-        for kind in kinds {
+        for kind in kinds where !kind.presentation.silent {
             var keys: [(key: String, extra: [String: FieldType])] = [
                 (kind.presentation.title, [:]), (kind.presentation.body, [:]),
             ]

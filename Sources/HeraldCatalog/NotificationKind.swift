@@ -145,6 +145,12 @@ public struct Presentation: Sendable, Hashable {
     @inlinable public var image: (name: String, index: Int)? {
         storage.fields.image.map { ($0.name, $0.index) }
     }
+    /// A background push: no text, sound or badge, the data woken app reads (iOS `content-available`,
+    /// an FCM data message). Its `title` and `body` are empty.
+    @inlinable public var silent: Bool {
+        _read { yield storage.fields.silent }
+        _modify { yield &storage.fields.silent }
+    }
     /// Where the app icon's badge count comes from; `nil` leaves the badge as it is.
     @inlinable public var badge: BadgeSource? {
         _read { yield storage.fields.badge }
@@ -168,6 +174,7 @@ public struct Presentation: Sendable, Hashable {
         @usableFromInline var dataFields: [String]
         @usableFromInline var badge: BadgeSource?
         @usableFromInline var image: FieldReference?
+        @usableFromInline var silent: Bool
     }
 
     /// One of the kind's fields, by name and position.
@@ -190,7 +197,8 @@ public struct Presentation: Sendable, Hashable {
         priority: String,
         dataFields: [String],
         badge: BadgeSource? = nil,
-        image: (name: String, index: Int)? = nil
+        image: (name: String, index: Int)? = nil,
+        silent: Bool = false
     ) {
         storage = SharedFields(
             Fields(
@@ -207,7 +215,8 @@ public struct Presentation: Sendable, Hashable {
                 priority: priority,
                 dataFields: dataFields,
                 badge: badge,
-                image: image.map { FieldReference(name: $0.name, index: $0.index) }
+                image: image.map { FieldReference(name: $0.name, index: $0.index) },
+                silent: silent
             )
         )
     }

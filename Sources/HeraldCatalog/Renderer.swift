@@ -254,9 +254,12 @@ public final class Renderer: Sendable {
         let isFallback = plan.isFallback
         if isFallback { fallbacks.add(1, ordering: .relaxed) }
         let formattingLocale = plan.formattingLocale
+        let presentation = kind.presentation
+        // A silent push has no text: nothing to format (its fields go to the data only).
+        let silent = presentation.silent
         var arguments: [(name: String, value: ICUValue)] = []
-        arguments.reserveCapacity(kind.fields.count + extra.count)
-        for (field, value) in zip(kind.fields, values) {
+        arguments.reserveCapacity(silent ? 0 : kind.fields.count + extra.count)
+        for (field, value) in zip(kind.fields, values) where !silent {
             guard let value else {
                 // Messages show optional fields only inside {name, select, absent {…} other {…}}.
                 arguments.append((field.name, .string("absent")))
@@ -266,7 +269,7 @@ public final class Renderer: Sendable {
                 (field.name, try icuValue(value, field: field, locale: formattingLocale, timeZone: timeZone))
             )
         }
-        for (name, value) in extra {
+        for (name, value) in extra where !silent {
             arguments.append((name, try icuValue(value, field: nil, locale: formattingLocale, timeZone: timeZone)))
         }
         func format(_ message: RenderPlan.Message) throws(RenderError) -> String {
@@ -279,18 +282,20 @@ public final class Renderer: Sendable {
                 throw RenderError(code: .formatFailed, message: "message '\(message.key)' in \(locale): \(error)")
             }
         }
-        let presentation = kind.presentation
-        let body = try format(useDigestSummary ? (plan.digestSummary ?? plan.body) : plan.body)
+        let body = silent ? "" : try format(useDigestSummary ? (plan.digestSummary ?? plan.body) : plan.body)
         var rendered = RenderedNotification(
             kind: kind.name,
             category: kind.category,
             app: kind.app,
             locale: locale,
             usedFallbackLocale: isFallback,
-            title: try format(plan.title).shortened(toUTF8Bytes: RenderedNotification.maximumHeadingBytes),
-            subtitle: try plan.subtitle.map { message throws(RenderError) in
-                try format(message).shortened(toUTF8Bytes: RenderedNotification.maximumHeadingBytes)
-            },
+            title: silent
+                ? "" : try format(plan.title).shortened(toUTF8Bytes: RenderedNotification.maximumHeadingBytes),
+            subtitle: silent
+                ? nil
+                : try plan.subtitle.map { message throws(RenderError) in
+                    try format(message).shortened(toUTF8Bytes: RenderedNotification.maximumHeadingBytes)
+                },
             body: body,
             deepLink: nil,
             data: [],

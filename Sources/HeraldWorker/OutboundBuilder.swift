@@ -48,6 +48,7 @@ public enum OutboundBuilder {
             timeToLive: presentation.timeToLive,
             highPriority: presentation.priority == "high",
             imageURL: rendered.imageURL,
+            contentAvailable: presentation.silent,
             createdAt: createdAt
         )
     }

@@ -192,6 +192,30 @@ struct TypeCheckTests {
         #expect(catalog.kind(named: "payment.received")?.presentation.badge == nil)
     }
 
+    @Test("a silent push needs no title or body and refuses what a phone would show; others need both")
+    func silentKinds() throws {
+        // The example account.synced is silent.
+        let file = "kinds/account.synced.yaml"
+        let (catalog, warnings) = try CatalogLoader.load(directory: exampleCatalog)
+        #expect(warnings.isEmpty, "\(warnings)")
+        let kind = try #require(catalog.kind(named: "account.synced"))
+        #expect(kind.presentation.silent && kind.presentation.title.isEmpty && kind.presentation.body.isEmpty)
+        #expect(catalog.kind(named: "order.confirmed")?.presentation.silent == false)
+        for (added, key) in [
+            ("  title: order.confirmed.title\n", "push.title"), ("  sound: default\n", "push.sound"),
+            ("  badge: 1\n", "push.badge"), ("  androidChannel: transactional\n", "push.androidChannel"),
+        ] {
+            let found = try only([file: replacing("  silent: true\n", "  silent: true\n" + added)])
+            #expect(found?.key == key)
+            #expect(found?.message == "a silent push shows nothing: leave this out")
+        }
+        let withDigest = try only([file: { $0 + "digest:\n  summary: message.received.digest\n" }])
+        #expect(withDigest?.key == "digest")
+        let bodiless = try only(["kinds/order.confirmed.yaml": replacing("  body: order.confirmed.body\n", "")])
+        #expect(bodiless?.key == "push.body")
+        #expect(bodiless?.message == "is required (unless the push is silent)")
+    }
+
     @Test("push.image names a declared url field")
     func imageSources() throws {
         let file = "kinds/promo.offer.yaml"

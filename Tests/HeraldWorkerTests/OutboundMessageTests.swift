@@ -303,4 +303,71 @@ struct OutboundMessageTests {
             #expect(fromParts?.code == .invalidToken, "\(bad.provider)")
         }
     }
+
+    @Test("a silent kind is a background push on every provider: no text, content-available, the data")
+    func silentKind() throws {
+        let kind = try #require(exampleCatalog.kind(named: "account.synced"))
+        let path = repositoryRoot.appendingPathComponent("catalog/events/account.synced.json").path
+        let event = try EventDecoder().decode(value: Array(try Data(contentsOf: URL(fileURLWithPath: path))))
+        let rendered = try Renderer(catalog: exampleCatalog).render(event, as: kind, locale: "pl", timeZone: "UTC")
+        #expect(rendered.title.isEmpty && rendered.body.isEmpty && rendered.subtitle == nil)
+        let createdAt = try #require(event.time)
+        for (provider, token) in [
+            (PushProvider.apns, String(repeating: "ab", count: 32)), (.fcm, "fcm-token:APA91b"),
+            (.expo, "ExponentPushToken[xyz]"),
+        ] {
+            let device = RegisteredDevice(
+                deviceID: "d",
+                platform: provider == .apns ? "ios" : "android",
+                provider: provider,
+                token: token,
+                appID: "no.getdrop.app",
+                sandbox: false,
+                locale: "pl",
+                registeredAt: Timestamp(epochMilliseconds: 0)
+            )
+            let push = OutboundBuilder.pushMessage(
+                rendered,
+                eventID: event.id,
+                createdAt: createdAt,
+                recipient: "u-1024",
+                token: token
+            )
+            var writer = JSONStreamWriter()
+            _ = try OutboundBuilder.write(
+                push,
+                of: rendered,
+                eventID: event.id,
+                createdAt: createdAt,
+                expiresAt: OutboundBuilder.expiry(of: kind, createdAt: createdAt),
+                recipient: "u-1024",
+                device: device,
+                into: &writer
+            )
+            let message = try OutboundMessage(decoding: writer.bytes)
+            let body = try JSONParser().parse(message.request.body)
+            let headers = Dictionary(uniqueKeysWithValues: message.request.headers.map { ($0.name, $0.value) })
+            let shown = String(decoding: message.request.body, as: UTF8.self)
+            switch provider {
+            case .apns:
+                #expect(headers["apns-push-type"] == "background" && headers["apns-priority"] == "5")
+                #expect(body["aps"] == .object(JSONObject([("content-available", .number("1"))])), "\(shown)")
+                #expect(body["accountId"] == .string("acc-7") && body["balance"] == .string("5230.75 NOK"))
+            case .fcm:
+                #expect(body["message"]?["notification"] == nil, "\(shown)")
+                #expect(body["message"]?["data"]?["accountId"] == .string("acc-7"))
+                #expect(body["message"]?["apns"]?["headers"]?["apns-push-type"] == .string("background"))
+                #expect(
+                    body["message"]?["apns"]?["payload"]?["aps"]
+                        == .object(JSONObject([("content-available", .number("1"))]))
+                )
+            case .expo:
+                #expect(body["title"] == nil && body["body"] == nil, "\(shown)")
+                #expect(body["_contentAvailable"] == .bool(true))
+                #expect(body["data"]?["accountId"] == .string("acc-7"))
+            }
+            #expect(!shown.contains("\"alert\""), "\(provider): \(shown)")
+            #expect(message.expiresAt?.epochMilliseconds == createdAt.epochMilliseconds + 3_600_000)
+        }
+    }
 }
