@@ -30,6 +30,9 @@ public struct Policy: Sendable {
         public var preferences: Preferences
         /// When the notification stops being worth sending, if ever.
         public var expiresAt: Timestamp?
+        /// A silent (background) push: it shows nothing, so quiet hours, which keep a phone from
+        /// disturbing its owner, do not hold it back. Preferences and throttles still apply.
+        public var silent: Bool
 
         public init(
             kind: String,
@@ -37,7 +40,8 @@ public struct Policy: Sendable {
             recipient: String,
             deviceCount: Int,
             preferences: Preferences = Preferences(),
-            expiresAt: Timestamp? = nil
+            expiresAt: Timestamp? = nil,
+            silent: Bool = false
         ) {
             self.kind = kind
             self.category = category
@@ -45,6 +49,7 @@ public struct Policy: Sendable {
             self.deviceCount = deviceCount
             self.preferences = preferences
             self.expiresAt = expiresAt
+            self.silent = silent
         }
     }
 
@@ -71,7 +76,7 @@ public struct Policy: Sendable {
             if !input.preferences.pushEnabled || !enabled {
                 return DecisionPlan(PolicyOutcome(.suppressedPreference))
             }
-            if let quiet = input.preferences.quietHours, quiet.contains(now) {
+            if !input.silent, let quiet = input.preferences.quietHours, quiet.contains(now) {
                 switch category.quietHours {
                 case .defer:
                     let end = quiet.endsAfter(now)

@@ -44,7 +44,8 @@ extension EventProcessor {
                     recipient: key.recipient,
                     deviceCount: recipient?.devices.count ?? 0,
                     preferences: recipient?.preferences ?? Preferences(),
-                    expiresAt: OutboundBuilder.expiry(of: kind, createdAt: event.time ?? now)
+                    expiresAt: OutboundBuilder.expiry(of: kind, createdAt: event.time ?? now),
+                    silent: kind.presentation.silent
                 ),
                 now: now
             )

@@ -335,7 +335,8 @@ public final class EventProcessor: Sendable {
                         recipient: userID,
                         deviceCount: recipient?.devices.count ?? 0,
                         preferences: recipient?.preferences ?? Preferences(),
-                        expiresAt: expiresAt
+                        expiresAt: expiresAt,
+                        silent: item.kind.presentation.silent
                     ),
                     now: now
                 )

@@ -85,6 +85,14 @@ struct PolicyTests {
                 == .suppressedQuietHours
         )
         #expect(policy.decide(input("transactional", preferences: night), counts: [:], now: noon).reason == .sent)
+        // A silent push disturbs no one: quiet hours do not hold it back; an opt-out still does.
+        var silent = input("transactional", preferences: night)
+        silent.silent = true
+        #expect(policy.decide(silent, counts: [:], now: late) == PolicyOutcome(.sent))
+        var optedOut = night
+        optedOut.categories["transactional"] = false
+        silent.preferences = optedOut
+        #expect(policy.decide(silent, counts: [:], now: late).reason == .suppressedPreference)
     }
 
     @Test(

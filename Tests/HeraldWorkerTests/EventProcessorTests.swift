@@ -363,6 +363,35 @@ struct EventProcessorTests {
         #expect(try await processor.processDue(limit: 10, lease: .seconds(60)).claimed.isEmpty, "sent once")
     }
 
+    @Test("a silent push goes out during quiet hours (it disturbs no one), as a background push")
+    mutating func silentInQuietHours() async throws {
+        try await register(quietHours: true)
+        let processor = processor()
+        clock.set("2026-11-21T22:30:00Z")  // 23:30 in Oslo, inside u-en's quiet hours
+        let balance = message(
+            cloudEvent(
+                id: "late-balance",
+                type: "account.balance_updated",
+                source: "/payments",
+                time: "2026-11-21T22:30:00Z",
+                data: object([
+                    ("userId", .string("u-en")), ("accountId", .string("acc-1")),
+                    ("balance", object([("amount", .number("10")), ("currency", .string("NOK"))])),
+                ])
+            ),
+            topic: "payments.events"
+        )
+        let sent = try await processor.process([balance]).compactMap {
+            try? OutboundMessage(decoding: Array($0.value!))
+        }
+        #expect(statistics.snapshot.decisionsByReason == ["sent": 1])
+        #expect(sent.map(\.kind) == ["account.synced"])
+        #expect(sent.first?.request.headers.first { $0.name == "apns-push-type" }?.value == "background")
+        // A visible notification at the same moment is still deferred.
+        #expect(try await processor.process([lateOrder()]).isEmpty)
+        #expect(statistics.snapshot.decisionsByReason == ["sent": 1, "deferred.quiet_hours": 1])
+    }
+
     @Test("over the messages limit, the rest of the hour becomes one digest: \"3 new messages from Cleo and 1 other\"")
     mutating func digest() async throws {
         try await register()
