@@ -91,14 +91,8 @@ public enum ExpoPayloadBuilder {
         if let category = message.category { writer.member("categoryId", category) }
         // Android shows the image itself; on iOS the app's notification service extension attaches
         // it, which mutableContent lets run.
-        let image = message.contentAvailable ? nil : kept.imageURL
-        if let image {
-            writer.key("richContent")
-            writer.beginObject()
-            writer.member("image", image)
-            writer.endObject()
-        }
-        if message.mutableContent || image != nil {
+        let image = kept.writeImage("richContent", of: message, into: &writer)
+        if message.mutableContent || image {
             writer.key("mutableContent")
             writer.bool(true)
         }

@@ -139,13 +139,7 @@ public enum FCMPayloadBuilder {
         writer.endObject()
         // The image for the app's notification service extension (Firebase's extension helper
         // reads it here); mutable-content below lets the extension run.
-        let image = message.contentAvailable ? nil : kept.imageURL
-        if let image {
-            writer.key("fcm_options")
-            writer.beginObject()
-            writer.member("image", image)
-            writer.endObject()
-        }
+        let image = kept.writeImage("fcm_options", of: message, into: &writer)
         // FCM turns `notification` into aps.alert itself; aps carries the iOS presentation options.
         writer.key("payload")
         writer.beginObject()
@@ -157,7 +151,7 @@ public enum FCMPayloadBuilder {
             subtitle: nil,
             alertBody: body,
             silent: message.contentAvailable,
-            mutableContent: message.mutableContent || image != nil
+            mutableContent: message.mutableContent || image
         )
         writer.endObject()
         writer.endObject()

@@ -1,3 +1,5 @@
+import HeraldEvents
+
 /// What is left of a message's optional parts after the size budget dropped the first `dropped`
 /// of them, in the documented order: data entries (last first), the subtitle (where the provider
 /// shows one), the image, then the deep link.
@@ -17,6 +19,17 @@ struct OptionalParts {
     /// Whether the phone's notification service extension must run: asked for, or an image kept
     /// for it to attach.
     func mutableContent(_ message: PushMessage) -> Bool { message.mutableContent || imageURL != nil }
+
+    /// Writes `"key": {"image": url}` for the image kept, unless the push is silent (which shows
+    /// nothing); returns whether it did.
+    func writeImage(_ key: StaticString, of message: PushMessage, into writer: inout JSONStreamWriter) -> Bool {
+        guard !message.contentAvailable, let imageURL else { return false }
+        writer.key(key)
+        writer.beginObject()
+        writer.member("image", imageURL)
+        writer.endObject()
+        return true
+    }
 
     init(_ message: PushMessage, dropped: Int, subtitleIsDroppable: Bool, dataFilter: (String) -> Bool = { _ in true })
     {
