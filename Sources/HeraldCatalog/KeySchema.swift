@@ -39,6 +39,15 @@ indirect enum KeySchema: Sendable {
         case (.keys(let known), .mapping(let mapping)):
             for (key, value) in mapping {
                 guard let name = key.string else { continue }
+                // A YAML merge key (`<<: *defaults`): the merged mapping's keys belong here.
+                if name == "<<" {
+                    if case .sequence(let merged) = value {
+                        for element in merged { check(element, path: path, into: &found) }
+                    } else {
+                        check(value, path: path, into: &found)
+                    }
+                    continue
+                }
                 let keyPath = path.isEmpty ? name : "\(path).\(name)"
                 guard let schema = known[name] else {
                     found.append((keyPath, Self.unknown(name, known: known.keys.sorted())))

@@ -263,6 +263,15 @@ struct TypeCheckTests {
         let app = try diagnostics(["catalog.yaml": replacing("    scheme: drop", "    schema: drop")])
         #expect(app.map(\.key).contains("apps.drop.schema"), "\(app)")
         #expect(app.first { $0.key == "apps.drop.schema" }?.message == "unknown key; did you mean 'scheme'?")
+        // A YAML merge key brings its mapping's keys in: checked as if written in place.
+        let merged = try diagnostics([
+            "catalog.yaml": replacing(
+                "  marketing:\n    enabledByDefault: false\n",
+                "  marketing:\n    <<: { enabledByDefault: false, alwaysDelivred: false }\n"
+            )
+        ])
+        #expect(merged.map(\.key) == ["policies.marketing.alwaysDelivred"], "\(merged)")
+        #expect(merged.first?.message == "unknown key; did you mean 'alwaysDelivered'?")
         // A key that resembles none is listed with the keys known there.
         let unrelated = try only(["kinds/promo.offer.yaml": replacing("push:\n", "push:\n  vibrate: true\n")])
         #expect(unrelated?.key == "push.vibrate")
