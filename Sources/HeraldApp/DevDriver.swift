@@ -163,7 +163,7 @@ final class DevDriver: Service, Sendable {
             var lines = [
                 "▸ \(delivery.provider.rawValue) · \(device?.deviceID ?? "unknown device") (\(device?.platform ?? "?"), \(device?.locale ?? "?")) · \(device?.app ?? "?")"
             ]
-            if display.title == nil && display.body == nil {
+            if display.silent {
                 lines.append("    (silent: data for the app, nothing shown)")
             }
             if let title = display.title { lines.append("    \(title)") }

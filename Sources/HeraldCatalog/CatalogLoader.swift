@@ -547,7 +547,10 @@ private struct Context {
             if raw.push.title == nil { error(file, "push.title", "is required (unless the push is silent)") }
             if raw.push.body == nil { error(file, "push.body", "is required (unless the push is silent)") }
         }
-        let priority = raw.push.priority ?? "high"
+        // A silent push is a background refresh: FCM and APNs deliver it with normal priority unless
+        // the kind asks for more (Android may hold back high-priority data messages that show
+        // nothing).
+        let priority = raw.push.priority ?? (silent ? "normal" : "high")
         if !["high", "normal"].contains(priority) { error(file, "push.priority", "must be high or normal") }
         var badge: BadgeSource?
         if let raw = raw.push.badge { badge = badgeSource(raw, fields: fields, declared: declared, file: file) }

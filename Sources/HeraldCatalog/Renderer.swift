@@ -371,16 +371,17 @@ public final class Renderer: Sendable {
     /// Whether `text` is an absolute https URL a phone can fetch: `https://`, a host, and no
     /// spaces or control characters.
     static func isImageURL(_ text: String) -> Bool {
-        let bytes = Array(text.utf8)
-        let scheme = Array("https://".utf8)
-        guard bytes.count > scheme.count,
-            zip(bytes, scheme).allSatisfy({ $0 | 0x20 == $1 | 0x20 }),
-            bytes.allSatisfy({ $0 > 0x20 && $0 != 0x7F })
-        else { return false }
-        let host = bytes[scheme.count...].prefix {
-            $0 != UInt8(ascii: "/") && $0 != UInt8(ascii: "?") && $0 != UInt8(ascii: "#")
+        // Read in place: a render must not copy the URL to look at it.
+        var rest = text.utf8[...]
+        guard !rest.contains(where: { $0 <= 0x20 || $0 == 0x7F }) else { return false }
+        for expected in "https://".utf8 {
+            guard let byte = rest.popFirst() else { return false }
+            // The scheme's letters in any case (HTTPS://); `:` and `/` exactly.
+            let lowered = byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") ? byte | 0x20 : byte
+            guard lowered == expected else { return false }
         }
-        return !host.isEmpty
+        guard let first = rest.first else { return false }
+        return first != UInt8(ascii: "/") && first != UInt8(ascii: "?") && first != UInt8(ascii: "#")
     }
 
     private func icuValue(

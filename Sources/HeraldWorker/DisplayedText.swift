@@ -10,13 +10,23 @@ public struct DisplayedText: Sendable, Hashable {
     public var badge: Int?
     /// The URL of the image shown with the notification, if any.
     public var image: String?
+    /// A silent (background) push: nothing is shown, the app gets the data.
+    public var silent: Bool
 
-    public init(title: String?, body: String?, deepLink: String?, badge: Int? = nil, image: String? = nil) {
+    public init(
+        title: String?,
+        body: String?,
+        deepLink: String?,
+        badge: Int? = nil,
+        image: String? = nil,
+        silent: Bool = false
+    ) {
         self.title = title
         self.body = body
         self.deepLink = deepLink
         self.badge = badge
         self.image = image
+        self.silent = silent
     }
 
     /// - Parameters:
@@ -25,35 +35,29 @@ public struct DisplayedText: Sendable, Hashable {
     public init(provider: String, payload: JSONValue) {
         switch provider {
         case "apns":
-            let alert = payload["aps"]?["alert"]
-            let badge = Self.count(payload["aps"]?["badge"])
-            let image = payload["imageUrl"]?.stringValue
-            if let text = alert?.stringValue {
-                self.init(
-                    title: nil,
-                    body: text,
-                    deepLink: payload["deepLink"]?.stringValue,
-                    badge: badge,
-                    image: image
-                )
-            } else {
-                self.init(
-                    title: alert?["title"]?.stringValue,
-                    body: alert?["body"]?.stringValue,
-                    deepLink: payload["deepLink"]?.stringValue,
-                    badge: badge,
-                    image: image
-                )
-            }
+            let aps = payload["aps"]
+            let alert = aps?["alert"]
+            // An alert is a dictionary, or a string that is its body.
+            self.init(
+                title: alert?["title"]?.stringValue,
+                body: alert?.stringValue ?? alert?["body"]?.stringValue,
+                deepLink: payload["deepLink"]?.stringValue,
+                badge: Self.count(aps?["badge"]),
+                image: payload["imageUrl"]?.stringValue,
+                silent: alert == nil && aps?["content-available"] == .number("1")
+            )
         case "fcm":
             let message = payload["message"]
+            let notification = message?["notification"]
             self.init(
-                title: message?["notification"]?["title"]?.stringValue,
-                body: message?["notification"]?["body"]?.stringValue,
+                title: notification?["title"]?.stringValue,
+                body: notification?["body"]?.stringValue,
                 deepLink: message?["data"]?["deepLink"]?.stringValue,
                 // What an Android phone shows; the iOS badge (apns.payload.aps.badge) is the same.
                 badge: Self.count(message?["android"]?["notification"]?["notification_count"]),
-                image: message?["notification"]?["image"]?.stringValue
+                image: notification?["image"]?.stringValue,
+                // A data message: the app gets it, nothing is shown.
+                silent: message != nil && notification == nil
             )
         default:
             self.init(
@@ -61,7 +65,9 @@ public struct DisplayedText: Sendable, Hashable {
                 body: payload["body"]?.stringValue,
                 deepLink: payload["data"]?["deepLink"]?.stringValue,
                 badge: Self.count(payload["badge"]),
-                image: payload["richContent"]?["image"]?.stringValue
+                image: payload["richContent"]?["image"]?.stringValue,
+                silent: payload["_contentAvailable"] == .bool(true) && payload["title"] == nil
+                    && payload["body"] == nil
             )
         }
     }

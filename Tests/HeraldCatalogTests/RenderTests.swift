@@ -378,7 +378,10 @@ struct RenderTests {
             try renderer.render(event, as: kind, locale: "en", timeZone: "UTC").imageURL
         }
         #expect(try image(sampleEvent("promo.offer")) == "https://getdrop.no/images/offers/black-friday.jpg")
-        for url in ["HTTPS://cdn.example/a.png", "https://cdn.example", "https://cdn.example/a%20b.png?w=2#x"] {
+        for url in [
+            "HTTPS://cdn.example/a.png", "https://cdn.example", "https://cdn.example/a%20b.png?w=2#x",
+            "hTTpS://cdn.example/a.png",
+        ] {
             #expect(try image(sampleEvent("promo.offer", setting: "imageUrl", to: .string(url))) == url)
         }
         var without = try sampleEvent("promo.offer")
@@ -388,7 +391,7 @@ struct RenderTests {
         #expect(try image(without) == nil)
         for url in [
             "http://cdn.example/a.png", "https://", "https:///a.png", "https://cdn.example/a b.png",
-            "cdn.example/a.png", "javascript:alert(1)",
+            "cdn.example/a.png", "javascript:alert(1)", "https:/cdn.example/a.png", "https://?a.png", "https:",
         ] {
             let event = try sampleEvent("promo.offer", setting: "imageUrl", to: .string(url))
             let failure = #expect(throws: RenderError.self, "\(url)") { try image(event) }

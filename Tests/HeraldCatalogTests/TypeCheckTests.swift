@@ -200,6 +200,13 @@ struct TypeCheckTests {
         #expect(warnings.isEmpty, "\(warnings)")
         let kind = try #require(catalog.kind(named: "account.synced"))
         #expect(kind.presentation.silent && kind.presentation.title.isEmpty && kind.presentation.body.isEmpty)
+        #expect(kind.presentation.priority == "normal", "a silent kind's default priority")
+        let urgent = try brokenCatalog([file: replacing("  ttl: 3600\n", "  ttl: 3600\n  priority: high\n")])
+        defer { try? FileManager.default.removeItem(atPath: urgent) }
+        #expect(
+            try CatalogLoader.load(directory: urgent).catalog.kind(named: "account.synced")?.presentation.priority
+                == "high"
+        )
         #expect(catalog.kind(named: "order.confirmed")?.presentation.silent == false)
         for (added, key) in [
             ("  title: order.confirmed.title\n", "push.title"), ("  sound: default\n", "push.sound"),

@@ -355,6 +355,8 @@ struct OutboundMessageTests {
                 #expect(body["accountId"] == .string("acc-7") && body["balance"] == .string("5230.75 NOK"))
             case .fcm:
                 #expect(body["message"]?["notification"] == nil, "\(shown)")
+                // A background refresh: normal priority unless the kind asks for more.
+                #expect(body["message"]?["android"]?["priority"] == .string("NORMAL"))
                 #expect(body["message"]?["data"]?["accountId"] == .string("acc-7"))
                 #expect(body["message"]?["apns"]?["headers"]?["apns-push-type"] == .string("background"))
                 #expect(
@@ -367,6 +369,8 @@ struct OutboundMessageTests {
                 #expect(body["data"]?["accountId"] == .string("acc-7"))
             }
             #expect(!shown.contains("\"alert\""), "\(provider): \(shown)")
+            // herald dev and replay diffs read it back as silent.
+            #expect(DisplayedText(provider: provider.rawValue, payload: body).silent, "\(provider): \(shown)")
             #expect(message.expiresAt?.epochMilliseconds == createdAt.epochMilliseconds + 3_600_000)
         }
     }
