@@ -523,6 +523,14 @@ struct EventGenerator: Sendable {
             json.member("headline", "Black Friday")
             json.member("discountPercent", integer: 30)
             json.member("validUntil", "2026-11-30T23:59:00Z")
+            // Half the offers carry a banner: a rich notification with an image on every provider.
+            if number % 2 == 0 { json.member("imageUrl", "https://getdrop.no/img/black-friday.jpg") }
+        case .accountSynced:
+            json.member("userId", userID)
+            json.key("accountId")
+            json.string("acc-", String(user))
+            json.key("balance")
+            Self.money(amount: "10250.75", currency: "NOK", into: &json)
         }
         json.endObject()
         json.endObject()
@@ -540,9 +548,11 @@ struct EventGenerator: Sendable {
         json.endObject()
     }
 
-    /// The example kinds in the feeder's mix, by a number below 100: 40% chat messages.
+    /// The example kinds in the feeder's mix, by a number below 100: 40% chat messages, every kind of
+    /// the example catalog represented (4% silent balance refreshes).
     enum Kind {
         case messageReceived, orderConfirmed, orderShipped, paymentReceived, paymentFailed, securityLogin, promoOffer
+        case accountSynced
 
         init(mix: UInt64) {
             self =
@@ -550,10 +560,11 @@ struct EventGenerator: Sendable {
                 case 0..<40: .messageReceived
                 case 40..<52: .orderConfirmed
                 case 52..<62: .orderShipped
-                case 62..<72: .paymentReceived
-                case 72..<78: .paymentFailed
-                case 78..<88: .securityLogin
-                default: .promoOffer
+                case 62..<70: .paymentReceived
+                case 70..<76: .paymentFailed
+                case 76..<86: .securityLogin
+                case 86..<96: .promoOffer
+                default: .accountSynced
                 }
         }
 
@@ -566,6 +577,7 @@ struct EventGenerator: Sendable {
             case .paymentFailed: "payment.failed"
             case .securityLogin: "security.login"
             case .promoOffer: "promo.offer"
+            case .accountSynced: "account.balance_updated"
             }
         }
 
@@ -573,7 +585,7 @@ struct EventGenerator: Sendable {
             switch self {
             case .messageReceived: "/chat"
             case .orderConfirmed, .orderShipped: "/orders"
-            case .paymentReceived, .paymentFailed: "/payments"
+            case .paymentReceived, .paymentFailed, .accountSynced: "/payments"
             case .securityLogin: "/identity"
             case .promoOffer: "/marketing"
             }

@@ -83,7 +83,7 @@ public enum APNsPayloadBuilder {
         var headers: [APNsRequest.Header] = []
         headers.reserveCapacity(6)
         forEachHeader(message, appID: device.appID, pushType: requested) { name, value in
-            headers.append(.init(name: name, value: value.string))
+            headers.append(.init(name: name.description, value: value.string))
         }
         return APNsRequest(
             host: device.environment == .sandbox ? "api.sandbox.push.apple.com" : "api.push.apple.com",
@@ -125,7 +125,7 @@ public enum APNsPayloadBuilder {
         public func write(to writer: inout JSONStreamWriter) {
             switch self {
             case .text(let text): writer.string(text)
-            case .integer(let number): writer.string(String(number))
+            case .integer(let number): writer.string(integer: number)
             case .joined(let first, let second): writer.string(first, second)
             case .uuid(let text): StableHash.withUUID(from: text) { writer.string(utf8: $0) }
             }
@@ -137,8 +137,10 @@ public enum APNsPayloadBuilder {
         _ message: PushMessage,
         appID: String,
         pushType requested: PushType? = nil,
-        _ body: (String, HeaderValue) -> Void
+        _ body: (_ name: StaticString, HeaderValue) -> Void
     ) {
+        // Names as literals: the worker writes them into its outbound JSON as they are, without the
+        // escape check every other string gets.
         let pushType = resolved(requested, for: message)
         let silent = pushType == .background
         body("apns-push-type", .text(pushType.rawValue))

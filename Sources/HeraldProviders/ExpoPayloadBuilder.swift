@@ -76,7 +76,7 @@ public enum ExpoPayloadBuilder {
         }
         writer.key("data")
         writer.beginObject()
-        writer.member(FCMPayloadBuilder.notificationIDKey, message.notificationID)
+        writer.member(FCMPayloadBuilder.notificationIDLiteral, message.notificationID)
         if let deepLink = kept.deepLink { writer.member("deepLink", deepLink) }
         kept.data.forEachEntry { key, value in
             if key != "deepLink" && key != FCMPayloadBuilder.notificationIDKey { writer.member(key, value) }
@@ -86,7 +86,7 @@ public enum ExpoPayloadBuilder {
         if let sound = message.sound { writer.string(sound) } else { writer.null() }
         if let badge = message.badge { writer.member("badge", integer: Int64(badge)) }
         if let channel = message.androidChannel { writer.member("channelId", channel) }
-        writer.member("priority", message.highPriority ? "high" : "normal")
+        writer.member("priority", literal: message.highPriority ? "high" : "normal")
         if let ttl = message.timeToLive { writer.member("ttl", integer: Int64(ttl)) }
         if let category = message.category { writer.member("categoryId", category) }
         // Android shows the image itself; on iOS the app's notification service extension attaches

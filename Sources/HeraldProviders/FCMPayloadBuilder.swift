@@ -56,7 +56,9 @@ public enum FCMPayloadBuilder {
     }
 
     /// The data key that carries the notification id.
-    public static let notificationIDKey = "herald_notification_id"
+    public static let notificationIDKey = notificationIDLiteral.description
+    /// ``notificationIDKey`` as a literal, which JSON writers take without an escape check.
+    static let notificationIDLiteral: StaticString = "herald_notification_id"
 
     static func isReserved(_ key: String) -> Bool {
         // Every reserved key starts with one of these letters; most data keys are decided by one byte.
@@ -98,7 +100,7 @@ public enum FCMPayloadBuilder {
             // and the delivery records use to tell notifications apart).
             writer.key("data")
             writer.beginObject()
-            writer.member(notificationIDKey, message.notificationID)
+            writer.member(notificationIDLiteral, message.notificationID)
             if let deepLink = kept.deepLink { writer.member("deepLink", deepLink) }
             kept.data.forEachEntry { key, value in
                 if key != "deepLink" && key != notificationIDKey { writer.member(key, value) }
@@ -107,8 +109,11 @@ public enum FCMPayloadBuilder {
         }
         writer.key("android")
         writer.beginObject()
-        writer.member("priority", message.highPriority ? "HIGH" : "NORMAL")
-        if let ttl = message.timeToLive { writer.member("ttl", String(ttl) + "s") }
+        writer.member("priority", literal: message.highPriority ? "HIGH" : "NORMAL")
+        if let ttl = message.timeToLive {
+            writer.key("ttl")
+            writer.string(integer: Int64(ttl), suffix: "s")
+        }
         if let collapseKey = message.collapseKey { writer.member("collapse_key", collapseKey) }
         if !message.contentAvailable,
             message.androidChannel != nil || message.sound != nil || message.collapseKey != nil
@@ -128,10 +133,11 @@ public enum FCMPayloadBuilder {
         writer.beginObject()
         writer.key("headers")
         writer.beginObject()
-        writer.member("apns-push-type", message.contentAvailable ? "background" : "alert")
-        writer.member("apns-priority", message.contentAvailable || !message.highPriority ? "5" : "10")
+        writer.member("apns-push-type", literal: message.contentAvailable ? "background" : "alert")
+        writer.member("apns-priority", literal: message.contentAvailable || !message.highPriority ? "5" : "10")
         if let ttl = message.timeToLive {
-            writer.member("apns-expiration", String(message.createdAt.epochMilliseconds / 1000 + Int64(ttl)))
+            writer.key("apns-expiration")
+            writer.string(integer: message.createdAt.epochMilliseconds / 1000 + Int64(ttl))
         }
         if let collapseKey = message.collapseKey {
             writer.member("apns-collapse-id", APNsPayloadBuilder.collapseID(collapseKey))

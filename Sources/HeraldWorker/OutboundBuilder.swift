@@ -178,7 +178,7 @@ public enum OutboundBuilder {
             trace: trace,
             into: &writer
         ) { writer throws(PayloadError) in
-            writer.member("method", "POST")
+            writer.member("method", literal: "POST")
             writer.key("path")
             switch provider {
             case .apns: writer.string("/3/device/", registered.token)

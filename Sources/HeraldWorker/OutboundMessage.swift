@@ -7,7 +7,8 @@ import HeraldProviders
 /// a consumer rejects a schema it does not know instead of guessing.
 public struct OutboundMessage: Sendable, Hashable {
     /// The current schema. A change that a version-1 reader would misread gets a new version.
-    public static let schema = "herald.outbound.v1"
+    public static let schema = schemaLiteral.description
+    static let schemaLiteral: StaticString = "herald.outbound.v1"
     /// What `attempt` may be: the worker writes 1 and each retry counts one more.
     public static let attempts = 1...1_000_000
     /// The longest `notificationId` a reader accepts, in bytes. The worker writes 32 hex digits; the
@@ -274,16 +275,25 @@ public struct OutboundMessage: Sendable, Hashable {
         request writeRequest: (inout JSONStreamWriter) throws(Failure) -> Void
     ) throws(Failure) {
         writer.beginObject()
-        writer.member("schema", Self.schema)
+        writer.member("schema", literal: Self.schemaLiteral)
         writer.member("notificationId", notificationID)
         writer.member("eventId", eventID)
         writer.member("kind", kind)
         writer.member("category", category)
         if let locale { writer.member("locale", locale) }
         writer.member("recipient", recipient)
-        writer.member("provider", provider.rawValue)
+        // The names of the provider and the environment as literals: written without the escape
+        // check their raw values (strings) would get.
+        switch provider {
+        case .apns: writer.member("provider", literal: "apns")
+        case .fcm: writer.member("provider", literal: "fcm")
+        case .expo: writer.member("provider", literal: "expo")
+        }
         writer.member("app", app)
-        writer.member("environment", environment.rawValue)
+        switch environment {
+        case .production: writer.member("environment", literal: "production")
+        case .sandbox: writer.member("environment", literal: "sandbox")
+        }
         writer.key("target")
         writer.beginObject()
         writer.member("token", token)

@@ -281,7 +281,8 @@ struct JSONWriterTests {
         let special: [UInt8] = [0x00, 0x01, 0x0A, 0x1F, UInt8(ascii: "\""), UInt8(ascii: "\\")]
         // Neighbours of the special bytes, and bytes of multi-byte characters, which must not count.
         let plain: [UInt8] = [0x20, 0x21, 0x23, 0x5B, 0x5D, 0x7F, 0x80, 0xA2, 0xDC, 0xFF]
-        for length in 1...19 {
+        // Up to 40: the 16-byte chunks, the last one overlapping, and the shorter overlapping words.
+        for length in 1...40 {
             for position in 0..<length {
                 for byte in special {
                     var bytes = [UInt8](repeating: UInt8(ascii: "a"), count: length)
@@ -369,6 +370,71 @@ struct JSONWriterTests {
             #expect(String(decoding: writer.bytes, as: UTF8.self) == #"{"at":""# + time.description + #""}"#)
             #expect(Timestamp(rfc3339: time.description) == time)
         }
+    }
+
+    @Test("one writer remembers the times it wrote last: repeated, alternating and new ones are each written right")
+    func streamWriterRepeatedTimes() {
+        let times: [Int64] = [
+            0, 1_795_257_000_123, 0, 1_795_257_000_123, 1_795_257_000_124, 0, 0, -1, 1_795_257_000_123,
+        ]
+        var writer = JSONStreamWriter(capacity: 8)
+        writer.beginArray()
+        for milliseconds in times {
+            writer.element()
+            writer.timestamp(Timestamp(epochMilliseconds: milliseconds))
+        }
+        writer.endArray()
+        let expected =
+            "[" + times.map { "\"\(Timestamp(epochMilliseconds: $0).description)\"" }.joined(separator: ",") + "]"
+        #expect(String(decoding: writer.bytes, as: UTF8.self) == expected)
+    }
+
+    @Test("strings and keys of every length up to 40 are copied whole, whichever way their bytes are moved")
+    func streamWriterLengths() throws {
+        let alphabet = Array("abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJKLMN")
+        for length in 0...40 {
+            let text = String(alphabet[..<length])
+            let escaped = text.isEmpty ? "q\"" : String(text.dropLast()) + "\""
+            var writer = JSONStreamWriter(capacity: 1)
+            writer.beginObject()
+            writer.member(text, text)
+            writer.member("e", escaped)
+            writer.key("pair")
+            writer.string(text, text)
+            writer.endObject()
+            let value = JSONValue.object(
+                JSONObject([(text, .string(text)), ("e", .string(escaped)), ("pair", .string(text + text))])
+            )
+            #expect(writer.bytes == value.serializedBytes, "length \(length)")
+            #expect(try JSONParser().parse(writer.bytes) == value, "length \(length)")
+        }
+    }
+
+    @Test("literal values and integers written as strings, with and without a suffix")
+    func streamWriterLiteralsAndIntegerStrings() {
+        var writer = JSONStreamWriter(capacity: 2)
+        writer.beginObject()
+        writer.member("method", literal: "POST")
+        writer.member("one", literal: "x")  // a one-scalar literal is not stored as bytes
+        writer.member("priority", literal: 1 + 1 == 2 ? "HIGH" : "NORMAL")
+        writer.key("ttl")
+        writer.string(integer: 3600, suffix: "s")
+        writer.key("negative")
+        writer.string(integer: -42, suffix: "ms")
+        writer.key("expiration")
+        writer.string(integer: 1_795_257_000)
+        writer.key("extremes")
+        writer.beginArray()
+        writer.element()
+        writer.string(integer: .min)
+        writer.element()
+        writer.string(integer: .max, suffix: "é")
+        writer.endArray()
+        writer.endObject()
+        let expected =
+            #"{"method":"POST","one":"x","priority":"HIGH","ttl":"3600s","negative":"-42ms","#
+            + #""expiration":"1795257000","extremes":["-9223372036854775808","9223372036854775807é"]}"#
+        #expect(String(decoding: writer.bytes, as: UTF8.self) == expected)
     }
 
     @Test("a value nested deeper than the writer's 64 member levels keeps its commas")
