@@ -249,7 +249,8 @@ let package = Package(
         ),
         .testTarget(
             name: "HeraldCLITests",
-            dependencies: ["herald"]
+            // HeraldCatalog: the bench test reads the example catalog's kinds as Herald does.
+            dependencies: ["herald", "HeraldCatalog"]
         ),
         .testTarget(
             name: "HeraldDeployTests",

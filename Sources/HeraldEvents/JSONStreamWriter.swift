@@ -231,6 +231,7 @@ public struct JSONStreamWriter: ~Copyable {
 
     /// An integer's decimal digits as a JSON string, with `suffix` after them (`"3600s"`, FCM's
     /// durations; `"1732710000"`, APNs' expiry header): without making a string of them first.
+    /// The suffix is written as it is: it must not need escaping.
     public mutating func string(integer value: Int64, suffix: StaticString = "") {
         output.append(UInt8(ascii: "\""))
         integer(value)

@@ -1,4 +1,5 @@
 import Foundation
+import HeraldCatalog
 import Testing
 
 @Suite("herald bench pipeline", .timeLimit(.minutes(2)))
@@ -22,21 +23,15 @@ struct BenchCommandTests {
         let megabytes = broker?.split(separator: " ").dropLast().last.flatMap { Double($0) }
         #expect((megabytes ?? 0) > 0, "\(result.output)")
         #expect(result.output.contains("ratio:"), "the passthrough ran on the broker process: \(result.output)")
-        // The feeder's mix covers every kind of the example catalog, the silent one included.
+        // The feeder's mix covers every kind of the example catalog, the silent one included; the
+        // report counts events by type.
         let fed = result.output.split(separator: "\n").first { $0.hasPrefix("  events: ") }
-        let kindFiles = try FileManager.default.contentsOfDirectory(atPath: "\(repositoryRoot)/catalog/kinds")
-        #expect(kindFiles.count >= 8)
-        for file in kindFiles where file.hasSuffix(".yaml") {
-            // The kind's event types, from its `events: [a, b]` line; the report counts events by type.
-            let text = try String(contentsOfFile: "\(repositoryRoot)/catalog/kinds/\(file)", encoding: .utf8)
-            let types = text.split(separator: "\n").first { $0.hasPrefix("events:") }.map { line in
-                line.drop { $0 != "[" }.dropFirst().prefix { $0 != "]" }.split(separator: ",").map {
-                    $0.trimmingCharacters(in: .whitespaces)
-                }
-            }
+        let kinds = try CatalogLoader.load(directory: "\(repositoryRoot)/catalog").catalog.kinds
+        #expect(kinds.count >= 8)
+        for kind in kinds {
             #expect(
-                types?.contains { fed?.contains(" \($0) ") == true } == true,
-                "no event of \(file) is fed: \(fed ?? "")"
+                kind.eventTypes.contains { fed?.contains(" \($0) ") == true },
+                "no event of \(kind.name) is fed: \(fed ?? "")"
             )
         }
         // librdkafka alone writing the run's outbound traffic: as many records per event as the
