@@ -150,9 +150,9 @@ public struct RenderedNotification: Sendable, Hashable {
         public var universalLinkHost: String?
 
         /// The custom-scheme URL, e.g. `drop://orders/ord-7`.
-        public var schemeURL: String? { scheme.map { "\($0):/\(path)" } }
+        public var schemeURL: String? { scheme.map { String(joining: $0, ":/", path) } }
         /// The universal/app link, e.g. `https://getdrop.no/orders/ord-7`.
-        public var universalURL: String? { universalLinkHost.map { "https://\($0)\(path)" } }
+        public var universalURL: String? { universalLinkHost.map { String(joining: "https://", $0, path) } }
 
         /// The link to hand to the app: the universal link when there is one.
         public var preferred: String { universalURL ?? schemeURL ?? path }

@@ -21,16 +21,22 @@ public struct EventDecoder: Sendable {
 
     /// Decodes one record.
     ///
+    /// - Parameter strings: short strings of the events decoded before, for the JSON parser to take
+    ///   instead of making them again (``JSONStringTable``).
     /// - Throws: ``EventError`` with a stable code.
-    public func decode(value: UnsafeRawBufferPointer?, headers: [Header]) throws(EventError) -> CloudEvent {
+    public func decode(
+        value: UnsafeRawBufferPointer?,
+        headers: [Header],
+        strings: JSONStringTable? = nil
+    ) throws(EventError) -> CloudEvent {
         let size = (value?.count ?? 0) + headers.reduce(0) { $0 + $1.name.utf8.count + ($1.value?.count ?? 0) }
         guard size <= maxSize else {
             throw EventError(code: .oversize, message: "event of \(size) bytes is larger than the limit of \(maxSize)")
         }
         if headers.contains(where: { $0.name == "ce_specversion" }) {
-            return try decodeBinary(value: value, headers: headers)
+            return try decodeBinary(value: value, headers: headers, strings: strings)
         }
-        return try decodeStructured(value: value)
+        return try decodeStructured(value: value, strings: strings)
     }
 
     /// Decodes a record whose value is given as bytes.
@@ -78,13 +84,16 @@ public struct EventDecoder: Sendable {
         }
     }
 
-    private func decodeStructured(value: UnsafeRawBufferPointer?) throws(EventError) -> CloudEvent {
+    private func decodeStructured(
+        value: UnsafeRawBufferPointer?,
+        strings: JSONStringTable?
+    ) throws(EventError) -> CloudEvent {
         guard let value, !value.isEmpty else {
             throw EventError(code: .notJSON, message: "the record has no value")
         }
         let json: JSONValue
         do {
-            json = try JSONParser().parse(value)
+            json = try JSONParser().parse(value, strings: strings)
         } catch {
             throw EventError(code: .notJSON, message: "the value is not JSON: \(error)")
         }
@@ -114,7 +123,11 @@ public struct EventDecoder: Sendable {
         return try makeEvent(attributes: attributes, data: object["data"])
     }
 
-    private func decodeBinary(value: UnsafeRawBufferPointer?, headers: [Header]) throws(EventError) -> CloudEvent {
+    private func decodeBinary(
+        value: UnsafeRawBufferPointer?,
+        headers: [Header],
+        strings: JSONStringTable?
+    ) throws(EventError) -> CloudEvent {
         var attributes = Attributes()
         var contentType: String?
         for header in headers {
@@ -132,7 +145,7 @@ public struct EventDecoder: Sendable {
         var data: JSONValue?
         if let value, !value.isEmpty {
             do {
-                data = try JSONParser().parse(value)
+                data = try JSONParser().parse(value, strings: strings)
             } catch {
                 throw EventError(code: .notJSON, message: "the data is not JSON: \(error)")
             }

@@ -17,8 +17,12 @@ public struct JSONParser {
     public init() {}
 
     /// Parses one JSON value that fills `bytes` (surrounding whitespace allowed).
-    public func parse(_ bytes: UnsafeRawBufferPointer) throws(Failure) -> JSONValue {
+    ///
+    /// - Parameter strings: short strings earlier parses made, to take instead of making them
+    ///   again (see ``JSONStringTable``); the parse adds the ones it makes.
+    public func parse(_ bytes: UnsafeRawBufferPointer, strings: JSONStringTable? = nil) throws(Failure) -> JSONValue {
         var cursor = Cursor(bytes: bytes, maxDepth: maxDepth)
+        cursor.strings = strings.map(Unmanaged.passUnretained)
         cursor.skipWhitespace()
         let value = try cursor.parseValue(depth: 0)
         cursor.skipWhitespace()
@@ -183,6 +187,9 @@ private struct Cursor {
     /// The member whose value is checked and skipped, not built, and where that value was found.
     var rawPath: [String] = []
     var raw: Range<Int>?
+    /// Where short strings are looked up before they are made. Unretained: the parse's caller
+    /// holds the table for the whole parse.
+    var strings: Unmanaged<JSONStringTable>?
 
     init(bytes: UnsafeRawBufferPointer, maxDepth: Int) {
         self.bytes = bytes
@@ -427,7 +434,12 @@ private struct Cursor {
             if byte == UInt8(ascii: "\"") {
                 let raw = UnsafeRawBufferPointer(rebasing: bytes[start..<index])
                 index += 1
-                if ascii { return String(decoding: raw, as: UTF8.self) }
+                if ascii {
+                    if let strings, UInt(bitPattern: raw.count &- 1) < 16 {
+                        return strings._withUnsafeGuaranteedRef { $0.string(ascii: raw) }
+                    }
+                    return String(decoding: raw, as: UTF8.self)
+                }
                 guard let text = String(validating: raw, as: UTF8.self) else {
                     throw JSONParser.Failure(reason: "invalid UTF-8 in a string", offset: start)
                 }

@@ -44,10 +44,12 @@ public struct ReplayRecord: Sendable {
 ///
 /// A log is usually one format throughout, so the format of the last line is tried first: a kcat
 /// dump is not parsed as a CloudEvent (and fails) before each line is read as an envelope.
-struct LineDecoder: Sendable {
+struct LineDecoder {
     var directoryTopic: String
     var domainTopic: String
     let decoder = EventDecoder()
+    /// The log's lines share most of their member names and many values.
+    private let strings = JSONStringTable()
     private var lastWasKcat = false
 
     init(directoryTopic: String, domainTopic: String) {
@@ -65,7 +67,7 @@ struct LineDecoder: Sendable {
         }
         guard !bytes.isEmpty else { return nil }
         if lastWasKcat, let record = kcatRecord(bytes) { return record }
-        if let event = try? decoder.decode(value: bytes, headers: []) {
+        if let event = try? decoder.decode(value: bytes, headers: [], strings: strings) {
             lastWasKcat = false
             let topic = DirectoryEvent.eventTypes.contains(event.type) ? directoryTopic : domainTopic
             let message = KafkaMessage(

@@ -166,6 +166,8 @@ public final class EventProcessor: Sendable {
         var changeMessages: [Int] = []
         var routed: [Routed] = []
         var types = EventTypeTable()
+        // The batch's events share most of their member names and many values.
+        let strings = decoded == nil ? JSONStringTable() : nil
         for (index, message) in messages.enumerated() {
             // A tombstone: how a producer erases a key from the compacted directory topic (a deleted
             // user's devices and profile, after their `user.deleted`). Not a change, and not a poison
@@ -176,7 +178,7 @@ public final class EventProcessor: Sendable {
             }
             let event: CloudEvent
             do {
-                if let known = decoded?[index] { event = known } else { event = try decode(message) }
+                if let known = decoded?[index] { event = known } else { event = try decode(message, strings: strings) }
             } catch {
                 counters.eventsByType["unparsable", default: 0] += 1
                 records.append(deadLetter(message, DeadLetterReason(error), now: now, counters: &counters))
@@ -707,7 +709,7 @@ public final class EventProcessor: Sendable {
     }
 
     /// Decodes the message's value in place, without copying it out of the consumed record.
-    func decode(_ message: KafkaMessage) throws(EventError) -> CloudEvent {
+    func decode(_ message: KafkaMessage, strings: JSONStringTable? = nil) throws(EventError) -> CloudEvent {
         let headers =
             message.headers.isEmpty
             ? [] : message.headers.map { EventDecoder.Header(name: $0.name, value: $0.value.map(Array.init)) }
@@ -715,7 +717,7 @@ public final class EventProcessor: Sendable {
             return try decoder.decode(value: Optional<UnsafeRawBufferPointer>.none, headers: headers)
         }
         let result = value.withUnsafeBytes { bytes in
-            Result { () throws(EventError) in try decoder.decode(value: bytes, headers: headers) }
+            Result { () throws(EventError) in try decoder.decode(value: bytes, headers: headers, strings: strings) }
         }
         return try result.get()
     }

@@ -32,6 +32,28 @@ struct EventDecoderTests {
         #expect(fromStructured.data?["total"]?["amount"] == .number("1234.50"))
     }
 
+    @Test("events decoded with a shared string table are the events decoded without one")
+    func sharedStrings() throws {
+        let table = JSONStringTable()
+        let binaryHeaders = [
+            header("ce_specversion", "1.0"), header("ce_id", "evt-2"), header("ce_source", "/orders"),
+            header("ce_type", "order.confirmed"), header("content-type", "application/json"),
+        ]
+        let data = Array(#"{"orderId":"ord-8","total":{"amount":"99.00","currency":"EUR"}}"#.utf8)
+        for _ in 0..<3 {
+            let value = Array(structured.utf8)
+            let structuredEvent = try value.withUnsafeBytes {
+                try EventDecoder().decode(value: $0, headers: [], strings: table)
+            }
+            #expect(structuredEvent == (try EventDecoder().decode(value: value)))
+            let binaryEvent = try data.withUnsafeBytes {
+                try EventDecoder().decode(value: $0, headers: binaryHeaders, strings: table)
+            }
+            #expect(binaryEvent == (try EventDecoder().decode(value: data, headers: binaryHeaders)))
+            #expect(binaryEvent.data?["total"]?["currency"] == .string("EUR"))
+        }
+    }
+
     @Test(
         "each envelope failure has its own stable code",
         arguments: [
@@ -119,6 +141,45 @@ struct JSONParserTests {
     )
     func malformed(text: String) {
         #expect(throws: JSONParser.Failure.self) { try parse(text) }
+    }
+
+    @Test("a string table hands back the strings a parse without one makes, across many documents")
+    func stringTable() throws {
+        // Every length the table keeps (1-16) and either side of it, ASCII, escaped and not ASCII;
+        // strings that share a slot replace each other, so later documents must still read right.
+        var texts: [String] = ["", "a", "é", "a\\\"b", "tab\tx", "ünï", String(repeating: "z", count: 17)]
+        // Same length and first bytes, different last ones: only the whole of the bytes tells them apart.
+        // Enough of them that some share a slot of the table.
+        for number in 0..<600 {
+            texts += ["ab", "abcd", "abcdefgh", "abcdefghijkl"].map { $0 + String(number, radix: 36) }
+        }
+        for length in 1...18 {
+            for variant in 0..<40 {
+                let letters = Array("abcdefghijklmnopqrstuvwxyz0123456789-._".utf8)
+                texts.append(
+                    String(
+                        decoding: (0..<length).map { letters[($0 * 7 + variant * 13 + length) % letters.count] },
+                        as: UTF8.self
+                    )
+                )
+            }
+        }
+        let table = JSONStringTable()
+        for round in 0..<2 {
+            for (index, text) in texts.enumerated() {
+                let other = texts[(index * 31 + round) % texts.count]
+                let document = JSONValue.object(
+                    JSONObject([(text, .string(other)), ("k\(index % 3)", .array([.string(text), .string(other)]))])
+                ).serialized
+                let bytes = Array(document.utf8)
+                let plain = try bytes.withUnsafeBytes { try JSONParser().parse($0) }
+                let tabled = try bytes.withUnsafeBytes { try JSONParser().parse($0, strings: table) }
+                #expect(tabled == plain, "\(document)")
+                guard case .object(let object) = tabled else { continue }
+                #expect(object.members.first?.key.utf8.elementsEqual(text.utf8) == true, "\(document)")
+                #expect(object[text] == .string(other), "\(document)")
+            }
+        }
     }
 
     @Test("invalid UTF-8 and deep nesting are rejected, not crashed on")

@@ -26,4 +26,27 @@ struct NotificationIDTests {
         #expect(made == id)
         #expect(StableHash.uuid(from: made) == apnsID)
     }
+
+    @Test("hex digits written eight at a time are each digit's own, for every nibble")
+    func hexDigits() {
+        func reference(_ value: UInt64) -> String {
+            let digits = Array("0123456789ABCDEF")
+            return String((0..<16).map { digits[Int(value >> UInt64((15 - $0) * 4) & 0xF)] })
+        }
+        var values: [UInt64] = [0, .max, 0x0123_4567_89AB_CDEF, 0xFEDC_BA98_7654_3210, 0x9A9A_9A9A_0F0F_F0F0]
+        var state: UInt64 = 0x1234_5678
+        for _ in 0..<1000 {
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            values.append(state)
+        }
+        for value in values {
+            #expect(StableHash.hexString(value) == reference(value))
+            #expect(StableHash.hexString(value, ~value) == reference(value) + reference(~value))
+        }
+        // The UUID's layout: 8-4-4-4-12 upper-case digits, version 8, the RFC 4122 variant.
+        let uuid = StableHash.uuid(from: "any text")
+        #expect(uuid.split(separator: "-").map(\.count) == [8, 4, 4, 4, 12])
+        #expect(Array(uuid)[14] == "8")
+        #expect("89AB".contains(Array(uuid)[19]))
+    }
 }

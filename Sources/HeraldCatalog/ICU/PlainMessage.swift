@@ -132,15 +132,14 @@ struct PlainMessage: Sendable {
                     if case .string(let value) = values[slots[index]].value { size += value.utf8.count }
                 }
             }
-            var result = ""
-            result.reserveCapacity(size)
-            for piece in pieces {
-                switch piece {
-                case .text(let text): result += text
-                case .argument(let index): if case .string(let value) = values[slots[index]].value { result += value }
+            return String(byteCount: size) { append in
+                for piece in pieces {
+                    switch piece {
+                    case .text(let text): append(text)
+                    case .argument(let index): if case .string(let value) = values[slots[index]].value { append(value) }
+                    }
                 }
             }
-            return result
         }
     }
 
