@@ -56,7 +56,7 @@ public final class Catalog: Sendable {
         guard let requested, !requested.isEmpty else { return (settings.defaultLocale, true) }
         if bundles[requested] != nil { return (requested, false) }
         let tag: String
-        if requested.utf8.contains(UInt8(ascii: "_")) {
+        if requested.utf8Contains(UInt8(ascii: "_")) {
             tag = requested.replacingUnderscores()
             if bundles[tag] != nil { return (tag, false) }
         } else {

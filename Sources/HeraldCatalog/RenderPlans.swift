@@ -1,3 +1,5 @@
+import HeraldEvents
+
 /// What rendering a kind in a requested locale comes to — the catalog locale it resolves to, the
 /// compiled messages of the kind's title, subtitle, body and digest summary in that locale, and
 /// the kind's app — remembered by one caller for the renders it does after.
@@ -65,7 +67,7 @@ final class RenderPlan {
         self.requested = requested
         (locale, isFallback) = catalog.resolveLocale(requested)
         formattingLocale =
-            requested.map { $0.utf8.contains(UInt8(ascii: "_")) ? $0.replacingUnderscores() : $0 } ?? locale
+            requested.map { $0.utf8Contains(UInt8(ascii: "_")) ? $0.replacingUnderscores() : $0 } ?? locale
         let bundle = catalog.bundles[locale]
         let defaultBundle = catalog.bundles[catalog.settings.defaultLocale]
         func message(_ key: String) -> Message {

@@ -86,7 +86,7 @@ public final class Renderer: Sendable {
                     + "\(Self.maximumRecipientBytes)"
             )
         }
-        if ids.contains(where: { $0.utf8.contains(0) }) {
+        if ids.contains(where: { $0.utf8Contains(0) }) {
             throw RenderError(
                 code: .missingRecipient,
                 message: "a recipient at \(kind.recipients) contains U+0000, which no user id does"

@@ -70,15 +70,17 @@ public struct EventDecoder: Sendable {
         }
 
         mutating func set(_ name: String, _ value: String) {
-            switch name {
-            case "specversion": specVersion = value
-            case "id": id = value
-            case "source": source = value
-            case "type": type = value
-            case "time": time = value
-            case "subject": subject = value
-            case "datacontenttype": dataContentType = value
-            case "dataschema": dataSchema = value
+            // By length first, then byte for byte: a name is compared with the one attribute of its
+            // length, instead of with each in turn (about twenty calls per event).
+            switch name.utf8.count {
+            case 2 where name.hasUTF8("id"): id = value
+            case 4 where name.hasUTF8("type"): type = value
+            case 4 where name.hasUTF8("time"): time = value
+            case 6 where name.hasUTF8("source"): source = value
+            case 7 where name.hasUTF8("subject"): subject = value
+            case 10 where name.hasUTF8("dataschema"): dataSchema = value
+            case 11 where name.hasUTF8("specversion"): specVersion = value
+            case 15 where name.hasUTF8("datacontenttype"): dataContentType = value
             default: extensions[name] = value
             }
         }
@@ -181,7 +183,7 @@ public struct EventDecoder: Sendable {
                 message: "attribute 'id' is \(id.utf8.count) bytes long; at most \(Self.maximumIDBytes) are accepted"
             )
         }
-        guard !id.utf8.contains(0) else {
+        guard !id.utf8Contains(0) else {
             throw EventError(code: .badAttribute, message: "attribute 'id' contains U+0000")
         }
         let source = try required(attributes.source, "source")

@@ -419,16 +419,47 @@ private struct Cursor {
             guard let byte = current, isDigit(byte) else { throw failure("invalid number") }
             while let byte = current, isDigit(byte) { index += 1 }
         }
-        return String(decoding: UnsafeRawBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self)
+        let text = UnsafeRawBufferPointer(rebasing: bytes[start..<index])
+        if let strings, text.count <= 16 { return strings._withUnsafeGuaranteedRef { $0.string(ascii: text) } }
+        return String(decoding: text, as: UTF8.self)
     }
 
     private func isDigit(_ byte: UInt8) -> Bool { byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9") }
+
+    /// A word whose lowest set bit is the high bit of the first (lowest-addressed, on this
+    /// little-endian machine) byte of `word` that a string's plain ASCII run stops at: a quote, a
+    /// backslash, a control character or a byte of a multi-byte character; 0 if there is none.
+    /// Bits above the first may be set for bytes that are not such (a borrow carries upward).
+    @inline(__always)
+    static func specialBytes(in word: UInt64) -> UInt64 {
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let highBits: UInt64 = 0x8080_8080_8080_8080
+        let quote = word ^ (ones &* 0x22)
+        let backslash = word ^ (ones &* 0x5C)
+        let control = (word &- ones &* 0x20) & ~word
+        let zeroQuote = (quote &- ones) & ~quote
+        let zeroBackslash = (backslash &- ones) & ~backslash
+        return (control | zeroQuote | zeroBackslash | word) & highBits
+    }
 
     mutating func parseString() throws(JSONParser.Failure) -> String {
         index += 1
         let start = index
         // Fast path: no escapes. Scan to the closing quote; pure ASCII needs no UTF-8 validation.
         var ascii = true
+        // Plain ASCII is passed over eight bytes at a time, up to the first byte that is not (the
+        // quote, most often), which the loop below then reads.
+        if let base = bytes.baseAddress {
+            while index &+ 8 <= bytes.count {
+                let word = base.loadUnaligned(fromByteOffset: index, as: UInt64.self)
+                let special = Self.specialBytes(in: word)
+                if special != 0 {
+                    index &+= special.trailingZeroBitCount &>> 3
+                    break
+                }
+                index &+= 8
+            }
+        }
         while index < bytes.count {
             let byte = bytes[index]
             if byte == UInt8(ascii: "\"") {

@@ -175,7 +175,7 @@ extension DirectoryEvent {
             guard value.utf8.count <= Self.maximumValueBytes else {
                 throw DirectoryEventError(message: "'\(key)' is longer than \(Self.maximumValueBytes) bytes")
             }
-            guard !value.utf8.contains(0) else {
+            guard !value.utf8Contains(0) else {
                 throw DirectoryEventError(message: "'\(key)' contains U+0000")
             }
         }

@@ -237,7 +237,9 @@ public enum APNsPayloadBuilder {
         if let image { writer.member("imageUrl", image) }
         // "aps" is APNs' own key; a data entry of that name would be ignored or break the payload.
         kept.data.forEachEntry { key, value in
-            if key != "aps" && key != "deepLink" && (image == nil || key != "imageUrl") { writer.member(key, value) }
+            if !key.hasUTF8("aps") && !key.hasUTF8("deepLink") && (image == nil || !key.hasUTF8("imageUrl")) {
+                writer.member(key, value)
+            }
         }
         writer.endObject()
     }

@@ -79,7 +79,9 @@ public enum ExpoPayloadBuilder {
         writer.member(FCMPayloadBuilder.notificationIDLiteral, message.notificationID)
         if let deepLink = kept.deepLink { writer.member("deepLink", deepLink) }
         kept.data.forEachEntry { key, value in
-            if key != "deepLink" && key != FCMPayloadBuilder.notificationIDKey { writer.member(key, value) }
+            if !key.hasUTF8("deepLink") && !key.hasUTF8(FCMPayloadBuilder.notificationIDLiteral) {
+                writer.member(key, value)
+            }
         }
         writer.endObject()
         writer.key("sound")

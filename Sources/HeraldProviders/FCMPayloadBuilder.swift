@@ -103,7 +103,7 @@ public enum FCMPayloadBuilder {
             writer.member(notificationIDLiteral, message.notificationID)
             if let deepLink = kept.deepLink { writer.member("deepLink", deepLink) }
             kept.data.forEachEntry { key, value in
-                if key != "deepLink" && key != notificationIDKey { writer.member(key, value) }
+                if !key.hasUTF8("deepLink") && !key.hasUTF8(notificationIDLiteral) { writer.member(key, value) }
             }
             writer.endObject()
         }

@@ -143,6 +143,52 @@ struct JSONParserTests {
         #expect(throws: JSONParser.Failure.self) { try parse(text) }
     }
 
+    @Test("member look-ups find the first member of that name, of any length")
+    func memberLookup() throws {
+        let value = try parse(#"{"id":1,"ib":2,"idx":3,"":4,"id":5,"é":6,"a\u0000":7}"#)
+        #expect(value["id"] == .number("1"))
+        #expect(value["ib"] == .number("2"))
+        #expect(value["idx"] == .number("3"))
+        #expect(value[""] == .number("4"))
+        #expect(value["é"] == .number("6"))
+        #expect(value["a\u{0}"] == .number("7"))
+        #expect(value["i"] == nil)
+        #expect(value["idxx"] == nil)
+    }
+
+    @Test("strings read eight bytes at a time stop at every kind of byte, at every position")
+    func stringScan() throws {
+        // Each special piece at each position of strings up to 24 bytes, as a member value (more
+        // JSON after it) and as the whole document (the end of the input right after it).
+        let pieces: [(json: String, text: String)] = [
+            (#"\""#, "\""), (#"\\"#, "\\"), (#"\n"#, "\n"), ("é", "é"), ("😀", "😀"), (#"\u00e9"#, "é"),
+        ]
+        for length in 0...24 {
+            let plain = String(repeating: "a", count: length)
+            #expect(try parse("\"\(plain)\"") == .string(plain))
+            #expect(try parse("{\"k\":\"\(plain)\",\"z\":1}")["k"] == .string(plain))
+            for position in 0...length {
+                let before = String(plain.prefix(position))
+                let after = String(plain.dropFirst(position))
+                for piece in pieces {
+                    let expected = JSONValue.string(before + piece.text + after)
+                    #expect(try parse("\"\(before)\(piece.json)\(after)\"") == expected)
+                    #expect(try parse("[\"\(before)\(piece.json)\(after)\",true]") == .array([expected, .bool(true)]))
+                }
+                // A raw control character is refused where it stands, wherever that is.
+                let failure = #expect(throws: JSONParser.Failure.self) {
+                    try parse("\"\(before)\u{01}\(after)\"")
+                }
+                #expect(failure?.offset == 1 + position)
+                // So is a byte that is not UTF-8.
+                let invalid = [0x22] + Array(before.utf8) + [0xFF] + Array(after.utf8) + [0x22, 0x20, 0x20, 0x20, 0x20]
+                #expect(throws: JSONParser.Failure.self) { try JSONParser().parse(invalid) }
+            }
+        }
+        // An unterminated string ends at the end of the input, found byte by byte.
+        #expect(throws: JSONParser.Failure.self) { try parse(#""abcdefghijklmnopqrstuvwxyz"#) }
+    }
+
     @Test("a string table hands back the strings a parse without one makes, across many documents")
     func stringTable() throws {
         // Every length the table keeps (1-16) and either side of it, ASCII, escaped and not ASCII;

@@ -29,3 +29,31 @@ struct StringJoiningTests {
         #expect(String(byteCount: 0) { append in append("abc") } == "")
     }
 }
+
+@Suite("Reading a string's UTF-8 in place")
+struct StringUTF8Tests {
+    @Test("utf8Contains finds a byte anywhere, in small, large and empty strings")
+    func contains() {
+        #expect(!"".utf8Contains(0))
+        #expect("a\u{0}b".utf8Contains(0))
+        #expect(!"evt-123".utf8Contains(0))
+        let long = String(repeating: "x", count: 100)
+        #expect(!long.utf8Contains(UInt8(ascii: "_")))
+        #expect((long + "_").utf8Contains(UInt8(ascii: "_")))
+        #expect("nb_NO".utf8Contains(UInt8(ascii: "_")))
+        #expect("é".utf8Contains(0xA9))
+    }
+
+    @Test("hasUTF8 is byte-for-byte equality with a literal")
+    func hasUTF8() {
+        #expect("deepLink".hasUTF8("deepLink"))
+        #expect(!"deepLinK".hasUTF8("deepLink"))
+        #expect(!"deepLinks".hasUTF8("deepLink"))
+        #expect(!"aps ".hasUTF8("aps"))
+        #expect("herald_notification_id".hasUTF8("herald_notification_id"))
+        #expect(!"herald_notification_ix".hasUTF8("herald_notification_id"))
+        // Canonically equivalent (`==`), but not the same bytes: a different member name in JSON.
+        #expect("\u{212A}ey" == "Key")
+        #expect(!"\u{212A}ey".hasUTF8("Key"))
+    }
+}
