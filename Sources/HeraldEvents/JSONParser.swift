@@ -436,10 +436,9 @@ private struct Cursor {
         let highBits: UInt64 = 0x8080_8080_8080_8080
         let quote = word ^ (ones &* 0x22)
         let backslash = word ^ (ones &* 0x5C)
-        let control = (word &- ones &* 0x20) & ~word
-        let zeroQuote = (quote &- ones) & ~quote
-        let zeroBackslash = (backslash &- ones) & ~backslash
-        return (control | zeroQuote | zeroBackslash | word) & highBits
+        // Below 0x20, or a zero byte of `quote` or `backslash`, in a byte below 0x80; or any byte
+        // at or above 0x80.
+        return (((word &- ones &* 0x20) | (quote &- ones) | (backslash &- ones)) & ~word | word) & highBits
     }
 
     mutating func parseString() throws(JSONParser.Failure) -> String {

@@ -46,15 +46,16 @@ enum JSONWriter {
             }
         }
         if count >= 8 {
-            return needsEscaping(start.loadUnaligned(as: UInt64.self))
-                || needsEscaping(start.loadUnaligned(fromByteOffset: count - 8, as: UInt64.self))
+            // Both words' checks at once, without a branch between them.
+            return escapeMask(start.loadUnaligned(as: UInt64.self))
+                | escapeMask(start.loadUnaligned(fromByteOffset: count - 8, as: UInt64.self)) != 0
         }
         if count >= 4 {
             // Two overlapping halves make one word of real bytes: no padding that would look like a
             // control character.
             let low = UInt64(start.loadUnaligned(as: UInt32.self))
             let high = UInt64(start.loadUnaligned(fromByteOffset: count - 4, as: UInt32.self))
-            return needsEscaping(low | high << 32)
+            return escapeMask(low | high << 32) != 0
         }
         for offset in 0..<count {
             let byte = start.load(fromByteOffset: offset, as: UInt8.self)
@@ -63,16 +64,15 @@ enum JSONWriter {
         return false
     }
 
-    /// Whether a byte of `word` is a control character, a quote or a backslash; exact, with no
-    /// false positives (a byte at or above 0x80 is never taken for one below `bound`).
+    /// Not zero if a byte of `word` is a control character, a quote or a backslash: the three
+    /// checks in one expression, with no branch between them. Exact: a byte at or above 0x80 is
+    /// never taken for one of them (`& ~word`), and a borrow that could flag a byte that is not
+    /// one only comes from a byte below it that is.
     @inline(__always)
-    private static func needsEscaping(_ word: UInt64) -> Bool {
+    private static func escapeMask(_ word: UInt64) -> UInt64 {
         let ones: UInt64 = 0x0101_0101_0101_0101
-        let highBits: UInt64 = 0x8080_8080_8080_8080
-        func hasByte(below bound: UInt64, in word: UInt64) -> Bool {
-            (word &- ones &* bound) & ~word & highBits != 0
-        }
-        return hasByte(below: 0x20, in: word) || hasByte(below: 1, in: word ^ (ones &* 0x22))
-            || hasByte(below: 1, in: word ^ (ones &* 0x5C))
+        let quote = word ^ (ones &* 0x22)
+        let backslash = word ^ (ones &* 0x5C)
+        return ((word &- ones &* 0x20) | (quote &- ones) | (backslash &- ones)) & ~word & (ones &* 0x80)
     }
 }
