@@ -13,10 +13,11 @@ import HeraldEvents
 /// builds) and drops it after. Used with another ``Renderer`` it starts again.
 public final class RenderPlans {
     /// The renderer and kinds are held, not only their addresses, so that a freed one's address
-    /// reused by a new one can never find the old plans.
-    private var renderer: Renderer?
+    /// reused by a new one can never find the old plans. Used by one thread at a time, neither is
+    /// checked for exclusive access at run time (two calls into the runtime on every render).
+    @exclusivity(unchecked) private var renderer: Renderer?
     /// By kind; a kind's plans by requested locale. A worker sees a handful of each.
-    private var kinds: [(kind: NotificationKind.Storage, plans: [RenderPlan])] = []
+    @exclusivity(unchecked) private var kinds: [(kind: NotificationKind.Storage, plans: [RenderPlan])] = []
 
     public init() {}
 

@@ -65,14 +65,16 @@ public struct KafkaDeliveries: Sendable {
 /// failures are kept on the side; `Result` values are built only when ``results()`` is asked for.
 final class DeliveryTicket: @unchecked Sendable {
     // @unchecked: every access to the stored results, `remaining` and `waiter` happens while the
-    // owning producer's `state` lock is held.
+    // owning producer's `state` lock is held. For the same reason they are not checked for
+    // exclusive access at run time (`@exclusivity(unchecked)`), which cost two calls into the
+    // runtime for every record's delivery.
     let count: Int
-    private var partitions: [Int32]
+    @exclusivity(unchecked) private var partitions: [Int32]
     /// The offset of each delivered record; `pending` until its report arrives, `unknown` when the
     /// broker gave none (an idempotent retry).
-    private var offsets: [Int64]
-    private var failed: [Int: KafkaError] = [:]
-    private(set) var remaining: Int
+    @exclusivity(unchecked) private var offsets: [Int64]
+    @exclusivity(unchecked) private var failed: [Int: KafkaError] = [:]
+    @exclusivity(unchecked) private(set) var remaining: Int
     var waiter: CheckedContinuation<[Result<KafkaDeliveryReport, KafkaError>], Never>?
     var failureWaiter: CheckedContinuation<[(index: Int, error: KafkaError)], Never>?
 
@@ -86,7 +88,9 @@ final class DeliveryTicket: @unchecked Sendable {
         remaining = count
     }
 
-    private func isDone(_ index: Int) -> Bool { offsets[index] != Self.pending || failed[index] != nil }
+    private func isDone(_ index: Int) -> Bool {
+        offsets[index] != Self.pending || (!failed.isEmpty && failed[index] != nil)
+    }
 
     /// Records a delivery; returns whether this completed the ticket.
     func succeed(_ index: Int, partition: Int32, offset: Int64?) -> Bool {

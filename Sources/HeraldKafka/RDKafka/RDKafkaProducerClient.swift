@@ -7,10 +7,12 @@ final class RDKafkaProducerClient: @unchecked Sendable {
     // @unchecked: `handle` is a librdkafka handle, documented as thread-safe for produce, flush and
     // poll; `reports` is appended by the delivery callback, which runs only inside `poll` and `flush`,
     // and both are called by the producer's poll thread alone; `onError` is set once before polling.
+    // Confined to that thread, `reports` and `failures` are not checked for exclusive access at
+    // run time (a call into the runtime for every delivery report).
     private let handle: OpaquePointer
     private let contextPointer: UnsafeMutableRawPointer
-    private var reports: [RawDeliveryReport] = []
-    private var failures: [KafkaError] = []
+    @exclusivity(unchecked) private var reports: [RawDeliveryReport] = []
+    @exclusivity(unchecked) private var failures: [KafkaError] = []
     var onError: (@Sendable (KafkaError) -> Void)?
     /// One librdkafka topic handle per topic name, so producing neither converts the name to a C
     /// string nor makes librdkafka look the topic up by name for every message.

@@ -4,17 +4,18 @@ import CSQLite
 /// one serial queue.
 final class SQLiteConnection: @unchecked Sendable {
     // @unchecked: confined to its owner's serial queue (SQLiteStore.queue); it is only handed
-    // across threads to be used there.
+    // across threads to be used there. Confined, its state is not checked for exclusive access at
+    // run time either (`@exclusivity(unchecked)`): a call into the runtime on every statement.
     private let handle: OpaquePointer
     /// Prepared statements of literal SQL, by the literal's address: finding one by its text
     /// hashed and compared a few hundred bytes on every statement a decision runs.
-    private var literalStatements: [UInt: OpaquePointer] = [:]
+    @exclusivity(unchecked) private var literalStatements: [UInt: OpaquePointer] = [:]
     /// Prepared statements of SQL built at run time (`IN` lists), by their text.
-    private var builtStatements: [String: OpaquePointer] = [:]
+    @exclusivity(unchecked) private var builtStatements: [String: OpaquePointer] = [:]
     /// Where ``bind(_:to:)`` puts the texts of the statement being run.
-    private var scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 4096, alignment: 1)
+    @exclusivity(unchecked) private var scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 4096, alignment: 1)
     /// Whether a query is running: its texts are in `scratch` until it is reset.
-    private var running = false
+    @exclusivity(unchecked) private var running = false
 
     /// Process-wide settings, applied once before the first connection opens.
     private static let configured: Void = { _ = herald_sqlite_disable_memory_statistics() }()

@@ -10,10 +10,10 @@ public final class SQLiteStore: StateStore, @unchecked Sendable {
     // @unchecked: `connection` is only used on `queue`, which is serial.
     private let connection: SQLiteConnection
     private let queue = DispatchQueue(label: "herald.store.sqlite")
-    // Only used on `queue`, like `connection`.
-    var cache: RecipientCache
-    // Only used on `queue`, like `connection`.
-    var throttle: ThrottleCounts
+    // Only used on `queue`, like `connection`; so not checked for exclusive access at run time.
+    @exclusivity(unchecked) var cache: RecipientCache
+    // Only used on `queue`, like `connection`; so not checked for exclusive access at run time.
+    @exclusivity(unchecked) var throttle: ThrottleCounts
     /// The most devices kept for one user (``DirectoryLimits/maximumDevicesPerUser``).
     let maximumDevicesPerUser: Int
 
