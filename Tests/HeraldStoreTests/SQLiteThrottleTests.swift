@@ -30,6 +30,39 @@ struct SQLiteThrottleTests {
         .map(\.reason)
     }
 
+    @Test("looking up and rewriting ledger entries does not prepare their statements again for each event's time")
+    func noReprepares() async throws {
+        let store = try SQLiteStore(path: temporaryPath())
+        let optedIn = Preferences(categories: ["marketing": true])
+        func batch(_ range: Range<Int>) -> [DecisionRequest] {
+            range.map {
+                request(
+                    "m\($0)",
+                    policy: tightMessages,
+                    category: "marketing",
+                    preferences: optedIn,
+                    now: noon,
+                    eventTime: Timestamp(epochMilliseconds: noon.epochMilliseconds - Int64($0) * 1000)
+                )
+            }
+        }
+        // Every statement once, then the statistics the pipeline gathers after seeding (ANALYZE
+        // changes the schema: each statement is prepared again once, on its next run).
+        _ = try await store.decide(batch(0..<10))
+        try await store.analyze()
+        _ = try await store.decide(batch(0..<10))
+        let before = try await store.statementReprepares()
+        // Redelivered: each is looked up by its time (`recorded`); over the limit of 3, the likely
+        // outcome written first is rewritten (the ledger's UPDATE).
+        let again = try await store.decide(batch(0..<60))
+        let redelivered = again.prefix(10).filter(\.redelivered).count
+        let dropped = again.dropFirst(10).filter { $0.reason == .throttledDropped }.count
+        #expect(redelivered == 10)
+        #expect(dropped == 50)
+        let after = try await store.statementReprepares()
+        #expect(after - before <= 2, "\(after - before) statements prepared again for 60 decisions")
+    }
+
     /// The count of ana's messages window: what is folded into `throttle_windows` plus the journal.
     func storedCount(_ path: String) throws -> Int {
         let connection = try SQLiteConnection(path: path)

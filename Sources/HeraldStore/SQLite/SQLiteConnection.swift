@@ -116,6 +116,15 @@ final class SQLiteConnection: @unchecked Sendable {
         }
     }
 
+    /// How many times SQLite has prepared the cached statements again since they were first
+    /// prepared: after a schema change, or for new bound values when a statement's plan depends on
+    /// them. For tests: statements run for every decision must not be among the latter.
+    var reprepares: Int {
+        (Array(literalStatements.values) + Array(builtStatements.values)).reduce(0) {
+            $0 + Int(sqlite3_stmt_status($1, SQLITE_STMTSTATUS_REPREPARE, 0))
+        }
+    }
+
     /// Runs a (cached, prepared) statement with `values` bound and calls `row` for each result row.
     func query(
         _ sql: SQL,

@@ -44,6 +44,11 @@ extension SQLiteStore {
     }
 
     /// The ledger's entry for `keyValues` (event time, id, kind, recipient), if it has one.
+    ///
+    /// Its event time is compared with `+?`, not `?`: the ledger's partial index is of entries whose
+    /// time is 0, and the planner, seeing whether `event_time = ?` implies it, makes the statement's
+    /// plan depend on the bound value, and SQLite then prepares it again for every new time (about
+    /// 55,000 instructions each time). `+?` is the same value to the comparison and the key look-up.
     static func recorded(
         _ key: DecisionKey,
         _ keyValues: [SQLiteConnection.Value],
@@ -51,7 +56,7 @@ extension SQLiteStore {
     ) throws(StoreError) -> Decision? {
         var prior: Decision?
         try connection.query(
-            "SELECT reason, due_at FROM decisions WHERE event_time = ? AND event_id = ? AND kind = ? AND recipient = ?",
+            "SELECT reason, due_at FROM decisions WHERE event_time = +? AND event_id = ? AND kind = ? AND recipient = ?",
             keyValues
         ) { row throws(StoreError) in
             prior = Decision(
@@ -71,9 +76,9 @@ extension SQLiteStore {
         _ connection: SQLiteConnection
     ) throws(StoreError) -> Decision {
         let key = request.key
-        let keyValues: [SQLiteConnection.Value] = [
-            .integer(key.storedEventTime), .text(key.eventID), .text(key.kind), .text(key.recipient),
-        ]
+        var keyValues: [SQLiteConnection.Value] {
+            [.integer(key.storedEventTime), .text(key.eventID), .text(key.kind), .text(key.recipient)]
+        }
         // Decided before the ledger was keyed by event time, this event's entry is at time 0.
         if legacy && key.eventTime != nil && !request.resumesDeferral,
             let prior = try recorded(key, [.integer(0)] + keyValues.dropFirst(), connection)
@@ -83,6 +88,7 @@ extension SQLiteStore {
         let at = request.decidedAt.epochMilliseconds
         // The likely outcome is written first, in the statement that also finds out whether the
         // ledger already holds the key: one search for a new pair instead of a look-up and an insert.
+        // Its values are one array, not the key's joined with the rest: a join for every decision.
         let likely = request.plan.outcome
         let inserted =
             try connection.change(
@@ -90,7 +96,8 @@ extension SQLiteStore {
                 INSERT INTO decisions (event_time, event_id, kind, recipient, reason, due_at, decided_at)
                 VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (event_time, event_id, kind, recipient) DO NOTHING
                 """,
-                keyValues + [
+                [
+                    .integer(key.storedEventTime), .text(key.eventID), .text(key.kind), .text(key.recipient),
                     .text(likely.reason.rawValue), likely.dueAt.map { .integer($0.epochMilliseconds) } ?? .null,
                     .integer(at),
                 ]
@@ -140,7 +147,7 @@ extension SQLiteStore {
             try connection.query(
                 """
                 UPDATE decisions SET reason = ?, due_at = ?, decided_at = ?
-                WHERE event_time = ? AND event_id = ? AND kind = ? AND recipient = ?
+                WHERE event_time = +? AND event_id = ? AND kind = ? AND recipient = ?
                 """,
                 [
                     .text(outcome.reason.rawValue), outcome.dueAt.map { .integer($0.epochMilliseconds) } ?? .null,
@@ -259,6 +266,11 @@ extension SQLiteStore {
                 }
             }
         }
+    }
+
+    /// How many times the connection's statements were prepared again (``SQLiteConnection/reprepares``).
+    func statementReprepares() async throws(StoreError) -> Int {
+        try await run { connection in connection.reprepares }
     }
 
     public func analyze() async throws(StoreError) {
