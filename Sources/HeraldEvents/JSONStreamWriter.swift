@@ -455,8 +455,10 @@ private struct RecentTimes {
 
     mutating func text(of time: Timestamp) -> Text {
         let milliseconds = time.epochMilliseconds
-        if milliseconds == times.0 { return texts.0 }
-        if milliseconds == times.1 { return texts.1 }
+        // `.min` marks an empty entry: that time itself is always written (a fresh writer took the
+        // empty entry's zero bytes for its text).
+        if milliseconds == times.0 && milliseconds != .min { return texts.0 }
+        if milliseconds == times.1 && milliseconds != .min { return texts.1 }
         var text: Text = (0, 0, 0)
         withUnsafeMutableBytes(of: &text) { bytes in
             let written = time.write(to: bytes)

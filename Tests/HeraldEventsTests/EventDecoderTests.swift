@@ -481,9 +481,15 @@ struct JSONWriterTests {
 
     @Test("one writer remembers the times it wrote last: repeated, alternating and new ones are each written right")
     func streamWriterRepeatedTimes() {
-        let times: [Int64] = [
-            0, 1_795_257_000_123, 0, 1_795_257_000_123, 1_795_257_000_124, 0, 0, -1, 1_795_257_000_123,
+        var times: [Int64] = [
+            .min, 0, 1_795_257_000_123, 0, 1_795_257_000_123, 1_795_257_000_124, 0, 0, -1, 1_795_257_000_123, .min,
+            .min, .max, .max,
         ]
+        // A batch's time and an expiry per kind, in turn, more than the writer's table holds: each
+        // slot is taken by several times, one after another.
+        for round in 0..<3 {
+            for kind in 0..<40 { times += [1_795_257_000_000, 1_795_257_000_000 + Int64(kind * 3_600_000 + round)] }
+        }
         var writer = JSONStreamWriter(capacity: 8)
         writer.beginArray()
         for milliseconds in times {
