@@ -91,13 +91,14 @@ public struct ReplayBenchmark: Sendable {
         let start = Timestamp(epochMilliseconds: 1_795_000_000_000)
         var key: [UInt8] = []
         var value: [UInt8] = []
+        var json = JSONStreamWriter(capacity: 512)
         var chunk: [UInt8] = []
         chunk.reserveCapacity(1 << 20)
         var total = 0
         let sink = try LogSink(path: path, gzip: gzip)
         for number in 0..<events {
             let time = Timestamp(epochMilliseconds: start.epochMilliseconds + Int64(number))
-            _ = generator.write(number, time: time, key: &key, value: &value)
+            _ = generator.write(number, time: time, key: &key, value: &value, using: &json)
             chunk += value
             chunk.append(0x0A)
             if chunk.count >= 1 << 20 {
