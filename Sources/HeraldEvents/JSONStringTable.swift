@@ -38,6 +38,8 @@ public final class JSONStringTable {
     /// The string of `bytes`: ASCII, 1 to 16 of them, with no escapes.
     func string(ascii bytes: UnsafeRawBufferPointer) -> String {
         let count = bytes.count
+        // Two words hold every byte of at most 16; more would be told apart by some of them only.
+        precondition(count >= 1 && count <= 16, "a string of \(count) bytes for the string table")
         let base = bytes.baseAddress!
         let head: UInt64
         let tail: UInt64
