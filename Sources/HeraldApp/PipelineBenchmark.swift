@@ -464,7 +464,11 @@ struct EventGenerator: Sendable {
         key.removeAll(keepingCapacity: true)
         key.append(contentsOf: "u-".utf8)
         Self.appendDigits(of: user, to: &key)
-        let userID = key
+        // The event's user, as a member called `name`.
+        func userMember(_ name: StaticString) {
+            json.key(name)
+            Self.string("u-", user, into: &json)
+        }
         let kind = Kind(mix: (random >> 40) % 100)
         json.truncate(to: 0)
         json.beginObject()
@@ -482,7 +486,7 @@ struct EventGenerator: Sendable {
             json.key("recipientIds")
             json.beginArray()
             json.element()
-            userID.withUnsafeBytes { json.string(utf8: $0) }
+            Self.string("u-", user, into: &json)
             json.endArray()
             json.key("chatId")
             Self.string("chat-", number % 997, into: &json)
@@ -490,8 +494,7 @@ struct EventGenerator: Sendable {
             json.member("preview", "Are we still on for dinner?")
             json.member("unreadCount", integer: Int64(1 + number % 9))
         case .orderConfirmed:
-            json.key("userId")
-            userID.withUnsafeBytes { json.string(utf8: $0) }
+            userMember("userId")
             json.key("orderId")
             Self.string("ord-", number, into: &json)
             json.key("total")
@@ -499,8 +502,7 @@ struct EventGenerator: Sendable {
             json.member("itemCount", integer: Int64(1 + number % 5))
             json.member("deliveryNote", "Leave at the door")
         case .orderShipped:
-            json.key("userId")
-            userID.withUnsafeBytes { json.string(utf8: $0) }
+            userMember("userId")
             json.key("orderId")
             Self.string("ord-", number, into: &json)
             json.member("carrier", "Posten")
@@ -508,8 +510,7 @@ struct EventGenerator: Sendable {
             json.key("trackingUrl")
             Self.string("https://sporing.posten.no/ord-", number, into: &json)
         case .paymentReceived:
-            json.key("userId")
-            userID.withUnsafeBytes { json.string(utf8: $0) }
+            userMember("userId")
             json.key("paymentId")
             Self.string("pay-", number, into: &json)
             // A string amount: producers send both, and the catalog reads both.
@@ -520,23 +521,21 @@ struct EventGenerator: Sendable {
             json.endObject()
             json.member("senderName", "Ahmad Karimi")
         case .paymentFailed:
-            json.key("userId")
-            userID.withUnsafeBytes { json.string(utf8: $0) }
+            userMember("userId")
             json.key("paymentId")
             Self.string("pay-", number, into: &json)
             json.key("amount")
             Self.money(amount: "249.90", currency: "EUR", into: &json)
             json.member("reason", "card_declined")
         case .securityLogin:
-            json.key("userId")
-            userID.withUnsafeBytes { json.string(utf8: $0) }
+            userMember("userId")
             json.member("deviceName", "iPhone 15")
             json.member("location", "Oslo, Norway")
         case .promoOffer:
             json.key("userIds")
             json.beginArray()
             json.element()
-            userID.withUnsafeBytes { json.string(utf8: $0) }
+            Self.string("u-", user, into: &json)
             json.element()
             Self.string("u-", (user + 1) % users, into: &json)
             json.endArray()
@@ -547,8 +546,7 @@ struct EventGenerator: Sendable {
             // Half the offers carry a banner: a rich notification with an image on every provider.
             if number % 2 == 0 { json.member("imageUrl", "https://getdrop.no/img/black-friday.jpg") }
         case .accountSynced:
-            json.key("userId")
-            userID.withUnsafeBytes { json.string(utf8: $0) }
+            userMember("userId")
             json.key("accountId")
             Self.string("acc-", user, into: &json)
             json.key("balance")

@@ -44,13 +44,8 @@ public struct JSONObject: Sendable, Hashable, Sequence {
     }
 
     /// The value of the first member called `key`.
-    ///
-    /// Names of different UTF-8 lengths are different names, as JSON compares them (code unit by
-    /// code unit), and are told apart by their lengths: each `==` between two different strings
-    /// is a call into the standard library, and a look-up passes over most members.
     public subscript(key: String) -> JSONValue? {
-        let count = key.utf8.count
-        for member in members where member.key.utf8.count == count && member.key == key { return member.value }
+        for member in members where member.key == key { return member.value }
         return nil
     }
 
