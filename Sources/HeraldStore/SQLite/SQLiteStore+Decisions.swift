@@ -76,6 +76,8 @@ extension SQLiteStore {
         _ connection: SQLiteConnection
     ) throws(StoreError) -> Decision {
         let key = request.key
+        // Computed where it is used, not made up front: only a redelivery, an event decided before
+        // the upgrade or a rewrite of the likely outcome needs the key's values on their own.
         var keyValues: [SQLiteConnection.Value] {
             [.integer(key.storedEventTime), .text(key.eventID), .text(key.kind), .text(key.recipient)]
         }
