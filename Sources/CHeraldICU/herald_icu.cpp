@@ -10,12 +10,14 @@
 #include <unicode/msgfmt.h>
 #include <unicode/numberformatter.h>
 #include <unicode/plurrule.h>
+#include <unicode/smpdtfmt.h>
 #include <unicode/timezone.h>
 #include <unicode/bytestream.h>
 #include <unicode/unistr.h>
 #include <unicode/utypes.h>
 
 #include <atomic>
+#include <cmath>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -312,8 +314,62 @@ template <typename Input> struct RecentlyFormatted {
     }
 };
 
+/// A moment as a date formatter sees it: for a pattern whose finest field is coarser than a
+/// millisecond, the local day, hour, minute or second it falls in and the zone's offset then
+/// (all that such a pattern's text depends on), so that the moments of one minute share an
+/// entry; otherwise the moment itself.
+struct DateKey {
+    double instant = 0;
+    int64_t slot = 0;
+    int32_t offset = 0;
+
+    bool operator==(const DateKey &other) const {
+        return instant == other.instant && slot == other.slot && offset == other.offset;
+    }
+};
+
 thread_local RecentlyFormatted<std::string> recent_numbers;
-thread_local RecentlyFormatted<double> recent_dates;
+thread_local RecentlyFormatted<DateKey> recent_dates;
+
+/// The span of time a pattern's text can tell apart, in milliseconds: a day for a date without a
+/// time, an hour, a minute or a second for a time shown to that precision; 1 (every moment its
+/// own) when it shows fractions of a second, day periods or a time zone, or a letter not listed.
+int64_t pattern_unit(const UnicodeString &pattern) {
+    constexpr int64_t day = 86400000, hour = 3600000, minute = 60000, second = 1000;
+    int64_t unit = day;
+    bool quoted = false;
+    for (int32_t index = 0; index < pattern.length(); index++) {
+        char16_t letter = pattern.charAt(index);
+        if (letter == u'\'') {
+            quoted = !quoted;
+            continue;
+        }
+        if (quoted || !((letter >= u'a' && letter <= u'z') || (letter >= u'A' && letter <= u'Z'))) continue;
+        int64_t needed;
+        switch (letter) {
+        case u'G': case u'y': case u'Y': case u'u': case u'U': case u'r': case u'Q': case u'q':
+        case u'M': case u'L': case u'l': case u'w': case u'W': case u'd': case u'D': case u'F':
+        case u'g': case u'E': case u'e': case u'c':
+            needed = day;
+            break;
+        case u'a': case u'h': case u'H': case u'k': case u'K':
+            needed = hour;
+            break;
+        case u'm':
+            needed = minute;
+            break;
+        case u's':
+            needed = second;
+            break;
+        default:
+            // Fractions (S, A), day periods (b, B: "noon" is one moment), zones (z, Z, O, v, V, X,
+            // x) and anything else.
+            return 1;
+        }
+        if (needed < unit) unit = needed;
+    }
+    return unit;
+}
 
 } // namespace
 
@@ -399,6 +455,22 @@ struct herald_date_formatter {
     // DateFormat::format is const but uses a mutable Calendar inside.
     std::mutex lock;
     const uint64_t id = next_formatter_id.fetch_add(1);
+    /// See pattern_unit; 1 when every moment is formatted on its own.
+    int64_t unit = 1;
+    /// The formatter's zone, for the offsets of the memo's keys: a copy of its own, read without
+    /// the lock (offsets are looked up through const methods that change nothing).
+    std::unique_ptr<icu::TimeZone> zone;
+
+    DateKey key(double epoch_milliseconds) const {
+        if (unit == 1 || !(epoch_milliseconds == epoch_milliseconds)) return DateKey{epoch_milliseconds, 0, 0};
+        int32_t raw = 0, daylight = 0;
+        UErrorCode status = U_ZERO_ERROR;
+        zone->getOffset(epoch_milliseconds, false, raw, daylight, status);
+        if (U_FAILURE(status)) return DateKey{epoch_milliseconds, 0, 0};
+        int32_t offset = raw + daylight;
+        double local = epoch_milliseconds + offset;
+        return DateKey{0, static_cast<int64_t>(std::floor(local / static_cast<double>(unit))), offset};
+    }
 };
 
 extern "C" herald_date_formatter *herald_date_formatter_open(const char *locale, const char *time_zone,
@@ -428,8 +500,14 @@ extern "C" herald_date_formatter *herald_date_formatter_open(const char *locale,
         set_error(error, std::string("invalid date skeleton '") + skeleton + "'");
         return nullptr;
     }
-    format->adoptTimeZone(zone.release());
     auto result = new herald_date_formatter();
+    result->zone.reset(zone->clone());
+    format->adoptTimeZone(zone.release());
+    if (auto *simple = dynamic_cast<icu::SimpleDateFormat *>(format.get())) {
+        UnicodeString pattern;
+        simple->toPattern(pattern);
+        result->unit = pattern_unit(pattern);
+    }
     result->format = std::move(format);
     return result;
 }
@@ -439,7 +517,8 @@ extern "C" void herald_date_formatter_close(herald_date_formatter *formatter) { 
 extern "C" int32_t herald_date_format(herald_date_formatter *formatter, double epoch_milliseconds, char *output,
                                       int32_t capacity, herald_icu_error *error) {
     (void)error;
-    if (const std::string *known = recent_dates.find(formatter->id, epoch_milliseconds)) {
+    DateKey key = formatter->key(epoch_milliseconds);
+    if (const std::string *known = recent_dates.find(formatter->id, key)) {
         return copy_out(*known, output, capacity);
     }
     UnicodeString result;
@@ -447,5 +526,5 @@ extern "C" int32_t herald_date_format(herald_date_formatter *formatter, double e
         std::lock_guard<std::mutex> guard(formatter->lock);
         formatter->format->format(static_cast<UDate>(epoch_milliseconds), result);
     }
-    return copy_out(recent_dates.remember(formatter->id, epoch_milliseconds, result), output, capacity);
+    return copy_out(recent_dates.remember(formatter->id, key, result), output, capacity);
 }

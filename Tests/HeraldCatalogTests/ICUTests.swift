@@ -189,6 +189,39 @@ struct ICUTests {
         #expect(throws: ICUError.self) { try ICUDateFormatter(locale: "en", timeZone: "Mars/Olympus", style: "short") }
     }
 
+    @Test(
+        "a remembered date text is reused only within the span its pattern shows, in local time",
+        arguments: [
+            ("en-GB", "Europe/Oslo", "yMMMMEEEEd"), ("en-GB", "Europe/Oslo", "yMMMdjmm"),
+            ("nb", "Europe/Oslo", "Hms"), ("en", "America/New_York", "jmm"), ("en", "Africa/Monrovia", "Hm"),
+            ("ar-EG", "Africa/Cairo", "yMMMd"), ("en", "Asia/Kolkata", "yMMMdjmm"), ("en", "Europe/Oslo", "HHmmz"),
+        ]
+    )
+    func rememberedDates(locale: String, timeZone: String, style: String) throws {
+        let formatter = try ICUDateFormatter(locale: locale, timeZone: timeZone, style: style)
+        let minute = 60_000.0
+        // Local midnight in Oslo, a minute and an hour turning, both DST changes of 2026 in Oslo and
+        // New York's spring one, a half-hour zone's hour, and 1971 in Monrovia (-00:44:30, so a local
+        // minute is not a UTC one): each moment next to one just across the boundary.
+        let anchors: [Double] = [
+            1_795_474_800_000, 1_795_516_260_000, 1_795_518_000_000, 1_774_746_000_000, 1_792_890_000_000,
+            1_772_953_200_000, 1_795_440_600_000, 44_585_070_000,
+        ]
+        var moments: [Double] = []
+        for anchor in anchors {
+            moments += [anchor - 1, anchor, anchor + 1, anchor + 59_999, anchor - minute, anchor + 3_600_000]
+        }
+        // Twice over, so that the second pass meets texts remembered in the first.
+        for moment in moments + moments.reversed() {
+            // A new formatter has a new id: it remembers nothing, so ICU formats the moment itself.
+            let fresh = try ICUDateFormatter(locale: locale, timeZone: timeZone, style: style)
+            #expect(
+                formatter.format(epochMilliseconds: moment) == fresh.format(epochMilliseconds: moment),
+                "\(style) in \(timeZone) at \(moment)"
+            )
+        }
+    }
+
     @Test("a message of inserted and selected arguments is formatted without ICU, exactly as ICU would")
     func plainMessages() throws {
         // Apostrophes quote in ICU ('' is one; '{' starts quoted text); selects nest; an argument
@@ -226,6 +259,57 @@ struct ICUTests {
         let plural = try ICUMessage(locale: "en", pattern: "{n, plural, one {# item} other {# items}} for {name}")
         #expect(!plural.isPlain)
         #expect(try plural.format([("n", .integer(2)), ("name", .string("Ana"))]) == "2 items for Ana")
+    }
+
+    @Test(
+        "a message that counts is compiled for each count and formats as ICU formats it",
+        arguments: ["en", "pl", "ar-EG", "nb-NO", "de", "fr"]
+    )
+    func countedMessages(locale: String) throws {
+        // Explicit values, categories, '#' in a nested select, an ordinal, quoting, two counts,
+        // a count also inserted as a number, and an argument both inserted and selected on.
+        let patterns = [
+            "{n, plural, =0 {no items} one {# item} few {# items (few)} many {# items (many)} other {# items}} for {name}",
+            "{n, plural, one {# new message} other {# new messages}} from {sender}{others, plural, =0 {} one { and # other} other { and # others}}",
+            "It''s {n, plural, one {'{'#'}' {tone, select, warm {warm #} other {#, {tone}}}} other {{n} of {name}}}",
+            "{n, selectordinal, one {#st} two {#nd} few {#rd} other {#th}} place, {n} in all",
+            "{n, plural, offset:1 =0 {nobody} =1 {{name}} one {{name} and # other} other {{name} and # others}}",
+        ]
+        var counts: [Int64] = Array(0...30) + [99, 100, 101, 1_000, 1_234_567, -1, -2]
+        counts += counts.reversed()
+        for pattern in patterns {
+            let message = try ICUMessage(locale: locale, pattern: pattern)
+            #expect(!message.isPlain)
+            for (index, count) in counts.enumerated() {
+                let arguments: [(name: String, value: ICUValue)] = [
+                    ("n", .integer(count)), ("name", .string("Ana «x» ''")), ("sender", .string("Ola")),
+                    ("others", .integer(Int64(index % 4))), ("tone", .string(index % 3 == 0 ? "warm" : "cold")),
+                ]
+                #expect(
+                    try message.format(arguments) == message.formatInICU(arguments),
+                    "\(locale) \(pattern) with \(count)"
+                )
+            }
+            // Each tuple of counts compiled once, up to the limit; past it ICU formats new ones.
+            #expect(message.compiledCounts > 0)
+            #expect(message.compiledCounts <= ICUMessage.countedVariantLimit)
+            // Not a whole number: ICU formats it (a decimal), or fails as ICU fails (a string).
+            let decimal: [(name: String, value: ICUValue)] = [
+                ("n", .decimal("1.5")), ("name", .string("Ana")), ("sender", .string("Ola")),
+                ("others", .integer(0)), ("tone", .string("warm")),
+            ]
+            #expect(try message.format(decimal) == message.formatInICU(decimal))
+        }
+        // Compiled for every count of a small range, the message reaches ICU no more for them;
+        // past the limit, new counts are formatted by ICU, alike.
+        let items = try ICUMessage(locale: locale, pattern: patterns[0])
+        for count in 0..<10 { _ = try items.format([("n", .integer(Int64(count))), ("name", .string("Ana"))]) }
+        #expect(items.compiledCounts == 10)
+        for count in Int64(0)..<100 {
+            let arguments: [(name: String, value: ICUValue)] = [("n", .integer(count)), ("name", .string("Ana"))]
+            #expect(try items.format(arguments) == items.formatInICU(arguments))
+        }
+        #expect(items.compiledCounts == ICUMessage.countedVariantLimit)
     }
 
     @Test("every message of the example catalog formats as ICU formats it, plain or not")

@@ -1,4 +1,5 @@
 import CHeraldICU
+import Synchronization
 
 /// A compiled ICU MessageFormat message for one locale. Immutable; formatting is thread-safe.
 final class ICUMessage: @unchecked Sendable {
@@ -10,11 +11,23 @@ final class ICUMessage: @unchecked Sendable {
     let arguments: [ArgumentUse]
     /// The distinct argument names the message uses.
     let argumentNames: Set<String>
+    /// The message's text, for compiling it with counts.
+    private let pattern: String
     /// The text of a message without arguments, formatted once.
     private let constantText: String?
     /// The message as literal text around its arguments, if they are only inserted or selected
     /// on: most messages, formatted without crossing into ICU.
     private let plain: PlainMessage?
+    /// For a message whose other arguments are only inserted or selected on, the arguments it
+    /// counts with (`plural`, `selectordinal`), in order; empty otherwise.
+    private let counted: [String]
+    /// The message compiled for each tuple of whole-number counts (in the order of `counted`) it
+    /// was formatted with, up to ``countedVariantLimit`` of them; `nil` for counts whose message
+    /// did not come apart (ICU formats those). Counts are mostly small numbers that recur (items
+    /// in an order, unread messages, a digest's size), and one plural message formatted by ICU cost
+    /// about 22,000 instructions, a compiled one a few appends.
+    private let countedVariants = Mutex<[[Int64]: PlainMessage?]>([:])
+    static let countedVariantLimit = 64
 
     /// One use of a named argument.
     struct ArgumentUse: Sendable, Equatable {
@@ -42,6 +55,7 @@ final class ICUMessage: @unchecked Sendable {
         }
         guard let handle else { throw ICUError(error) }
         self.handle = handle
+        self.pattern = pattern
         var uses: [ArgumentUse] = []
         let count = herald_message_argument_count(handle)
         for index in 0..<count {
@@ -62,6 +76,7 @@ final class ICUMessage: @unchecked Sendable {
         }
         arguments = uses
         argumentNames = Set(uses.map(\.name))
+        counted = Self.countedArguments(uses)
         if uses.isEmpty {
             var error = herald_icu_error()
             constantText = withGrowingBuffer { output, capacity in
@@ -100,11 +115,62 @@ final class ICUMessage: @unchecked Sendable {
     func format(_ values: [(name: String, value: ICUValue)]) throws(ICUError) -> String {
         if let constantText { return constantText }
         if let text = plain?.format(values) { return text }
+        if !counted.isEmpty, let text = formatCounted(values) { return text }
         return try Self.formatWithICU(handle, names: argumentNames, uses: arguments.count, values)
+    }
+
+    /// The names a message counts with, if every other argument is only inserted or selected on
+    /// and a counted one is not also selected on; otherwise none (ICU formats the message).
+    private static func countedArguments(_ uses: [ArgumentUse]) -> [String] {
+        var counted: [String] = []
+        for use in uses where use.kind == .plural || use.kind == .selectOrdinal {
+            if !counted.contains(use.name) { counted.append(use.name) }
+        }
+        for use in uses {
+            switch use.kind {
+            case .plural, .selectOrdinal: continue
+            case .simple: continue
+            case .select where !counted.contains(use.name): continue
+            default: return []
+            }
+        }
+        return counted
+    }
+
+    /// ``format(_:)`` through the message compiled for the values' counts, compiling it (ICU
+    /// formats the counts into its pieces) the first time they are seen; `nil` if a count is not
+    /// a whole number, the counts are new and there is no room for them, or the message does not
+    /// come apart: ICU formats it.
+    private func formatCounted(_ values: [(name: String, value: ICUValue)]) -> String? {
+        var counts: [Int64] = []
+        counts.reserveCapacity(counted.count)
+        for name in counted {
+            // ICU takes the first value of a name given twice.
+            guard let value = values.first(where: { $0.name == name })?.value, case .integer(let count) = value else {
+                return nil
+            }
+            counts.append(count)
+        }
+        let (known, room) = countedVariants.withLock { ($0[counts], $0.count < Self.countedVariantLimit) }
+        if let known { return known?.format(values) }
+        // Compiling costs a few ICU formats: only for counts that are kept.
+        guard room else { return nil }
+        let fixed = zip(counted, counts).map { (name: $0, value: ICUValue.integer($1)) }
+        let (handle, names, uses) = (handle, argumentNames, arguments.count)
+        let compiled = PlainMessage(pattern: pattern, arguments: arguments, fixed: fixed) { values in
+            try? Self.formatWithICU(handle, names: names, uses: uses, values)
+        }
+        countedVariants.withLock { variants in
+            if variants.count < Self.countedVariantLimit { variants[counts] = compiled }
+        }
+        return compiled?.format(values)
     }
 
     /// Whether the message is formatted without ICU for string values.
     var isPlain: Bool { plain != nil }
+
+    /// How many tuples of counts the message has been compiled for (see `countedVariants`).
+    var compiledCounts: Int { countedVariants.withLock { $0.values.count { $0 != nil } } }
 
     /// Formats the message in ICU, even if it is plain: what the plain form must match.
     func formatInICU(_ values: [(name: String, value: ICUValue)]) throws(ICUError) -> String {

@@ -9,7 +9,10 @@
 /// detail (apostrophe quoting, nested selects) because ICU made the pieces.
 ///
 /// Plurals, numbers and dates depend on the value and the locale's rules: a message with any of
-/// them, or a call with a value that is not a string, is formatted by ICU.
+/// them, or a call with a value that is not a string, is formatted by ICU — unless those values are
+/// `fixed` when the message is compiled: then ICU formats them into the pieces, and the compiled
+/// message stands for the message with exactly those values (see ``ICUMessage``, which keeps one
+/// for each count a message is formatted with).
 struct PlainMessage: Sendable {
     enum Piece: Sendable, Equatable {
         case text(String)
@@ -42,17 +45,20 @@ struct PlainMessage: Sendable {
     /// - Parameters:
     ///   - pattern: the message's pattern.
     ///   - arguments: its argument uses.
+    ///   - fixed: values formatted into the pieces by ICU (any kind of use); every other argument
+    ///     must be inserted or selected on.
     ///   - format: formats it in ICU; `nil` if ICU fails.
     init?(
         pattern: String,
         arguments: [ICUMessage.ArgumentUse],
+        fixed: [(name: String, value: ICUValue)] = [],
         format: ([(name: String, value: ICUValue)]) -> String?
     ) {
         // The markers must not occur in the message itself.
         guard !pattern.unicodeScalars.contains(where: { $0 == Self.open || $0 == Self.close }) else { return nil }
         var names: [String] = []
         var keywords: [[String]] = []
-        for use in arguments {
+        for use in arguments where !fixed.contains(where: { $0.name == use.name }) {
             let index: Int
             if let known = names.firstIndex(of: use.name) {
                 index = known
@@ -88,7 +94,8 @@ struct PlainMessage: Sendable {
             let marked = names.indices.map { index in
                 (name: names[index], value: ICUValue.string(chosen[index] ?? Self.marker(index)))
             }
-            guard let text = format(marked), let pieces = Self.pieces(of: text, argumentCount: names.count) else {
+            guard let text = format(marked + fixed), let pieces = Self.pieces(of: text, argumentCount: names.count)
+            else {
                 return nil
             }
             variants.append(pieces)
@@ -100,12 +107,13 @@ struct PlainMessage: Sendable {
             let probe = names.indices.map { index in
                 (name: names[index], value: ICUValue.string(chosen[index] ?? "«\(names[index]) \(index)»"))
             }
-            guard let expected = format(probe), self.format(probe) == expected else { return nil }
+            guard let expected = format(probe + fixed), self.format(probe) == expected else { return nil }
         }
     }
 
     /// Formats the message with `values`; `nil` if an argument is missing or not a string (ICU
-    /// formats numbers, and whatever it does with a missing argument).
+    /// formats numbers, and whatever it does with a missing argument). Fixed arguments are not
+    /// looked at: the caller chose this compiled message for their values.
     func format(_ values: [(name: String, value: ICUValue)]) -> String? {
         withUnsafeTemporaryAllocation(of: Int.self, capacity: names.count) { slots -> String? in
             for (index, name) in names.enumerated() {
