@@ -76,13 +76,27 @@ public final class KafkaProducer: Service, Sendable {
     ///
     /// - Throws: ``KafkaError`` `.closed` if the producer has shut down, or its fatal error.
     public func enqueue(_ records: [KafkaProducerRecord]) async throws(KafkaError) -> KafkaDeliveries {
+        try await enqueue(contentsOf: [records])
+    }
+
+    /// ``enqueue(_:)`` for records that come in several arrays, queued in this order (a batch built
+    /// in parts): one set of deliveries for all of them, indexed as if the arrays were joined,
+    /// without joining them, which copied every record (retaining each of its four buffers, and
+    /// releasing them again as the parts were freed).
+    ///
+    /// - Throws: ``KafkaError`` `.closed` if the producer has shut down, or its fatal error.
+    public func enqueue(contentsOf parts: [[KafkaProducerRecord]]) async throws(KafkaError) -> KafkaDeliveries {
         var deliveries: [DeliveryTicket] = []
-        var start = 0
-        repeat {
-            let end = min(records.count, start + Self.maxTicketSize)
-            deliveries.append(try await enqueueChunk(records[start..<end]))
-            start = end
-        } while start < records.count
+        for records in parts {
+            var start = 0
+            while start < records.count {
+                let end = min(records.count, start + Self.maxTicketSize)
+                deliveries.append(try await enqueueChunk(records[start..<end]))
+                start = end
+            }
+        }
+        // Nothing to queue still finds out whether the producer is open, and is delivered at once.
+        if deliveries.isEmpty { deliveries.append(try await enqueueChunk([])) }
         return KafkaDeliveries(producer: self, tickets: deliveries)
     }
 

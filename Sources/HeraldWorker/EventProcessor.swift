@@ -366,16 +366,32 @@ public final class EventProcessor: Sendable {
 
     /// Renders and builds the records of a decided batch: pure work, no store.
     public func build(_ batch: DecidedBatch) -> [KafkaProducerRecord] {
-        batch.prepared.records + build(batch, routed: batch.prepared.routed.indices, firstDecision: 0)
+        let built = build(batch, routed: batch.prepared.routed.indices, firstDecision: 0)
+        // Joined only if there is something to join: a join copies every record.
+        return batch.prepared.records.isEmpty ? built : batch.prepared.records + built
     }
 
     /// ``build(_:)`` split into up to `parts` runs of consecutive events built concurrently, joined
     /// in order: rendering is the worker's most expensive step, and this way it uses the cores the
     /// store leaves idle. The parts run on ``BuildThreads``.
     public func build(_ batch: DecidedBatch, parts: Int) async -> [KafkaProducerRecord] {
+        let built = await buildParts(batch, parts: parts)
+        guard built.count > 1 else { return built.first ?? [] }
+        var records: [KafkaProducerRecord] = []
+        records.reserveCapacity(built.reduce(0) { $0 + $1.count })
+        for part in built { records += part }
+        return records
+    }
+
+    /// ``build(_:parts:)``'s records as its parts made them, in order (the batch's own records, such
+    /// as dead letters, first): for a caller that hands them on part by part
+    /// (``KafkaProducer/enqueue(contentsOf:)``), so that no record is copied into one array.
+    public func buildParts(_ batch: DecidedBatch, parts: Int) async -> [[KafkaProducerRecord]] {
         // Below this many events a part costs more to schedule than it saves.
         let parts = min(parts, batch.prepared.routed.count / 64)
-        guard parts > 1 else { return build(batch) }
+        guard parts > 1 else {
+            return [batch.prepared.records, build(batch, routed: batch.prepared.routed.indices, firstDecision: 0)]
+        }
         var ranges: [(routed: Range<Int>, firstDecision: Int)] = []
         var firstDecision = 0
         var lower = 0
@@ -393,14 +409,12 @@ public final class EventProcessor: Sendable {
                     }
                 }
             }
-            var built = [[KafkaProducerRecord]](repeating: [], count: ranges.count)
-            for await (part, records) in group { built[part] = records }
+            var built = [[KafkaProducerRecord]](repeating: [], count: ranges.count + 1)
+            built[0] = batch.prepared.records
+            for await (part, records) in group { built[part + 1] = records }
             return built
         }
-        var records = batch.prepared.records
-        records.reserveCapacity(records.count + built.reduce(0) { $0 + $1.count })
-        for part in built { records += part }
-        return records
+        return built
     }
 
     /// The records of the events `routed` of `batch`, whose first decision is

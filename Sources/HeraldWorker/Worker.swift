@@ -149,11 +149,11 @@ public final class Worker: Service, Sendable {
                         enqueueing.finish(current)
                         throw error
                     }
-                    let records = await processor.build(decided, parts: parallelism)
+                    let records = await processor.buildParts(decided, parts: parallelism)
                     await enqueueing.wait(until: current)
                     let enqueued: Result<KafkaDeliveries, KafkaError>
                     do throws(KafkaError) {
-                        enqueued = .success(try await producer.enqueue(records))
+                        enqueued = .success(try await producer.enqueue(contentsOf: records))
                     } catch {
                         enqueued = .failure(error)
                     }

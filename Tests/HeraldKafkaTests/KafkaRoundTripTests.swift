@@ -58,6 +58,45 @@ struct KafkaRoundTripTests {
         #expect(received[3].value == nil)
     }
 
+    @Test("records queued in parts arrive in order, with one set of deliveries indexed across the parts")
+    func enqueueInParts() async throws {
+        let env = try KafkaTestEnvironment(topics: ["parts": 1, "parts.other": 1])
+        let producer = try env.makeProducer()
+        let consumer = try env.makeConsumer(group: "parts", topics: ["parts"])
+        func record(_ value: String, topic: String = "parts") -> KafkaProducerRecord {
+            KafkaProducerRecord(topic: topic, key: "k", value: KafkaBytes(value))
+        }
+        // An empty part, and a topic changing within a part and across parts.
+        let parts = [
+            [record("a"), record("b")], [], [record("c"), record("x", topic: "parts.other"), record("d")],
+            [record("e")],
+        ]
+        let received = try await withRunningServices([producer, consumer]) {
+            let nothing = try await producer.enqueue(contentsOf: [])
+            #expect(nothing.count == 0)
+            #expect(await nothing.wait().isEmpty)
+            #expect(try await producer.enqueue(contentsOf: [[], []]).count == 0)
+
+            let deliveries = try await producer.enqueue(contentsOf: parts)
+            #expect(deliveries.count == 6)
+            let results = await deliveries.wait()
+            let reports = try results.map { try $0.get() }
+            // Indexed as the parts joined: the fourth record is the other topic's only one.
+            #expect(reports.map(\.offset) == [0, 1, 2, 0, 3, 4])
+            #expect(await deliveries.failures().isEmpty)
+            return try await withTimeout(.seconds(30), "consume") {
+                var all: [KafkaMessage] = []
+                for await batch in consumer.messages {
+                    all += batch
+                    consumer.markDone(batch)
+                    if all.count >= 5 { break }
+                }
+                return all
+            }
+        }
+        #expect(received.compactMap { $0.value?.string } == ["a", "b", "c", "d", "e"])
+    }
+
     @Test("a bad property fails at start-up naming the key, and never echoes a secret")
     func badConfiguration() throws {
         var configuration = KafkaProducerConfiguration()

@@ -113,6 +113,11 @@ struct ParallelBuildTests {
         #expect(parts.map(\.topic) == whole.map(\.topic))
         #expect(parts.map { $0.key.map(Array.init) } == whole.map { $0.key.map(Array.init) })
         #expect(parts.map { $0.value.map(Array.init) } == whole.map { $0.value.map(Array.init) })
+        // As the parts made them, for the producer to queue one after another: joined, the same.
+        let inParts = await processor.buildParts(decided, parts: 4)
+        #expect(inParts.count == 5, "the batch's own records, then one array per part")
+        #expect(inParts.joined().map(\.topic) == whole.map(\.topic))
+        #expect(inParts.joined().map { $0.value.map(Array.init) } == whole.map { $0.value.map(Array.init) })
     }
 
     @Test("herald bench pipeline streams every event through the worker and counts what came out")
