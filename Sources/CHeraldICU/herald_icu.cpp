@@ -462,7 +462,9 @@ struct herald_date_formatter {
     std::unique_ptr<icu::TimeZone> zone;
 
     DateKey key(double epoch_milliseconds) const {
-        if (unit == 1 || !(epoch_milliseconds == epoch_milliseconds)) return DateKey{epoch_milliseconds, 0, 0};
+        // Far beyond any calendar's reach (NaN too), a moment keys itself: no slot is computed from
+        // a value that might not fit one. Herald's own moments are milliseconds in an Int64.
+        if (unit == 1 || !(std::fabs(epoch_milliseconds) < 1e17)) return DateKey{epoch_milliseconds, 0, 0};
         int32_t raw = 0, daylight = 0;
         UErrorCode status = U_ZERO_ERROR;
         zone->getOffset(epoch_milliseconds, false, raw, daylight, status);
