@@ -1,4 +1,5 @@
-/// The pending deliveries of records queued by one ``KafkaProducer/enqueue(_:)`` call.
+/// The pending deliveries of records queued by one ``KafkaProducer/enqueue(_:)`` or
+/// ``KafkaProducer/enqueue(contentsOf:)`` call, in the order the records were given.
 public struct KafkaDeliveries: Sendable {
     let producer: KafkaProducer
     let tickets: [DeliveryTicket]

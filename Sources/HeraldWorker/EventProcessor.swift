@@ -375,7 +375,8 @@ public final class EventProcessor: Sendable {
     /// in order: rendering is the worker's most expensive step, and this way it uses the cores the
     /// store leaves idle. The parts run on ``BuildThreads``.
     public func build(_ batch: DecidedBatch, parts: Int) async -> [KafkaProducerRecord] {
-        let built = await buildParts(batch, parts: parts)
+        // Joined only if more than one part has records: a join copies every record.
+        let built = await buildParts(batch, parts: parts).filter { !$0.isEmpty }
         guard built.count > 1 else { return built.first ?? [] }
         var records: [KafkaProducerRecord] = []
         records.reserveCapacity(built.reduce(0) { $0 + $1.count })
