@@ -379,6 +379,72 @@ struct DecisionContractTests {
     }
 
     @Test(
+        "a large batch decides as its requests one at a time do: redeliveries and a key twice among new ones, limits, digests and deferrals",
+        arguments: StoreKind.allCases
+    )
+    func largeBatchAsOneAtATime(_ kind: StoreKind) async throws {
+        let optedIn = Preferences(categories: ["marketing": true])
+        func mixed(_ index: Int) -> DecisionRequest {
+            let recipient = "r\(index % 7)"
+            return switch index % 3 {
+            case 0: request("e\(index)", policy: tightMessages, recipient: recipient, now: noon, eventTime: noon)
+            case 1:
+                request(
+                    "e\(index)",
+                    policy: tightMessages,
+                    kind: "promo",
+                    category: "marketing",
+                    recipient: recipient,
+                    preferences: optedIn,
+                    now: noon
+                )
+            default:
+                request(
+                    "e\(index)",
+                    policy: tightMessages,
+                    kind: "receipt",
+                    category: "transactional",
+                    recipient: recipient,
+                    now: noon,
+                    eventTime: noon
+                )
+            }
+        }
+        // Decided in an earlier batch, so redelivered inside the large one's 64-entry inserts.
+        let earlier = [3, 20, 70, 100, 131].map(mixed)
+        // 150 requests (64 + 64 + 16 + 4 + 2 single), with e5 again at 40 and e130 again at 147.
+        var batch = (0..<150).map(mixed)
+        batch[40] = mixed(5)
+        batch[147] = mixed(130)
+
+        func decided(oneAtATime: Bool) async throws -> (first: [Decision], again: [Decision], due: [DueWork.Work]) {
+            try await withStore(kind) { store in
+                _ = try await store.decide(earlier)
+                var first: [Decision] = []
+                if oneAtATime {
+                    for request in batch { first += try await store.decide([request]) }
+                } else {
+                    first = try await store.decide(batch)
+                }
+                let again = try await store.decide(batch)
+                let due = try await store.claimDue(now: at("2026-12-31T00:00:00Z"), limit: 1000, lease: .seconds(60))
+                return (first, again, due.map(\.work))
+            }
+        }
+        let together = try await decided(oneAtATime: false)
+        let alone = try await decided(oneAtATime: true)
+        #expect(together.first == alone.first)
+        #expect(together.again == alone.again)
+        #expect(Set(together.due) == Set(alone.due))
+        // The batch must have met every case, or the comparison above proves less than it says.
+        let labels = Set(together.first.map(\.label))
+        #expect(labels.isSuperset(of: [.sent, .duplicate, .throttledDigested, .throttledDropped, .deferredThrottle]))
+        #expect(together.first[40].redelivered && together.first[147].redelivered && !together.first[5].redelivered)
+        #expect(together.again.allSatisfy { $0.redelivered })
+        #expect(together.first.map(\.reason) == together.again.map(\.reason))
+    }
+
+    @Test(
         "a deferral comes due, is decided again, and is sent; deferred again, it stays",
         arguments: StoreKind.allCases
     )

@@ -8,8 +8,22 @@ extension SQLiteStore {
                 let legacy = try Self.hasLegacyDecisions(connection)
                 var decisions: [Decision] = []
                 decisions.reserveCapacity(requests.count)
-                for request in requests {
-                    decisions.append(try Self.decide(request, legacy: legacy, &self.throttle, connection))
+                var next = requests.startIndex
+                while next < requests.endIndex {
+                    let rows = Self.ledgerRowsPerInsert.first { $0 <= requests.endIndex - next } ?? 1
+                    let chunk = requests[next..<next + rows]
+                    next += rows
+                    // Before an upgrade's entries are purged, each decision first looks for its key
+                    // at time 0, so it is decided on its own.
+                    if !legacy, rows > 1, try Self.insertLikely(chunk, connection) {
+                        for request in chunk {
+                            decisions.append(try Self.decide(request, inserted: true, &self.throttle, connection))
+                        }
+                    } else {
+                        for request in chunk {
+                            decisions.append(try Self.decide(request, legacy: legacy, &self.throttle, connection))
+                        }
+                    }
                 }
                 return decisions
             }
@@ -69,6 +83,62 @@ extension SQLiteStore {
         return prior
     }
 
+    /// How many ledger entries one `INSERT` writes, largest first. Each statement run has a cost of
+    /// its own (the call, starting and ending the statement, resetting it) that a row of a larger
+    /// `INSERT` does not pay: `bench decisions`' decide step went from 4.0 to 3.4 µs a decision.
+    static let ledgerRowsPerInsert = [64, 16, 4]
+
+    /// `INSERT … VALUES (…), (…), …` of `rows` ledger entries, skipping a key the ledger holds.
+    private static let ledgerInserts: [Int: SQLiteConnection.SQL] = Dictionary(
+        uniqueKeysWithValues: ledgerRowsPerInsert.map { rows in
+            let values = Array(repeating: "(?,?,?,?,?,?,?)", count: rows).joined(separator: ",")
+            return (
+                rows,
+                SQLiteConnection.SQL(
+                    built: """
+                        INSERT INTO decisions (event_time, event_id, kind, recipient, reason, due_at, decided_at)
+                        VALUES \(values) ON CONFLICT (event_time, event_id, kind, recipient) DO NOTHING
+                        """
+                )
+            )
+        }
+    )
+
+    /// A ledger entry with the plan's likely outcome, as one statement's values: the key, the reason,
+    /// when it is due, the decision's time.
+    private static func likelyEntry(_ request: DecisionRequest, into values: inout [SQLiteConnection.Value]) {
+        let key = request.key
+        let likely = request.plan.outcome
+        values.append(.integer(key.storedEventTime))
+        values.append(.text(key.eventID))
+        values.append(.text(key.kind))
+        values.append(.text(key.recipient))
+        values.append(.text(likely.reason.rawValue))
+        values.append(likely.dueAt.map { .integer($0.epochMilliseconds) } ?? .null)
+        values.append(.integer(request.decidedAt.epochMilliseconds))
+    }
+
+    /// Writes the likely outcome of every request in `chunk` in one statement, if the ledger holds
+    /// none of their keys (nor does a key come twice): `true`. Otherwise nothing is written, and
+    /// each request is decided on its own, as a redelivery needs.
+    ///
+    /// The savepoint takes back the entries that did go in: which ones did is not known, and a
+    /// redelivery must find its prior entry, not one this batch just wrote.
+    static func insertLikely(
+        _ chunk: ArraySlice<DecisionRequest>,
+        _ connection: SQLiteConnection
+    ) throws(StoreError) -> Bool {
+        guard let insert = ledgerInserts[chunk.count] else { return false }
+        var values: [SQLiteConnection.Value] = []
+        values.reserveCapacity(7 * chunk.count)
+        for request in chunk { likelyEntry(request, into: &values) }
+        try connection.query("SAVEPOINT ledger_chunk")
+        let inserted = try connection.change(insert, values)
+        if inserted != chunk.count { try connection.query("ROLLBACK TO ledger_chunk") }
+        try connection.query("RELEASE ledger_chunk")
+        return inserted == chunk.count
+    }
+
     static func decide(
         _ request: DecisionRequest,
         legacy: Bool,
@@ -76,34 +146,49 @@ extension SQLiteStore {
         _ connection: SQLiteConnection
     ) throws(StoreError) -> Decision {
         let key = request.key
-        // Computed where it is used, not made up front: only a redelivery, an event decided before
-        // the upgrade or a rewrite of the likely outcome needs the key's values on their own.
-        var keyValues: [SQLiteConnection.Value] {
-            [.integer(key.storedEventTime), .text(key.eventID), .text(key.kind), .text(key.recipient)]
-        }
         // Decided before the ledger was keyed by event time, this event's entry is at time 0.
         if legacy && key.eventTime != nil && !request.resumesDeferral,
-            let prior = try recorded(key, [.integer(0)] + keyValues.dropFirst(), connection)
+            let prior = try recorded(
+                key,
+                [.integer(0), .text(key.eventID), .text(key.kind), .text(key.recipient)],
+                connection
+            )
         {
             return prior
         }
-        let at = request.decidedAt.epochMilliseconds
         // The likely outcome is written first, in the statement that also finds out whether the
         // ledger already holds the key: one search for a new pair instead of a look-up and an insert.
         // Its values are one array, not the key's joined with the rest: a join for every decision.
-        let likely = request.plan.outcome
+        var values: [SQLiteConnection.Value] = []
+        values.reserveCapacity(7)
+        likelyEntry(request, into: &values)
         let inserted =
             try connection.change(
                 """
                 INSERT INTO decisions (event_time, event_id, kind, recipient, reason, due_at, decided_at)
                 VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (event_time, event_id, kind, recipient) DO NOTHING
                 """,
-                [
-                    .integer(key.storedEventTime), .text(key.eventID), .text(key.kind), .text(key.recipient),
-                    .text(likely.reason.rawValue), likely.dueAt.map { .integer($0.epochMilliseconds) } ?? .null,
-                    .integer(at),
-                ]
+                values
             ) == 1
+        return try decide(request, inserted: inserted, &throttle, connection)
+    }
+
+    /// Decides `request` once its likely outcome has been written (`inserted`), or found its key
+    /// already in the ledger.
+    static func decide(
+        _ request: DecisionRequest,
+        inserted: Bool,
+        _ throttle: inout ThrottleCounts,
+        _ connection: SQLiteConnection
+    ) throws(StoreError) -> Decision {
+        let key = request.key
+        // Computed where it is used, not made up front: only a redelivery or a rewrite of the
+        // likely outcome needs the key's values on their own.
+        var keyValues: [SQLiteConnection.Value] {
+            [.integer(key.storedEventTime), .text(key.eventID), .text(key.kind), .text(key.recipient)]
+        }
+        let at = request.decidedAt.epochMilliseconds
+        let likely = request.plan.outcome
         if !inserted, let prior = try recorded(key, keyValues, connection),
             !(request.resumesDeferral && prior.reason.isDeferral)
         {
