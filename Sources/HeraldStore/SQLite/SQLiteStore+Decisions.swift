@@ -88,9 +88,10 @@ extension SQLiteStore {
     /// `INSERT` does not pay: `bench decisions`' decide step went from 4.0 to 3.4 µs a decision.
     static let ledgerRowsPerInsert = [64, 16, 4]
 
-    /// `INSERT … VALUES (…), (…), …` of `rows` ledger entries, skipping a key the ledger holds.
+    /// `INSERT … VALUES (…), (…), …` of `rows` ledger entries (one, or one of
+    /// ``ledgerRowsPerInsert``), skipping a key the ledger holds.
     private static let ledgerInserts: [Int: SQLiteConnection.SQL] = Dictionary(
-        uniqueKeysWithValues: ledgerRowsPerInsert.map { rows in
+        uniqueKeysWithValues: ([1] + ledgerRowsPerInsert).map { rows in
             let values = Array(repeating: "(?,?,?,?,?,?,?)", count: rows).joined(separator: ",")
             return (
                 rows,
@@ -158,18 +159,10 @@ extension SQLiteStore {
         }
         // The likely outcome is written first, in the statement that also finds out whether the
         // ledger already holds the key: one search for a new pair instead of a look-up and an insert.
-        // Its values are one array, not the key's joined with the rest: a join for every decision.
         var values: [SQLiteConnection.Value] = []
         values.reserveCapacity(7)
         likelyEntry(request, into: &values)
-        let inserted =
-            try connection.change(
-                """
-                INSERT INTO decisions (event_time, event_id, kind, recipient, reason, due_at, decided_at)
-                VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (event_time, event_id, kind, recipient) DO NOTHING
-                """,
-                values
-            ) == 1
+        let inserted = try connection.change(ledgerInserts[1]!, values) == 1
         return try decide(request, inserted: inserted, &throttle, connection)
     }
 
