@@ -15,14 +15,12 @@ extension SQLiteStore {
                     next += rows
                     // Before an upgrade's entries are purged, each decision first looks for its key
                     // at time 0, so it is decided on its own.
-                    if !legacy, rows > 1, try Self.insertLikely(chunk, connection) {
-                        for request in chunk {
-                            decisions.append(try Self.decide(request, inserted: true, &self.throttle, connection))
-                        }
-                    } else {
-                        for request in chunk {
-                            decisions.append(try Self.decide(request, legacy: legacy, &self.throttle, connection))
-                        }
+                    var written = false
+                    if !legacy, rows > 1 { written = try Self.insertLikely(chunk, connection) }
+                    for request in chunk {
+                        decisions.append(
+                            try Self.decide(request, legacy: legacy, written: written, &self.throttle, connection)
+                        )
                     }
                 }
                 return decisions
@@ -88,22 +86,22 @@ extension SQLiteStore {
     /// `INSERT` does not pay: `bench decisions`' decide step went from 4.0 to 3.4 µs a decision.
     static let ledgerRowsPerInsert = [64, 16, 4]
 
-    /// `INSERT … VALUES (…), (…), …` of `rows` ledger entries (one, or one of
-    /// ``ledgerRowsPerInsert``), skipping a key the ledger holds.
-    private static let ledgerInserts: [Int: SQLiteConnection.SQL] = Dictionary(
-        uniqueKeysWithValues: ([1] + ledgerRowsPerInsert).map { rows in
-            let values = Array(repeating: "(?,?,?,?,?,?,?)", count: rows).joined(separator: ",")
-            return (
-                rows,
-                SQLiteConnection.SQL(
-                    built: """
-                        INSERT INTO decisions (event_time, event_id, kind, recipient, reason, due_at, decided_at)
-                        VALUES \(values) ON CONFLICT (event_time, event_id, kind, recipient) DO NOTHING
-                        """
-                )
-            )
-        }
+    /// The `INSERT` of one ledger entry, and of each of ``ledgerRowsPerInsert``'s counts.
+    private static let ledgerInsert = ledgerInsert(rows: 1)
+    private static let ledgerInserts = Dictionary(
+        uniqueKeysWithValues: ledgerRowsPerInsert.map { rows in (rows, ledgerInsert(rows: rows)) }
     )
+
+    /// `INSERT … VALUES (…), (…), …` of `rows` ledger entries, skipping a key the ledger holds.
+    private static func ledgerInsert(rows: Int) -> SQLiteConnection.SQL {
+        let values = Array(repeating: "(?,?,?,?,?,?,?)", count: rows).joined(separator: ",")
+        return SQLiteConnection.SQL(
+            built: """
+                INSERT INTO decisions (event_time, event_id, kind, recipient, reason, due_at, decided_at)
+                VALUES \(values) ON CONFLICT (event_time, event_id, kind, recipient) DO NOTHING
+                """
+        )
+    }
 
     /// A ledger entry with the plan's likely outcome, as one statement's values: the key, the reason,
     /// when it is due, the decision's time.
@@ -140,45 +138,36 @@ extension SQLiteStore {
         return inserted == chunk.count
     }
 
+    /// Decides `request`: answers a redelivery from the ledger, or counts it against its limits and
+    /// records what it left behind. `written`: its likely outcome is already in the ledger, written
+    /// by ``insertLikely(_:_:)`` (which found none of its chunk's keys there).
     static func decide(
         _ request: DecisionRequest,
         legacy: Bool,
+        written: Bool = false,
         _ throttle: inout ThrottleCounts,
         _ connection: SQLiteConnection
     ) throws(StoreError) -> Decision {
         let key = request.key
+        // Computed where it is used, not made up front: only a redelivery, an event decided before
+        // the upgrade or a rewrite of the likely outcome needs the key's values on their own.
+        var keyValues: [SQLiteConnection.Value] {
+            [.integer(key.storedEventTime), .text(key.eventID), .text(key.kind), .text(key.recipient)]
+        }
         // Decided before the ledger was keyed by event time, this event's entry is at time 0.
-        if legacy && key.eventTime != nil && !request.resumesDeferral,
-            let prior = try recorded(
-                key,
-                [.integer(0), .text(key.eventID), .text(key.kind), .text(key.recipient)],
-                connection
-            )
+        if !written && legacy && key.eventTime != nil && !request.resumesDeferral,
+            let prior = try recorded(key, [.integer(0)] + keyValues.dropFirst(), connection)
         {
             return prior
         }
         // The likely outcome is written first, in the statement that also finds out whether the
         // ledger already holds the key: one search for a new pair instead of a look-up and an insert.
-        var values: [SQLiteConnection.Value] = []
-        values.reserveCapacity(7)
-        likelyEntry(request, into: &values)
-        let inserted = try connection.change(ledgerInserts[1]!, values) == 1
-        return try decide(request, inserted: inserted, &throttle, connection)
-    }
-
-    /// Decides `request` once its likely outcome has been written (`inserted`), or found its key
-    /// already in the ledger.
-    static func decide(
-        _ request: DecisionRequest,
-        inserted: Bool,
-        _ throttle: inout ThrottleCounts,
-        _ connection: SQLiteConnection
-    ) throws(StoreError) -> Decision {
-        let key = request.key
-        // Computed where it is used, not made up front: only a redelivery or a rewrite of the
-        // likely outcome needs the key's values on their own.
-        var keyValues: [SQLiteConnection.Value] {
-            [.integer(key.storedEventTime), .text(key.eventID), .text(key.kind), .text(key.recipient)]
+        var inserted = written
+        if !written {
+            var values: [SQLiteConnection.Value] = []
+            values.reserveCapacity(7)
+            likelyEntry(request, into: &values)
+            inserted = try connection.change(ledgerInsert, values) == 1
         }
         let at = request.decidedAt.epochMilliseconds
         let likely = request.plan.outcome
