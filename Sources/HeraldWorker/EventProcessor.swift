@@ -566,7 +566,9 @@ public final class EventProcessor: Sendable {
                     )
                 )
             }
-            let written = try records.append(topic: topics.outbound, key: key, headers: Self.outboundHeaders) {
+            // No headers (docs/outbound.md): the value says what it is, and two constant headers on
+            // every record cost librdkafka four allocations and frees per message.
+            let written = try records.append(topic: topics.outbound, key: key) {
                 writer throws(DeadLetterReason) in
                 try write(device, envelope, &renders[slot], into: &writer, counters: &counters)
             }
@@ -645,12 +647,6 @@ public final class EventProcessor: Sendable {
         }
         return bodySize
     }
-
-    /// Every outbound record's headers, made once: the array is shared, not built per record.
-    static let outboundHeaders = [
-        KafkaHeader("content-type", string: "application/json"),
-        KafkaHeader(HeraldHeader.version, string: DeadLetter.heraldVersion),
-    ]
 
     /// Counts and logs (sampled) devices left out of a notification by ``maximumDevicesPerRecipient``.
     private func leftOutDevices(_ count: Int, of user: String, counters: inout WorkerStatistics.Counters) {

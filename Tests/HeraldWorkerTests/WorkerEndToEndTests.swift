@@ -173,8 +173,9 @@ struct WorkerEndToEndTests {
                         )
                     }
                 }
-                // The outbound record is keyed by the recipient.
+                // The outbound record is keyed by the recipient, and has no headers (docs/outbound.md).
                 #expect(messages.filter { $0.topic == "herald.outbound" }.allSatisfy { $0.key != nil })
+                #expect(messages.filter { $0.topic == "herald.outbound" }.allSatisfy { $0.headers.isEmpty })
             }
         }
     }
