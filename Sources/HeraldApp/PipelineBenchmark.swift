@@ -291,7 +291,7 @@ public struct PipelineBenchmark: Sendable {
     /// The outbound traffic the pipeline wrote, for the passthrough to write the same: `records`
     /// per `events`, each a value of the average size of the records still on `topic` (the
     /// embedded cluster keeps the last few MiB of each partition) with the key and headers of the
-    /// first (a user id and two short headers).
+    /// first (a user id; outbound records have no headers).
     static func outboundShape(
         of topic: String,
         on cluster: any BenchmarkCluster,
