@@ -24,14 +24,14 @@ struct RecordWriter: ~Copyable {
         records.append(record)
     }
 
-    /// Appends a record whose value `write` writes, unless it returns `nil` or throws: then what
-    /// it wrote is dropped and no record is added.
+    /// Appends a record, without headers, whose value `write` writes, unless it returns `nil` or
+    /// throws: then what it wrote is dropped and no record is added. (Outbound and decision records
+    /// have none; a record with headers is made elsewhere and appended whole.)
     ///
     /// - Returns: what `write` returned.
     mutating func append<Result, Failure: Error>(
         topic: String,
         key: KafkaBytes?,
-        headers: [KafkaHeader] = [],
         value write: (inout JSONStreamWriter) throws(Failure) -> Result?
     ) throws(Failure) -> Result? {
         let start = writer.count
@@ -47,7 +47,7 @@ struct RecordWriter: ~Copyable {
             return nil
         }
         pending.append((records.count, start))
-        records.append(KafkaProducerRecord(topic: topic, key: key, value: nil, headers: headers))
+        records.append(KafkaProducerRecord(topic: topic, key: key, value: nil))
         if writer.count >= Self.arenaSize { moveValues() }
         return result
     }
