@@ -5,6 +5,7 @@
 #include <unicode/datefmt.h>
 #include <unicode/decimfmt.h>
 #include <unicode/dcfmtsym.h>
+#include <unicode/gregocal.h>
 #include <unicode/locid.h>
 #include <unicode/messagepattern.h>
 #include <unicode/msgfmt.h>
@@ -505,6 +506,14 @@ extern "C" herald_date_formatter *herald_date_formatter_open(const char *locale,
     auto result = new herald_date_formatter();
     result->zone.reset(zone->clone());
     format->adoptTimeZone(zone.release());
+    // Events' times are RFC 3339, whose dates are proleptic Gregorian; ICU's Gregorian calendar
+    // (and those built on it) shows Julian dates before 15 October 1582 unless told otherwise.
+    if (auto *gregorian = dynamic_cast<const icu::GregorianCalendar *>(format->getCalendar())) {
+        std::unique_ptr<icu::GregorianCalendar> proleptic(gregorian->clone());
+        UErrorCode changeStatus = U_ZERO_ERROR;
+        proleptic->setGregorianChange(U_DATE_MIN, changeStatus);
+        if (U_SUCCESS(changeStatus)) format->adoptCalendar(proleptic.release());
+    }
     if (auto *simple = dynamic_cast<icu::SimpleDateFormat *>(format.get())) {
         UnicodeString pattern;
         simple->toPattern(pattern);

@@ -189,6 +189,17 @@ struct ICUTests {
         #expect(throws: ICUError.self) { try ICUDateFormatter(locale: "en", timeZone: "Mars/Olympus", style: "short") }
     }
 
+    @Test("dates before the Gregorian reform of 1582 are proleptic Gregorian, as RFC 3339 times are")
+    func prolepticGregorian() throws {
+        let utc = try ICUDateFormatter(locale: "en", timeZone: "UTC", style: "yMMMd")
+        // 1500-03-01, 1582-10-10 (a date the reform skipped) and 0001-01-01, at noon UTC.
+        #expect(utc.format(epochMilliseconds: -14_826_628_800_000) == "Mar 1, 1500")
+        #expect(utc.format(epochMilliseconds: -12_219_681_600_000) == "Oct 10, 1582")
+        #expect(utc.format(epochMilliseconds: -62_135_553_600_000) == "Jan 1, 1")
+        let nb = try ICUDateFormatter(locale: "nb", timeZone: "Europe/Oslo", style: "yMMMMd")
+        #expect(nb.format(epochMilliseconds: -14_826_628_800_000) == "1. mars 1500")
+    }
+
     @Test(
         "a remembered date text is reused only within the span its pattern shows, in local time",
         arguments: [
