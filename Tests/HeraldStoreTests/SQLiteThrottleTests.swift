@@ -63,15 +63,27 @@ struct SQLiteThrottleTests {
         #expect(after - before <= 2, "\(after - before) statements prepared again for 60 decisions")
     }
 
-    /// The count of ana's messages window: what is folded into `throttle_windows` plus the journal.
-    func storedCount(_ path: String) throws -> Int {
+    /// The count of a recipient's messages window: what is folded into `throttle_windows` plus the
+    /// journal's entries after the window's `counted_through`.
+    func storedCount(_ path: String, recipient: String = "ana") throws -> Int {
         let connection = try SQLiteConnection(path: path)
         var folded = 0
-        try connection.query("SELECT coalesce(sum(count), 0) FROM throttle_windows WHERE recipient = 'ana'") {
+        try connection.query(
+            "SELECT coalesce(sum(count), 0) FROM throttle_windows WHERE recipient = ?",
+            [.text(recipient)]
+        ) {
             folded = Int($0.integer(0))
         }
-        let journaled = try ThrottleCounts.journaled(connection).filter { $0.key.recipient == "ana" }
+        let journaled = try ThrottleCounts.journaled(connection).filter { $0.key.recipient == recipient }
         return folded + journaled.values.reduce(0) { $0 + $1.count }
+    }
+
+    func storedWindows(_ connection: SQLiteConnection) throws -> [String] {
+        var windows: [String] = []
+        try connection.query("SELECT recipient, count, counted_through FROM throttle_windows ORDER BY recipient") {
+            windows.append("\($0.text(0) ?? "") \($0.integer(1)) through \($0.integer(2))")
+        }
+        return windows
     }
 
     func journalRows(_ connection: SQLiteConnection) throws -> Int {
@@ -140,6 +152,106 @@ struct SQLiteThrottleTests {
         #expect(try await reasons(store, ["e4"]) == [.throttledDigested], "the limit is 2 a minute")
         #expect(try await reasons(store, ["e5"], at: earlier) == [.sent], "the ended window was deleted")
         #expect(try storedCount(path) == 3)
+    }
+
+    @Test("a fold written over several batches and cut short by a crash neither loses nor repeats a count")
+    func crashDuringFold() async throws {
+        let path = temporaryPath()
+        do {
+            // A fold begins at 3 journal entries and writes one window per batch.
+            let store = try SQLiteStore(
+                connection: SQLiteConnection(path: path),
+                throttleFoldThreshold: 3,
+                throttleFoldSlice: 1
+            )
+            #expect(try await reasons(store, ["a1"]) == [.sent])
+            #expect(try await reasons(store, ["b1"], recipient: "ben") == [.sent])
+            // The fold begins with ana, ben and cy: ana is written (journal rows 1-3 in her count).
+            #expect(try await reasons(store, ["c1"], recipient: "cy") == [.sent])
+            // ana is counted again (row 4) while ben is written; cy is not written yet.
+            #expect(try await reasons(store, ["a2"]) == [.sent])
+            let connection = try SQLiteConnection(path: path)
+            #expect(try storedWindows(connection) == ["ana 1 through 3", "ben 1 through 4"])
+            #expect(try journalRows(connection) == 4, "the fold is under way: no row is deleted yet")
+        }
+        // Each window's count is its stored count plus the entries of later rows: adding every
+        // journal entry would give ana 3 and ben 2.
+        #expect(try storedCount(path) == 2)
+        #expect(try storedCount(path, recipient: "ben") == 1)
+        #expect(try storedCount(path, recipient: "cy") == 1)
+        let reopened = try SQLiteStore(path: path)
+        #expect(try await reasons(reopened, ["a3"]) == [.throttledDigested], "the limit is 2 a minute")
+        #expect(try await reasons(reopened, ["b2", "b3"], recipient: "ben") == [.sent, .throttledDigested])
+        #expect(try await reasons(reopened, ["c2", "c3"], recipient: "cy") == [.sent, .throttledDigested])
+        for recipient in ["ana", "ben", "cy"] { #expect(try storedCount(path, recipient: recipient) == 2) }
+    }
+
+    @Test("a fold written over several batches deletes the journal rows it covered, and counts stay exact")
+    func foldOverSeveralBatches() async throws {
+        let path = temporaryPath()
+        let store = try SQLiteStore(
+            connection: SQLiteConnection(path: path),
+            throttleFoldThreshold: 2,
+            throttleFoldSlice: 1
+        )
+        let connection = try SQLiteConnection(path: path)
+        #expect(try await reasons(store, ["a1"]) == [.sent])
+        #expect(try await reasons(store, ["b1"], recipient: "ben") == [.sent])
+        #expect(try journalRows(connection) == 2, "the fold has written ana, not ben")
+        #expect(try await reasons(store, ["c1"], recipient: "cy") == [.sent])
+        // ben is written: the fold that began at row 2 is done, and rows 1 and 2 go.
+        #expect(try journalRows(connection) == 1)
+        #expect(try storedWindows(connection) == ["ana 1 through 2", "ben 1 through 3"])
+        #expect(try await reasons(store, ["a2", "a3"]) == [.sent, .throttledDigested])
+        #expect(try await reasons(store, ["b2", "b3"], recipient: "ben") == [.sent, .throttledDigested])
+        for recipient in ["ana", "ben", "cy"] {
+            #expect(try storedCount(path, recipient: recipient) == (recipient == "cy" ? 1 : 2))
+        }
+    }
+
+    @Test(
+        "journal row ids are not used again after the journal empties, so a window's last row stays behind later ones"
+    )
+    func journalRowIDsAreNotReused() async throws {
+        let path = temporaryPath()
+        do {
+            let store = try SQLiteStore(connection: SQLiteConnection(path: path), throttleFoldThreshold: 2)
+            #expect(try await reasons(store, ["a1"]) == [.sent])
+            // The fold writes ana and ben through row 2 and empties the journal.
+            #expect(try await reasons(store, ["b1"], recipient: "ben") == [.sent])
+            let connection = try SQLiteConnection(path: path)
+            #expect(try journalRows(connection) == 0)
+            // Row 3, not row 1 again: a row 1 would read as already in ben's stored count.
+            #expect(try await reasons(store, ["b2"], recipient: "ben") == [.sent])
+        }
+        #expect(try storedCount(path, recipient: "ben") == 2)
+        let reopened = try SQLiteStore(path: path)
+        #expect(try await reasons(reopened, ["b3"], recipient: "ben") == [.throttledDigested])
+    }
+
+    @Test("a version 13 database keeps its windows and journal: the migration marks the windows as holding no row")
+    func migrationFromVersion13() async throws {
+        let path = temporaryPath()
+        let connection = try SQLiteConnection(path: path)
+        try SQLiteStore.migrate(connection, to: 13)
+        let start = noon.epochMilliseconds - noon.epochMilliseconds % 60_000
+        var journal = ThrottleJournal()
+        journal.append(
+            ThrottleKey(recipient: "ana", rule: "messages", windowStart: Timestamp(epochMilliseconds: start)),
+            windowEnd: Timestamp(epochMilliseconds: start + 60_000)
+        )
+        try connection.execute(
+            "INSERT INTO throttle_windows VALUES (\(start), 'messages', 'ana', \(start + 60_000), 1)"
+        )
+        try connection.query("INSERT INTO throttle_journal (id, entries) VALUES (7, ?)", [.blob(journal.bytes)])
+        let store = try SQLiteStore(connection: connection)
+        #expect(try storedCount(path) == 2)
+        #expect(try await reasons(store, ["m1"]) == [.throttledDigested], "the limit is 2 a minute")
+        // The next row comes after the migrated one.
+        #expect(try await reasons(store, ["m2"], recipient: "ben") == [.sent])
+        var ids: [Int64] = []
+        try connection.query("SELECT id FROM throttle_journal ORDER BY id") { ids.append($0.integer(0)) }
+        #expect(ids.count == 1 && ids[0] > 7, "\(ids)")
     }
 
     @Test("a batch's counts are one journal row, read back whole after a crash")

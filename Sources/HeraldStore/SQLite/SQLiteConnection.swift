@@ -203,6 +203,9 @@ final class SQLiteConnection: @unchecked Sendable {
         return Int(sqlite3_changes(handle))
     }
 
+    /// The rowid of the last row an `INSERT` on this connection added.
+    var lastInsertedRowID: Int64 { sqlite3_last_insert_rowid(handle) }
+
     /// Runs `body` in a transaction: committed if it returns, rolled back if it throws.
     func transaction<R>(_ body: () throws(StoreError) -> R) throws(StoreError) -> R {
         try execute("BEGIN IMMEDIATE")

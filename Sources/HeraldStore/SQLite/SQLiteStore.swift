@@ -19,6 +19,9 @@ public final class SQLiteStore: StateStore, @unchecked Sendable {
 
     /// Notifications counted in memory and journaled before the journal is folded into the windows.
     static let throttleFoldThreshold = 50_000
+    /// The fewest windows a transaction writes while a fold is under way (one more per notification
+    /// it counted).
+    static let throttleFoldSlice = 256
 
     /// Users whose recipient record is kept in memory by default.
     public static let defaultDirectoryCacheCapacity = 200_000
@@ -205,6 +208,16 @@ public final class SQLiteStore: StateStore, @unchecked Sendable {
         CREATE INDEX devices_by_invalidation ON devices (invalidated_at) WHERE invalidated_at IS NOT NULL;
         CREATE INDEX invalid_tokens_by_time ON invalid_tokens (invalidated_at);
         """,
+        // 14: each window records the last journal row its count includes, and journal row ids are
+        // never reused (AUTOINCREMENT), so a fold can write its windows over several transactions
+        // (see ThrottleCounts). Windows stored before hold no journal row's entries (0).
+        """
+        ALTER TABLE throttle_windows ADD COLUMN counted_through INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE throttle_journal RENAME TO throttle_journal_13;
+        CREATE TABLE throttle_journal (id INTEGER PRIMARY KEY AUTOINCREMENT, entries BLOB NOT NULL);
+        INSERT INTO throttle_journal SELECT id, entries FROM throttle_journal_13;
+        DROP TABLE throttle_journal_13;
+        """,
     ]
 
     /// Opens (or creates) the database at `path` and migrates it to the current schema.
@@ -234,12 +247,13 @@ public final class SQLiteStore: StateStore, @unchecked Sendable {
         connection: SQLiteConnection,
         directoryCache: Int = SQLiteStore.defaultDirectoryCacheCapacity,
         throttleFoldThreshold: Int = SQLiteStore.throttleFoldThreshold,
+        throttleFoldSlice: Int = SQLiteStore.throttleFoldSlice,
         maximumDevicesPerUser: Int = DirectoryLimits.maximumDevicesPerUser
     ) throws(StoreError) {
         self.connection = connection
         self.maximumDevicesPerUser = max(maximumDevicesPerUser, 1)
         self.cache = RecipientCache(capacity: max(directoryCache, 0))
-        self.throttle = ThrottleCounts(foldThreshold: throttleFoldThreshold)
+        self.throttle = ThrottleCounts(foldThreshold: throttleFoldThreshold, minimumSlice: throttleFoldSlice)
         try Self.migrate(connection)
     }
 
