@@ -38,6 +38,15 @@ public struct DecisionBenchmark: Sendable {
         public var lookupSeconds: Double
         public var planSeconds: Double
         public var decideSeconds: Double
+        /// Each `decide` call's duration, in seconds: how long a batch waits for its decisions.
+        public var decideCallSeconds: [Double]
+
+        /// The `decide` calls' duration at `fraction` (0.5: the median; 1: the slowest).
+        public func decideCall(percentile fraction: Double) -> Double {
+            let sorted = decideCallSeconds.sorted()
+            guard !sorted.isEmpty else { return 0 }
+            return sorted[min(Int(fraction * Double(sorted.count)), sorted.count - 1)]
+        }
 
         public var roundRates: [Double] { roundSeconds.map { Double(decisions) / $0 } }
         public var medianDecisionsPerSecond: Double {
@@ -129,6 +138,7 @@ public struct DecisionBenchmark: Sendable {
         var lookup = Duration.zero
         var planning = Duration.zero
         var deciding = Duration.zero
+        var decideCalls: [Double] = []
         // Noon UTC on a weekday: most users are outside quiet hours; later rounds move on an hour so
         // message windows do not simply fill up.
         var now = Timestamp(epochMilliseconds: 1_763_726_400_000)
@@ -204,7 +214,9 @@ public struct DecisionBenchmark: Sendable {
                 let decideStarted = ContinuousClock.now
                 planning += decideStarted - planStarted
                 for decision in try await store.decide(requests) { reasons[decision.label.rawValue, default: 0] += 1 }
-                deciding += ContinuousClock.now - decideStarted
+                let decided = ContinuousClock.now - decideStarted
+                deciding += decided
+                decideCalls.append(decided.inSeconds)
             }
             roundSeconds.append((ContinuousClock.now - started).inSeconds)
             roundCPU.append(ProcessUsage.cpuSeconds() - cpuBefore)
@@ -225,7 +237,8 @@ public struct DecisionBenchmark: Sendable {
             reasons: reasons,
             lookupSeconds: lookup.inSeconds,
             planSeconds: planning.inSeconds,
-            decideSeconds: deciding.inSeconds
+            decideSeconds: deciding.inSeconds,
+            decideCallSeconds: decideCalls
         )
     }
 }

@@ -253,6 +253,11 @@ struct DecisionBenchCommand: AsyncParsableCommand {
                 + "plan \(String(format: "%.1f", report.planSeconds / total * 1e6)) µs, "
                 + "decide \(String(format: "%.1f", report.decideSeconds / total * 1e6)) µs"
         )
+        print(
+            "  decide per batch: p50 \(String(format: "%.1f", report.decideCall(percentile: 0.5) * 1e3)) ms, "
+                + "p99 \(String(format: "%.1f", report.decideCall(percentile: 0.99) * 1e3)) ms, "
+                + "slowest \(String(format: "%.1f", report.decideCall(percentile: 1) * 1e3)) ms"
+        )
         print("  seeding the directory took \(String(format: "%.1f", report.seedSeconds)) s")
         print(
             "  directory cache: \(storeOptions.directoryCache) users; "

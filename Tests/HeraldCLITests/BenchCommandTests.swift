@@ -187,5 +187,10 @@ struct DecisionBenchCommandTests {
         #expect(counts.reduce(0) { $0 + $1.1 } == 3000, "\(result.output)")
         #expect(!counts.contains { $0.0 == "duplicate" }, "\(result.output)")
         #expect(counts.contains { $0.0 == "sent" && $0.1 > 2000 }, "\(result.output)")
+        // How long the 12 batches waited for their decisions: three figures in order.
+        let waits = result.output.split(separator: "\n").first { $0.contains("decide per batch:") }
+        let milliseconds = (waits ?? "").split(separator: " ").compactMap { Double($0) }
+        #expect(milliseconds.count == 3, "\(result.output)")
+        #expect(milliseconds.first ?? 0 > 0 && milliseconds == milliseconds.sorted(), "\(result.output)")
     }
 }
