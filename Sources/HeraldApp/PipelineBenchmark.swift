@@ -14,7 +14,8 @@ import Glibc
 /// `herald bench pipeline`: the whole worker, end to end, on the embedded broker.
 ///
 /// A directory of `users` users with one to three devices each (APNs, FCM, Expo; five locales, some
-/// with quiet hours or marketing opt-ins) is written to the store, then a feeder streams `events`
+/// with marketing opt-ins, some with quiet hours that start after the run ends, so that its work does
+/// not depend on the hour it runs at) is written to the store, then a feeder streams `events`
 /// mixed events of the example kinds into a domain topic while the worker — the same `Worker`
 /// `herald run --role worker` runs — consumes them, decides, renders and produces the outbound
 /// records. The feeder stays at most `window` events ahead of the worker: the embedded cluster keeps
@@ -120,7 +121,10 @@ public struct PipelineBenchmark: Sendable {
     ) async throws -> Report {
         let catalog = try CatalogLoader.load(directory: catalogDirectory).catalog
         let seeded = ContinuousClock.now
-        let devices = try await Self.seedDirectory(store, users: users)
+        let runStarted = Date()
+        let devices = try await Self.seedDirectory(store, users: users) { timeZone in
+            Self.quietHours(after: runStarted, timeZone: timeZone)
+        }
         let seedSeconds = (ContinuousClock.now - seeded).inSeconds
         progress("seeded \(users) users with \(devices) devices in \(String(format: "%.1f", seedSeconds)) s")
 
@@ -348,9 +352,34 @@ public struct PipelineBenchmark: Sendable {
     /// How long the run waits without progress before it gives up.
     static let stallTimeout: Duration = .seconds(60)
 
+    /// Quiet hours that no user of a run starting at `start` is in while it lasts: nine hours from the
+    /// local hour three hours after it, in `timeZone` (at least an hour after it even where clocks go
+    /// back and an hour comes twice). The worker decides quiet hours by the wall clock, so with the
+    /// usual 22:00–07:00 a tenth of the users' notifications were deferred from 20:00 UTC on (Cairo
+    /// first, then Oslo's at 21:00), and a run after that made 1.72 outbound messages per event
+    /// instead of 1.87: what a run measured depended on the hour it ran at.
+    static func quietHours(after start: Date, timeZone: String) -> QuietHours? {
+        guard let zone = TimeZone(identifier: timeZone) else { return nil }
+        func localHour(_ date: Date) -> String {
+            let seconds = Int(date.timeIntervalSince1970) + zone.secondsFromGMT(for: date)
+            let hour = (seconds / 3600 % 24 + 24) % 24
+            return (hour < 10 ? "0" : "") + "\(hour):00"
+        }
+        return QuietHours(
+            start: localHour(start.addingTimeInterval(3 * 3600)),
+            end: localHour(start.addingTimeInterval(12 * 3600)),
+            timeZone: timeZone
+        )
+    }
+
     /// Writes the directory through the same `apply` path a `herald.directory` consumer uses, and
-    /// returns how many devices it registered.
-    static func seedDirectory(_ store: any StateStore, users: Int) async throws -> Int {
+    /// returns how many devices it registered. A tenth of the users have the quiet hours
+    /// `quietHours` gives for their time zone (22:00–07:00 unless told).
+    static func seedDirectory(
+        _ store: any StateStore,
+        users: Int,
+        quietHours: (String) -> QuietHours? = { QuietHours(start: "22:00", end: "07:00", timeZone: $0) }
+    ) async throws -> Int {
         let registeredAt = Timestamp(epochMilliseconds: 1_763_000_000_000)
         var changes: [DirectoryEvent] = []
         changes.reserveCapacity(5000)
@@ -392,8 +421,7 @@ public struct PipelineBenchmark: Sendable {
                         userID: userID,
                         preferences: Preferences(
                             categories: ["marketing": user % 4 == 0],
-                            quietHours: user % 10 == 3
-                                ? QuietHours(start: "22:00", end: "07:00", timeZone: profile.timeZone) : nil
+                            quietHours: user % 10 == 3 ? quietHours(profile.timeZone) : nil
                         ),
                         at: registeredAt
                     )

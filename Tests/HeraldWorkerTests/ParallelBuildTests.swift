@@ -1,5 +1,4 @@
 import Foundation
-import HeraldApp
 import HeraldEvents
 import HeraldKafka
 import HeraldPolicy
@@ -9,6 +8,8 @@ import HeraldWorker
 import Logging
 import Synchronization
 import Testing
+
+@testable import HeraldApp
 
 /// The worker's concurrency: a batch is built in parts on several cores while the store decides
 /// the next one, and the parts' records still come out in consumption order.
@@ -138,6 +139,11 @@ struct ParallelBuildTests {
         #expect(report.counters.handledEvents == 3000)
         #expect(report.counters.eventsByType.values.reduce(0, +) == 3000)
         #expect(report.counters.deadLettersByCode.isEmpty, "\(report.counters.deadLettersByCode)")
+        // Whatever the hour: the users with quiet hours are not in them while the run lasts.
+        #expect(
+            report.counters.decisionsByReason["deferred.quiet_hours"] == nil,
+            "\(report.counters.decisionsByReason)"
+        )
         #expect(report.devices == 100 * 1 + 100 * 2 + 100 * 3)
         let sent = report.counters.decisionsByReason["sent"] ?? 0
         // Every sent decision reaches each of the user's one to three devices.
@@ -151,6 +157,31 @@ struct ParallelBuildTests {
         let rates = report.raw.map(\.messagesPerSecond).sorted()
         #expect(report.rawMedian?.messagesPerSecond == rates[1])
         #expect(report.ratio == report.eventsPerSecond / rates[1])
+    }
+
+    @Test("the pipeline benchmark's quiet hours start after the run would end, at any hour and across DST changes")
+    func benchmarkQuietHours() throws {
+        // Every half hour of 2026-03-28 to 30 and 2026-10-24 to 26 (both European DST changes, and
+        // Cairo's, 2026-04-23 to 25 and 2026-10-28 to 30).
+        let days: [Double] = [1_774_656_000, 1_792_800_000, 1_776_902_400, 1_793_145_600]
+        for day in days {
+            for step in 0..<(3 * 48) {
+                let start = Date(timeIntervalSince1970: day + Double(step) * 1800)
+                for profile in EventGenerator.profiles {
+                    let quiet = try #require(PipelineBenchmark.quietHours(after: start, timeZone: profile.timeZone))
+                    let startMilliseconds = Int64(start.timeIntervalSince1970 * 1000)
+                    // A run of an hour is never in them; five hours in, it would be.
+                    for minute in stride(from: 0, through: 60, by: 5) {
+                        let moment = Timestamp(epochMilliseconds: startMilliseconds + Int64(minute) * 60_000)
+                        #expect(!quiet.contains(moment), "\(profile.timeZone) at \(start)")
+                    }
+                    #expect(
+                        quiet.contains(Timestamp(epochMilliseconds: startMilliseconds + 5 * 3_600_000)),
+                        "\(profile.timeZone) at \(start): \(quiet.startText)-\(quiet.endText)"
+                    )
+                }
+            }
+        }
     }
 
     @Test("herald bench pipeline's Kafka properties reach the worker's clients, and only with the option")
