@@ -360,9 +360,10 @@ public struct PipelineBenchmark: Sendable {
     /// instead of 1.87: what a run measured depended on the hour it ran at.
     static func quietHours(after start: Date, timeZone: String) -> QuietHours? {
         guard let zone = TimeZone(identifier: timeZone) else { return nil }
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = zone
         func localHour(_ date: Date) -> String {
-            let seconds = Int(date.timeIntervalSince1970) + zone.secondsFromGMT(for: date)
-            let hour = (seconds / 3600 % 24 + 24) % 24
+            let hour = calendar.component(.hour, from: date)
             return (hour < 10 ? "0" : "") + "\(hour):00"
         }
         return QuietHours(

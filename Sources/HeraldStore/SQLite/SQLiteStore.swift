@@ -19,8 +19,8 @@ public final class SQLiteStore: StateStore, @unchecked Sendable {
 
     /// Notifications counted in memory and journaled before the journal is folded into the windows.
     static let throttleFoldThreshold = 50_000
-    /// The fewest windows a transaction writes while a fold is under way (one more per notification
-    /// it counted).
+    /// The fewest windows a transaction writes while a fold is under way (as many as it counted, if
+    /// those are more).
     static let throttleFoldSlice = 256
 
     /// Users whose recipient record is kept in memory by default.

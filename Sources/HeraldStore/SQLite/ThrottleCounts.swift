@@ -12,7 +12,7 @@ import HeraldPolicy
 ///
 /// A fold is spread over the transactions after it begins, a slice of windows (in key order, so a
 /// slice's windows share pages) per transaction, about as many as that transaction counted: written
-/// all at once, 50,000 windows held the store for 100–150 ms, during which every later batch waited
+/// all at once, 50,000 windows held the store for 100–210 ms, during which every later batch waited
 /// for its decisions and the worker's other threads ran out of work (a core idle, every 1.2–1.8 s).
 ///
 /// It stays exact, across crashes and processes, because each stored window records the last
@@ -72,8 +72,8 @@ struct ThrottleCounts {
 
     /// Journal entries that trigger a fold: bounds the journal and the map (about 100 bytes a window).
     let foldThreshold: Int
-    /// The fewest windows a transaction writes while a fold is under way (it writes one more per
-    /// entry it appended), so that a fold ends however little is being counted.
+    /// The fewest windows a transaction writes while a fold is under way (as many as the entries it
+    /// appended, if those are more), so that a fold ends however little is being counted.
     let minimumSlice: Int
     private var windows: [ThrottleKey: Window] = [:]
     /// For each start seen since the map was last emptied: `true` if every window of it with a
