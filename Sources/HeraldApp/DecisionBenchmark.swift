@@ -38,14 +38,16 @@ public struct DecisionBenchmark: Sendable {
         public var lookupSeconds: Double
         public var planSeconds: Double
         public var decideSeconds: Double
-        /// Each `decide` call's duration, in seconds: how long a batch waits for its decisions.
+        /// Each `decide` call's duration, in seconds, shortest first: how long a batch waits for its
+        /// decisions.
         public var decideCallSeconds: [Double]
 
-        /// The `decide` calls' duration at `fraction` (0.5: the median; 1: the slowest).
+        /// The `decide` calls' duration at `fraction` (0.5: the median; 1: the slowest), by nearest
+        /// rank: the shortest that at least that fraction of the calls took no longer than.
         public func decideCall(percentile fraction: Double) -> Double {
-            let sorted = decideCallSeconds.sorted()
-            guard !sorted.isEmpty else { return 0 }
-            return sorted[min(Int(fraction * Double(sorted.count)), sorted.count - 1)]
+            guard !decideCallSeconds.isEmpty else { return 0 }
+            let rank = Int((fraction * Double(decideCallSeconds.count)).rounded(.up))
+            return decideCallSeconds[min(max(rank, 1), decideCallSeconds.count) - 1]
         }
 
         public var roundRates: [Double] { roundSeconds.map { Double(decisions) / $0 } }
@@ -238,7 +240,7 @@ public struct DecisionBenchmark: Sendable {
             lookupSeconds: lookup.inSeconds,
             planSeconds: planning.inSeconds,
             decideSeconds: deciding.inSeconds,
-            decideCallSeconds: decideCalls
+            decideCallSeconds: decideCalls.sorted()
         )
     }
 }
