@@ -47,6 +47,23 @@ extension KafkaConsumer {
 
         var assignment: [TopicPartition] { trackers.keys.sorted() }
 
+        /// Where each assigned partition stands, for ``KafkaConsumer/partitionStates()``.
+        func partitionStates() -> [TopicPartition: KafkaConsumer.PartitionState] {
+            var states: [TopicPartition: KafkaConsumer.PartitionState] = [:]
+            for (partition, tracker) in trackers {
+                states[partition] = KafkaConsumer.PartitionState(
+                    epoch: tracker.epoch,
+                    donePosition: tracker.donePosition,
+                    outstanding: tracker.outstanding,
+                    paused: userPaused.contains(partition),
+                    revoking: revoking.contains(partition),
+                    pendingSeek: pendingSeeks[partition],
+                    buffered: buffer.reduce(0) { $0 + $1.lazy.filter { $0.topicPartition == partition }.count }
+                )
+            }
+            return states
+        }
+
         // MARK: Lifecycle
 
         enum StartAction { case start, alreadyStarted }

@@ -125,6 +125,32 @@ public final class KafkaConsumer: Service, Sendable {
         client.wake()
     }
 
+    /// Where one assigned partition stands in this consumer: what a stuck partition is diagnosed by.
+    public struct PartitionState: Sendable, Equatable, CustomStringConvertible {
+        /// Which assignment of the partition this is (see ``KafkaConsumer/assignmentEpoch(of:)``).
+        public var epoch: Int
+        /// The offset up to which every handed-out message is done; nil before any was handed out.
+        public var donePosition: Int64?
+        /// Handed out and not yet done or released.
+        public var outstanding: Int
+        /// Paused by the application (``KafkaConsumer/pause(_:)``).
+        public var paused: Bool
+        public var revoking: Bool
+        /// A rewind not yet applied: fetching starts again there.
+        public var pendingSeek: Int64?
+        /// Fetched and waiting in Herald's buffer.
+        public var buffered: Int
+
+        public var description: String {
+            "epoch \(epoch), done to \(donePosition.map(String.init) ?? "-"), outstanding \(outstanding), "
+                + "buffered \(buffered)\(paused ? ", paused" : "")\(revoking ? ", revoking" : "")"
+                + (pendingSeek.map { ", rewinding to \($0)" } ?? "")
+        }
+    }
+
+    /// Where each assigned partition stands.
+    public func partitionStates() -> [TopicPartition: PartitionState] { state.withLock { $0.partitionStates() } }
+
     /// The partitions currently assigned to this consumer.
     public var assignment: [TopicPartition] { state.withLock { $0.assignment } }
 

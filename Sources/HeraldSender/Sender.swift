@@ -123,6 +123,12 @@ public final class Sender: Service, Sendable {
     /// Messages behind the end of each assigned partition.
     public func lag() -> [TopicPartition: Int64] { consumer.lag() }
 
+    /// Where each assigned partition of the outbound and retry topics stands in the consumer.
+    public func partitionStates() -> [TopicPartition: KafkaConsumer.PartitionState] { consumer.partitionStates() }
+
+    /// Notifications whose provider call is being made now.
+    public var callsInHand: Int { sending.withLock { $0.count } }
+
     /// Each provider's circuit.
     public func circuitState(of provider: PushProvider) -> CircuitBreaker.State { breakers[provider]!.current }
 

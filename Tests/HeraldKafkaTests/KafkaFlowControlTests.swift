@@ -77,6 +77,76 @@ struct KafkaFlowControlTests {
         #expect(partition0 == Array(0..<110), "in order, without gaps or repeats")
     }
 
+    @Test(
+        "a paused partition taken away by a rebalance and handed back flows again; one kept through it stays paused",
+        arguments: [KafkaConsumerConfiguration.AssignmentStrategy.cooperativeSticky, .eager]
+    )
+    func pausedPartitionHandedBack(strategy: KafkaConsumerConfiguration.AssignmentStrategy) async throws {
+        let env = try KafkaTestEnvironment(topics: ["handback": 2])
+        let producer = try env.makeProducer()
+        // Partitions the first consumer was handed after it paused everything: fresh assignments.
+        let handedBack = SharedValue<Set<TopicPartition>>([])
+        let pausing = SharedValue(false)
+        let first = try env.makeConsumer(
+            group: "handback",
+            topics: ["handback"],
+            configure: { $0.assignmentStrategy = strategy },
+            onAssign: { partitions in
+                if pausing.value { handedBack.update { $0.formUnion(partitions) } }
+            }
+        )
+        let second = try env.makeConsumer(
+            group: "handback",
+            topics: ["handback"],
+            configure: { $0.assignmentStrategy = strategy }
+        )
+        let received = ReceivedMessages()
+        let all = [TopicPartition("handback", 0), TopicPartition("handback", 1)]
+        try await withRunningServices([producer, first]) {
+            let consuming = consume(first, into: received)
+            #expect(await eventually { first.assignment.count == 2 })
+            try await produce(producer, topic: "handback", count: 20, partitions: 2)
+            #expect(await eventually { received.count == 20 })
+            pausing.update { $0 = true }
+            first.pause(all)
+            // The second member takes a partition and leaves: it comes back to the first.
+            try await withRunningServices([second]) {
+                #expect(await eventually(within: .seconds(30)) { second.assignment.count == 1 })
+                try await Task.sleep(for: .milliseconds(500))
+                second.triggerShutdown()
+            }
+            #expect(await eventually(within: .seconds(30)) { first.assignment.count == 2 })
+            let fresh = handedBack.value
+            #expect(!fresh.isEmpty, "a partition moved and came back")
+            try await produce(producer, topic: "handback", count: 200, partitions: 2, startingAt: 20)
+            // A handed-back partition is a new assignment, unpaused: its 100 new messages arrive. (Before,
+            // librdkafka kept the pause it had when it was taken away, and nothing ever resumed it.)
+            let expected = 20 + 100 * fresh.count
+            #expect(
+                await eventually(within: .seconds(20)) { Set(received.positions).count >= expected },
+                "received \(Set(received.positions).count) of \(expected); handed back: \(fresh.sorted())"
+            )
+            try await Task.sleep(for: .milliseconds(500))
+            for partition in all where !fresh.contains(partition) {
+                #expect(
+                    Set(received.all.filter { $0.topicPartition == partition }.map(\.offset)).count == 10,
+                    "\(partition), kept through the rebalance, is still paused"
+                )
+            }
+            first.resume(all)
+            // (Counted as distinct positions: an eager revoke's commit may be refused mid-rebalance,
+            // and what it covered comes again.)
+            #expect(await eventually { Set(received.positions).count == 220 })
+            first.triggerShutdown()
+            await consuming.value
+        }
+        for partition in all {
+            let offsets = received.all.filter { $0.topicPartition == partition }.map(\.offset)
+            let missing = Set(0..<110).subtracting(offsets).sorted()
+            #expect(missing.isEmpty, "\(partition): \(missing.count) never arrived, such as \(missing.prefix(5))")
+        }
+    }
+
     @Test("librdkafka reads values in place: records the caller dropped at enqueue arrive intact after an outage")
     func valuesLentUntilDelivered() async throws {
         let env = try KafkaTestEnvironment(topics: ["lent": 2])

@@ -63,6 +63,7 @@ struct SenderTests {
         clock: any HeraldClock = WallClock(),
         delays: [Duration] = [.milliseconds(100), .milliseconds(200), .milliseconds(300), .milliseconds(400)],
         deliveryTimeout: Duration? = nil,
+        assignment: KafkaConsumerConfiguration.AssignmentStrategy = .cooperativeSticky,
         logger: Logger? = nil
     ) throws -> Sender {
         var configuration = Sender.Configuration(
@@ -70,6 +71,7 @@ struct SenderTests {
             producer: environment.producerConfiguration()
         )
         configuration.consumer.fetchMaxWait = .milliseconds(50)
+        configuration.consumer.assignmentStrategy = assignment
         configuration.retry = RetryPolicy(delays: delays)
         configuration.topics.decisions = "herald.decisions"
         configuration.topics.deliveries = "herald.deliveries"
@@ -159,6 +161,7 @@ struct SenderTests {
                         if accepted + dead > 1 { twice.append(message.notificationID) }
                     }
                     #expect(lost.count == 0, "lost: \(lost.count), such as \(lost.prefix(5))")
+                    if !lost.isEmpty { print(try await Self.whereLost(lost, environment: environment, sender: sender)) }
                     #expect(twice.count == 0, "more than once: \(twice.count), such as \(twice.prefix(5))")
                     for letter in deadLetters.all {
                         #expect(Self.header(letter, HeraldHeader.errorCode)?.isEmpty == false)
@@ -187,6 +190,36 @@ struct SenderTests {
                 }
             }
         }
+    }
+
+    /// For a test that lost notifications: where each of the first few lost ones was last written
+    /// (topic, partition, offset, attempt) and where the sender's consumer stands on each partition.
+    static func whereLost(_ lost: [String], environment: KafkaTestEnvironment, sender: Sender) async throws -> String {
+        var lines = ["sender: \(sender.waitingRetries) retries held, \(sender.callsInHand) calls in hand"]
+        let lag = sender.lag()
+        for (partition, state) in sender.partitionStates().sorted(by: { $0.key < $1.key }) {
+            lines.append("  \(partition): \(state), lag \(lag[partition].map(String.init) ?? "-")")
+        }
+        let wanted = Set(lost.prefix(10))
+        for topic in ["herald.outbound"] + RetryPolicy().topics {
+            let reader = TopicReader(
+                bootstrapServers: [environment.cluster.bootstrapServers],
+                topic: topic,
+                clientID: "herald-test-lost"
+            )
+            try await reader.read(logger: environment.logger, idleTimeout: .seconds(10)) { batch in
+                for copy in batch {
+                    guard let outbound = try? OutboundMessage(decoding: copy.value ?? KafkaBytes([])),
+                        wanted.contains(outbound.notificationID)
+                    else { continue }
+                    lines.append(
+                        "  \(outbound.notificationID) attempt \(outbound.attempt) at \(copy.topicPartition)@\(copy.offset)"
+                            + " not before \(copy.header(HeraldHeader.notBefore)?.string ?? "-")"
+                    )
+                }
+            }
+        }
+        return lines.joined(separator: "\n")
     }
 
     @Test(
@@ -437,6 +470,66 @@ struct SenderTests {
                 #expect(
                     await eventually(within: .seconds(60)) { fixture.simulator.statistics.accepted >= messages.count },
                     "accepted \(fixture.simulator.statistics.accepted) of \(messages.count)"
+                )
+            }
+            let wrong = callIDs.filter { fixture.simulator.acceptedCount(id: $0) != 1 }
+            #expect(wrong.count == 0, "not accepted exactly once: \(wrong.prefix(5))")
+        }
+    }
+
+    @Test(
+        "a second sender joins and leaves while retries wait for their time: the partitions handed back flow again, and each notification is accepted once"
+    )
+    func rebalanceWhileRetriesWait() async throws {
+        let environment = try KafkaTestEnvironment(topics: Self.topics)
+        try await SimulatorFixture.with { fixture in
+            let tokens = (1...10).map(ProviderAnswerTests.apnsToken)
+            let messages = try tokens.enumerated().map { index, token in
+                var message = try SimulatorFixture.message(.apns, token: token, id: "r-\(index)")
+                message.recipient = "user-\(index)"
+                return message
+            }
+            let callIDs = messages.map { message in message.request.headers.first { $0.name == "apns-id" }!.value }
+            // Every first call is answered 503: each message waits 25 s in herald.outbound.retry.1,
+            // its partition paused, while the second sender joins and leaves.
+            for token in tokens {
+                fixture.simulator.script(token: token, .init(status: 503, reason: "ServiceUnavailable"))
+            }
+            let delays: [Duration] = [.seconds(25), .milliseconds(100), .milliseconds(100), .milliseconds(100)]
+            let ledgerPath = scratch.path + "/rebalance.sqlite"
+            // Eager: every rebalance takes every partition away and hands it out again, so the paused
+            // retry partitions are handed back to the first sender whichever member got them.
+            func sender() throws -> Sender {
+                try Self.makeSender(
+                    environment,
+                    fixture,
+                    ledger: try SQLiteStore(path: ledgerPath),
+                    delays: delays,
+                    assignment: .eager
+                )
+            }
+            let first = try sender()
+            try await withRunningServices([first]) {
+                try await environment.produce(messages.map(Self.record))
+                #expect(
+                    await eventually { first.statistics.snapshot.retriesByStep["1", default: 0] == messages.count },
+                    "every first call was answered 503 and its retry written"
+                )
+                #expect(await eventually { first.waitingRetries > 0 }, "retries are read back and wait")
+                // The outbound offsets are committed meanwhile (every 200 ms here): what the first
+                // sender must read again after the rebalance is the retries, not the first copies.
+                try await Task.sleep(for: .seconds(1))
+                for token in tokens { fixture.simulator.script(token: token, nil) }
+                let second = try sender()
+                try await withRunningServices([second]) {
+                    #expect(await eventually(within: .seconds(30)) { second.assignedPartitions > 0 })
+                }
+                #expect(await eventually(within: .seconds(30)) { first.assignedPartitions == 12 })
+                // Before, a partition paused when the rebalance took it away came back paused for
+                // good: its retries were never read again.
+                #expect(
+                    await eventually(within: .seconds(60)) { fixture.simulator.statistics.accepted >= messages.count },
+                    "accepted \(fixture.simulator.statistics.accepted) of \(messages.count); \(first.partitionStates())"
                 )
             }
             let wrong = callIDs.filter { fixture.simulator.acceptedCount(id: $0) != 1 }

@@ -272,7 +272,12 @@ final class RDKafkaConsumerClient: @unchecked Sendable {
                 let failure = rd_kafka_assign(handle, list)
                 if failure != RD_KAFKA_RESP_ERR_NO_ERROR { report(KafkaError(rdkafka: failure, context: "assign")) }
             }
-            if pauseNow { pause(partitions) }
+            // A partition starts a new assignment flowing unless the buffer is full. librdkafka
+            // keeps a partition's pause through a revoke and a later assignment (pause is a flag on
+            // its partition object, which outlives the assignment): one paused when it was taken
+            // away (a retry waiting for its time, a full buffer) came back paused, and as the
+            // assignment that paused it was over, nothing ever resumed it.
+            if pauseNow { pause(partitions) } else { resume(partitions) }
         default:
             if error != RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS {
                 report(KafkaError(rdkafka: error, context: "rebalance"))
