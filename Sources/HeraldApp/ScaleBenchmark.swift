@@ -127,8 +127,13 @@ public struct ScaleBenchmark: Sendable {
         // A database of its own, seeded through the same `apply` path a directory consumer uses.
         let databaseURL = try await Self.freshDatabase(on: storeURL, logger: logger)
         let location = try StoreLocation(databaseURL)
+        // Quiet hours that start after the run, as the pipeline benchmark's: the workers keep them
+        // by the wall clock, and what a run does would otherwise depend on the hour it runs at.
+        let runStarted = Date()
         let devices = try await location.withStore(logger: logger) { store in
-            try await PipelineBenchmark.seedDirectory(store, users: users)
+            try await PipelineBenchmark.seedDirectory(store, users: users) { timeZone in
+                PipelineBenchmark.quietHours(after: runStarted, timeZone: timeZone)
+            }
         }
         progress("\(workers) worker(s), \(senders) sender(s): seeded \(users) users with \(devices) devices")
 
