@@ -399,6 +399,20 @@ extension KafkaConsumer {
             }
         }
 
+        /// Pauses `partition` if `epoch` is still its assignment's (see ``assignmentEpoch(of:)``).
+        mutating func pause(_ partition: TopicPartition, holding epoch: Int) -> Bool {
+            guard assignmentEpoch(of: partition) == epoch else { return false }
+            pause([partition])
+            return true
+        }
+
+        /// Resumes `partition` if `epoch` is still its assignment's.
+        mutating func resume(_ partition: TopicPartition, holding epoch: Int) -> Bool {
+            guard assignmentEpoch(of: partition) == epoch else { return false }
+            resume([partition])
+            return true
+        }
+
         mutating func recordStatistics(_ json: String) {
             statisticsJSON = json
         }

@@ -151,6 +151,33 @@ public final class KafkaConsumer: Service, Sendable {
     /// Where each assigned partition stands.
     public func partitionStates() -> [TopicPartition: PartitionState] { state.withLock { $0.partitionStates() } }
 
+    /// Pauses `partition` only if this consumer still holds it in the assignment `epoch` names
+    /// (``assignmentEpoch(of:)``), checked and paused under one lock. Work that read the epoch and
+    /// then paused could pause the partition's next assignment, which that work never resumes.
+    ///
+    /// - Returns: whether it paused it (false: the partition is no longer held in that assignment).
+    @discardableResult
+    public func pause(_ partition: TopicPartition, holding epoch: Int) -> Bool {
+        let paused = state.withLock { $0.pause(partition, holding: epoch) }
+        if paused {
+            state.broadcast()
+            client.wake()
+        }
+        return paused
+    }
+
+    /// Resumes `partition` only if this consumer still holds it in the assignment `epoch` names: a
+    /// pause made in a later assignment is that assignment's to end.
+    @discardableResult
+    public func resume(_ partition: TopicPartition, holding epoch: Int) -> Bool {
+        let resumed = state.withLock { $0.resume(partition, holding: epoch) }
+        if resumed {
+            state.broadcast()
+            client.wake()
+        }
+        return resumed
+    }
+
     /// The partitions currently assigned to this consumer.
     public var assignment: [TopicPartition] { state.withLock { $0.assignment } }
 

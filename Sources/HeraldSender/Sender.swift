@@ -174,16 +174,19 @@ public final class Sender: Service, Sendable {
             for await batch in consumer.messages {
                 let (ready, waiting) = split(batch)
                 for (partition, messages) in waiting {
-                    guard let epoch = consumer.assignmentEpoch(of: partition) else {
+                    // Not due yet: this partition stops fetching until its messages have been tried,
+                    // in the assignment they came from (a pause made in the next one would be held
+                    // by nothing).
+                    guard let epoch = consumer.assignmentEpoch(of: partition),
+                        consumer.pause(partition, holding: epoch)
+                    else {
                         // Revoked (or closing) since they were handed out: the next owner sends them.
                         consumer.release(messages)
                         continue
                     }
-                    // Not due yet: this partition stops fetching until its messages have been tried.
-                    consumer.pause([partition])
                     group.addTask {
                         if try await self.handleWhenDue(messages, of: partition, epoch: epoch) {
-                            self.consumer.resume([partition])
+                            self.consumer.resume(partition, holding: epoch)
                         }
                     }
                 }

@@ -40,6 +40,42 @@ struct ConsumerStateMachineTests {
         #expect(batch.map(\.offset) == [0, 1, 2, 3, 4])
     }
 
+    @Test(
+        "pausing or resuming a partition in an assignment that has ended does nothing: the next assignment's pause is its own"
+    )
+    func pauseHoldingEpoch() {
+        var machine = KafkaConsumer.StateMachine(maxBatchSize: 100, maxBufferedMessages: 1000)
+        _ = machine.start()
+        let partition = TopicPartition("retries", 0)
+        _ = machine.assign([partition])
+        let first = machine.assignmentEpoch(of: partition)!
+        let pausedInFirst = machine.pause(partition, holding: first)
+        #expect(pausedInFirst)
+        #expect(machine.userPaused == [partition])
+        // Taken away and handed back: a new assignment, flowing.
+        machine.beginRevoke([partition])
+        let resumedWhileRevoking = machine.resume(partition, holding: first)
+        #expect(!resumedWhileRevoking, "not resumed while being revoked")
+        machine.finishRevoke([partition])
+        _ = machine.assign([partition])
+        let second = machine.assignmentEpoch(of: partition)!
+        #expect(second != first)
+        #expect(machine.userPaused.isEmpty)
+        // Work from the first assignment neither pauses the second nor ends its pause.
+        let stalePause = machine.pause(partition, holding: first)
+        #expect(!stalePause)
+        #expect(machine.userPaused.isEmpty)
+        let pausedInSecond = machine.pause(partition, holding: second)
+        #expect(pausedInSecond)
+        let staleResume = machine.resume(partition, holding: first)
+        #expect(!staleResume)
+        #expect(machine.userPaused == [partition])
+        let resumedInSecond = machine.resume(partition, holding: second)
+        #expect(resumedInSecond)
+        #expect(machine.userPaused.isEmpty)
+        #expect(machine.pollPlan().resume == [partition])
+    }
+
     @Test("messages fetched for a partition being revoked are not handed out")
     func revokedRun() {
         var machine = KafkaConsumer.StateMachine(maxBatchSize: 100, maxBufferedMessages: 1000)
