@@ -158,24 +158,24 @@ public final class KafkaConsumer: Service, Sendable {
     /// - Returns: whether it paused it (false: the partition is no longer held in that assignment).
     @discardableResult
     public func pause(_ partition: TopicPartition, holding epoch: Int) -> Bool {
-        let paused = state.withLock { $0.pause(partition, holding: epoch) }
-        if paused {
-            state.broadcast()
-            client.wake()
-        }
-        return paused
+        changePause { $0.pause(partition, holding: epoch) }
     }
 
     /// Resumes `partition` only if this consumer still holds it in the assignment `epoch` names: a
     /// pause made in a later assignment is that assignment's to end.
     @discardableResult
     public func resume(_ partition: TopicPartition, holding epoch: Int) -> Bool {
-        let resumed = state.withLock { $0.resume(partition, holding: epoch) }
-        if resumed {
+        changePause { $0.resume(partition, holding: epoch) }
+    }
+
+    /// Applies a pause or resume that may not happen, and wakes the poll thread to apply it if it did.
+    private func changePause(_ change: (inout StateMachine) -> Bool) -> Bool {
+        let changed = state.withLock { change(&$0) }
+        if changed {
             state.broadcast()
             client.wake()
         }
-        return resumed
+        return changed
     }
 
     /// The partitions currently assigned to this consumer.

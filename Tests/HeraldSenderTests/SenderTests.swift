@@ -412,25 +412,34 @@ struct SenderTests {
         }
     }
 
+    /// Ten APNs messages (ids `<ids>-0`…) whose calls `fixture` answers 503 until the test unscripts
+    /// their tokens: fewer than the circuit breaker's threshold, whose circuit would put them back
+    /// itself. Also the calls' apns-ids, by which the simulator knows them.
+    static func refusedOnce(
+        _ fixture: SimulatorFixture,
+        ids: String
+    ) throws -> (tokens: [String], messages: [OutboundMessage], callIDs: [String]) {
+        let tokens = (1...10).map(ProviderAnswerTests.apnsToken)
+        let messages = try tokens.enumerated().map { index, token in
+            var message = try SimulatorFixture.message(.apns, token: token, id: "\(ids)-\(index)")
+            message.recipient = "user-\(index)"
+            return message
+        }
+        let callIDs = messages.map { message in message.request.headers.first { $0.name == "apns-id" }!.value }
+        for token in tokens {
+            fixture.simulator.script(token: token, .init(status: 503, reason: "ServiceUnavailable"))
+        }
+        return (tokens, messages, callIDs)
+    }
+
     @Test(
         "retries waiting for their time when the sender stops are given back: it stops at once, not at their time, and the next sender sends each once"
     )
     func waitingRetriesGivenBack() async throws {
         let environment = try KafkaTestEnvironment(topics: Self.topics)
         try await SimulatorFixture.with { fixture in
-            // Fewer than the circuit breaker's threshold: its circuit would put them back itself.
-            let tokens = (1...10).map(ProviderAnswerTests.apnsToken)
-            let messages = try tokens.enumerated().map { index, token in
-                var message = try SimulatorFixture.message(.apns, token: token, id: "w-\(index)")
-                message.recipient = "user-\(index)"
-                return message
-            }
-            // APNs calls are known to the simulator by their apns-id.
-            let callIDs = messages.map { message in message.request.headers.first { $0.name == "apns-id" }!.value }
             // Every first call is answered 503: each message waits 12 s in herald.outbound.retry.1.
-            for token in tokens {
-                fixture.simulator.script(token: token, .init(status: 503, reason: "ServiceUnavailable"))
-            }
+            let (tokens, messages, callIDs) = try Self.refusedOnce(fixture, ids: "w")
             let delays: [Duration] = [.seconds(12), .milliseconds(100), .milliseconds(100), .milliseconds(100)]
             let ledgerPath = scratch.path + "/waiting.sqlite"
             let first = try Self.makeSender(
@@ -483,18 +492,9 @@ struct SenderTests {
     func rebalanceWhileRetriesWait() async throws {
         let environment = try KafkaTestEnvironment(topics: Self.topics)
         try await SimulatorFixture.with { fixture in
-            let tokens = (1...10).map(ProviderAnswerTests.apnsToken)
-            let messages = try tokens.enumerated().map { index, token in
-                var message = try SimulatorFixture.message(.apns, token: token, id: "r-\(index)")
-                message.recipient = "user-\(index)"
-                return message
-            }
-            let callIDs = messages.map { message in message.request.headers.first { $0.name == "apns-id" }!.value }
             // Every first call is answered 503: each message waits 25 s in herald.outbound.retry.1,
             // its partition paused, while the second sender joins and leaves.
-            for token in tokens {
-                fixture.simulator.script(token: token, .init(status: 503, reason: "ServiceUnavailable"))
-            }
+            let (tokens, messages, callIDs) = try Self.refusedOnce(fixture, ids: "r")
             let delays: [Duration] = [.seconds(25), .milliseconds(100), .milliseconds(100), .milliseconds(100)]
             let ledgerPath = scratch.path + "/rebalance.sqlite"
             // Eager: every rebalance takes every partition away and hands it out again, so the paused
