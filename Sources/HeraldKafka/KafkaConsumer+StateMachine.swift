@@ -49,6 +49,8 @@ extension KafkaConsumer {
 
         /// Where each assigned partition stands, for ``KafkaConsumer/partitionStates()``.
         func partitionStates() -> [TopicPartition: KafkaConsumer.PartitionState] {
+            var buffered: [TopicPartition: Int] = [:]
+            for batch in buffer { for message in batch { buffered[message.topicPartition, default: 0] += 1 } }
             var states: [TopicPartition: KafkaConsumer.PartitionState] = [:]
             for (partition, tracker) in trackers {
                 states[partition] = KafkaConsumer.PartitionState(
@@ -58,7 +60,7 @@ extension KafkaConsumer {
                     paused: userPaused.contains(partition),
                     revoking: revoking.contains(partition),
                     pendingSeek: pendingSeeks[partition],
-                    buffered: buffer.reduce(0) { $0 + $1.lazy.filter { $0.topicPartition == partition }.count }
+                    buffered: buffered[partition] ?? 0
                 )
             }
             return states

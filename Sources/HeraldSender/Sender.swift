@@ -126,6 +126,11 @@ public final class Sender: Service, Sendable {
     /// Where each assigned partition of the outbound and retry topics stands in the consumer.
     public func partitionStates() -> [TopicPartition: KafkaConsumer.PartitionState] { consumer.partitionStates() }
 
+    /// The offsets the sender's group has committed for `partitions`, asked of the broker.
+    public func committedOffsets(for partitions: [TopicPartition]) async throws(KafkaError) -> [TopicPartition: Int64] {
+        try await consumer.committedOffsets(for: partitions)
+    }
+
     /// Notifications whose provider call is being made now.
     public var callsInHand: Int { sending.withLock { $0.count } }
 

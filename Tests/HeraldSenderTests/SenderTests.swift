@@ -508,29 +508,57 @@ struct SenderTests {
                     assignment: .eager
                 )
             }
+            // The partitions the senders read: the outbound topic and the retry topics.
+            let read = Self.topics.filter { $0.key.hasPrefix("herald.outbound") && $0.key != "herald.outbound.dlq" }
             let first = try sender()
-            try await withRunningServices([first]) {
-                try await environment.produce(messages.map(Self.record))
-                #expect(
-                    await eventually { first.statistics.snapshot.retriesByStep["1", default: 0] == messages.count },
-                    "every first call was answered 503 and its retry written"
-                )
-                #expect(await eventually { first.waitingRetries > 0 }, "retries are read back and wait")
-                // The outbound offsets are committed meanwhile (every 200 ms here): what the first
-                // sender must read again after the rebalance is the retries, not the first copies.
-                try await Task.sleep(for: .seconds(1))
-                for token in tokens { fixture.simulator.script(token: token, nil) }
-                let second = try sender()
-                try await withRunningServices([second]) {
-                    #expect(await eventually(within: .seconds(30)) { second.assignedPartitions > 0 })
+            try await environment.withCollector(["herald.deliveries"]) { deliveries in
+                try await withRunningServices([first]) {
+                    let written = try await environment.produce(messages.map(Self.record))
+                    #expect(
+                        await eventually { first.statistics.snapshot.retriesByStep["1", default: 0] == messages.count },
+                        "every first call was answered 503 and its retry written"
+                    )
+                    #expect(await eventually { first.waitingRetries > 0 }, "retries are read back and wait")
+                    // The first copies' offsets committed: after the rebalances the first sender reads
+                    // the retries again, not the first copies (which would be sent as they are).
+                    var ends: [TopicPartition: Int64] = [:]
+                    for report in written {
+                        let partition = TopicPartition("herald.outbound", report.partition)
+                        ends[partition] = max(ends[partition] ?? 0, (report.offset ?? 0) + 1)
+                    }
+                    let outbound = Array(ends.keys)
+                    #expect(await eventually { (try? await first.committedOffsets(for: outbound)) == ends })
+                    for token in tokens { fixture.simulator.script(token: token, nil) }
+                    let second = try sender()
+                    try await withRunningServices([second]) {
+                        #expect(await eventually(within: .seconds(30)) { second.assignedPartitions > 0 })
+                    }
+                    #expect(
+                        await eventually(within: .seconds(30)) {
+                            first.assignedPartitions == read.values.reduce(0, +)
+                        }
+                    )
+                    // Before, a partition paused when the rebalance took it away came back paused for
+                    // good: its retries were never read again.
+                    #expect(
+                        await eventually(within: .seconds(60)) {
+                            fixture.simulator.statistics.accepted >= messages.count
+                        },
+                        "accepted \(fixture.simulator.statistics.accepted) of \(messages.count); \(first.partitionStates())"
+                    )
                 }
-                #expect(await eventually(within: .seconds(30)) { first.assignedPartitions == 12 })
-                // Before, a partition paused when the rebalance took it away came back paused for
-                // good: its retries were never read again.
-                #expect(
-                    await eventually(within: .seconds(60)) { fixture.simulator.statistics.accepted >= messages.count },
-                    "accepted \(fixture.simulator.statistics.accepted) of \(messages.count); \(first.partitionStates())"
+                // Each was delivered by its retry (attempt 2), read from a handed-back partition.
+                let delivered = try deliveries.all.map { try JSONParser().parse($0.value ?? KafkaBytes([])) }
+                    .filter { $0["outcome"]?.stringValue == "delivered" }
+                let attempts = Dictionary(
+                    delivered.map { record in
+                        var attempt = 0
+                        if case .number(let text)? = record["attempt"] { attempt = Int(text) ?? 0 }
+                        return (record["notificationId"]?.stringValue ?? "", attempt)
+                    },
+                    uniquingKeysWith: max
                 )
+                #expect(attempts == Dictionary(uniqueKeysWithValues: messages.map { ($0.notificationID, 2) }))
             }
             let wrong = callIDs.filter { fixture.simulator.acceptedCount(id: $0) != 1 }
             #expect(wrong.count == 0, "not accepted exactly once: \(wrong.prefix(5))")
