@@ -131,6 +131,9 @@ public final class Sender: Service, Sendable {
         try await consumer.committedOffsets(for: partitions)
     }
 
+    /// Records (retries, dead letters, analytics) handed to the producer and not yet acknowledged.
+    public var unacknowledgedRecords: Int { producer.queuedMessageCount }
+
     /// Notifications whose provider call is being made now.
     public var callsInHand: Int { sending.withLock { $0.count } }
 

@@ -195,7 +195,10 @@ struct SenderTests {
     /// For a test that lost notifications: where each of the first few lost ones was last written
     /// (topic, partition, offset, attempt) and where the sender's consumer stands on each partition.
     static func whereLost(_ lost: [String], environment: KafkaTestEnvironment, sender: Sender) async throws -> String {
-        var lines = ["sender: \(sender.waitingRetries) retries held, \(sender.callsInHand) calls in hand"]
+        var lines = [
+            "sender: \(sender.waitingRetries) retries held, \(sender.callsInHand) calls in hand, "
+                + "\(sender.unacknowledgedRecords) records not yet acknowledged"
+        ]
         let lag = sender.lag()
         for (partition, state) in sender.partitionStates().sorted(by: { $0.key < $1.key }) {
             lines.append("  \(partition): \(state), lag \(lag[partition].map(String.init) ?? "-")")
@@ -392,6 +395,12 @@ struct SenderTests {
                     fixture.simulator.statistics.accepted + deadLetters.count >= messages.count
                 }
                 #expect(settled, "accepted \(fixture.simulator.statistics.accepted), dead letters \(deadLetters.count)")
+                if !settled {
+                    let lost = messages.map(\.notificationID).filter { fixture.simulator.acceptedCount(id: $0) == 0 }
+                    for sender in [first, second].compactMap({ $0 }) {
+                        print(try await Self.whereLost(lost, environment: environment, sender: sender))
+                    }
+                }
                 // A moment more, to catch anything sent twice.
                 try await Task.sleep(for: .milliseconds(500))
                 if !pastDeliveryTimeout { #expect(ended.value == nil, "the same sender did the rest") }
@@ -547,11 +556,15 @@ struct SenderTests {
                         "accepted \(fixture.simulator.statistics.accepted) of \(messages.count); \(first.partitionStates())"
                     )
                 }
-                // Each was delivered by its retry (attempt 2), read from a handed-back partition.
-                let delivered = try deliveries.all.map { try JSONParser().parse($0.value ?? KafkaBytes([])) }
-                    .filter { $0["outcome"]?.stringValue == "delivered" }
+                // Each was delivered by its retry (attempt 2), read from a handed-back partition. (The
+                // records are read back by the collector a moment after the calls are answered.)
+                func delivered() throws -> [JSONValue] {
+                    try deliveries.all.map { try JSONParser().parse($0.value ?? KafkaBytes([])) }
+                        .filter { $0["outcome"]?.stringValue == "delivered" }
+                }
+                _ = try await eventually { try delivered().count >= messages.count }
                 let attempts = Dictionary(
-                    delivered.map { record in
+                    try delivered().map { record in
                         var attempt = 0
                         if case .number(let text)? = record["attempt"] { attempt = Int(text) ?? 0 }
                         return (record["notificationId"]?.stringValue ?? "", attempt)
