@@ -342,9 +342,11 @@ extension KafkaConsumer {
             return trackers[partition]?.epoch
         }
 
-        /// Gives handed-out messages back undone (see ``OffsetTracker/release(_:)``).
-        mutating func release(_ messages: some Collection<KafkaMessage>) {
+        /// Gives handed-out messages back undone (see ``OffsetTracker/release(_:)``); with `epoch`,
+        /// only to the assignment it names, which may be being revoked.
+        mutating func release(_ messages: some Collection<KafkaMessage>, epoch: Int? = nil) {
             forEachPartitionRun(of: messages) { tracker, run in
+                guard epoch == nil || tracker.epoch == epoch else { return false }
                 for message in run { tracker.release(message.offset) }
                 return false
             }

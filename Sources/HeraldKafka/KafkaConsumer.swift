@@ -101,6 +101,15 @@ public final class KafkaConsumer: Service, Sendable {
         state.broadcast()
     }
 
+    /// ``release(_:)`` for messages handed out in the assignment `epoch` names: given back to it
+    /// (while it is being revoked, say), never to a later assignment of the same partition, which
+    /// may have handed the same offsets out again; released there, their completion would no
+    /// longer move its committed offset.
+    public func release(_ messages: some Collection<KafkaMessage>, holding epoch: Int) {
+        state.withLock { $0.release(messages, epoch: epoch) }
+        state.broadcast()
+    }
+
     /// An id of this consumer's current hold on `partition`, or nil when it does not hold it: not
     /// assigned, being revoked, or the consumer closing. Every assignment gets a new one, so work
     /// that waits long with a message (a retry not yet due) can tell whether the partition is still

@@ -279,7 +279,7 @@ public final class Sender: Service, Sendable {
                 }
             }
             guard consumer.assignmentEpoch(of: partition) == epoch else {
-                consumer.release(rest)
+                consumer.release(rest, holding: epoch)
                 return false
             }
             let now = clock.now()

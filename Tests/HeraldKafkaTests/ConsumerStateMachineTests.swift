@@ -76,6 +76,35 @@ struct ConsumerStateMachineTests {
         #expect(machine.pollPlan().resume == [partition])
     }
 
+    @Test(
+        "messages given back by work from an ended assignment leave the next assignment's copies of them alone; given back while it is revoked, they stop counting"
+    )
+    func releaseHoldingEpoch() {
+        var machine = KafkaConsumer.StateMachine(maxBatchSize: 100, maxBufferedMessages: 1000)
+        _ = machine.start()
+        let partition = TopicPartition("retries", 0)
+        _ = machine.assign([partition])
+        let first = machine.assignmentEpoch(of: partition)!
+        _ = machine.append(Self.run("retries", 0, from: 0, count: 3))
+        let held = Self.delivered(&machine)
+        // Given back while the partition is revoked: they no longer hold up the revoke.
+        machine.beginRevoke([partition])
+        machine.release(held, epoch: first)
+        #expect(machine.outstanding(in: [partition]) == 0)
+        machine.finishRevoke([partition])
+        // Handed back: the same offsets are handed out again, in the new assignment.
+        _ = machine.assign([partition])
+        _ = machine.append(Self.run("retries", 0, from: 0, count: 3))
+        let again = Self.delivered(&machine)
+        #expect(again.count == 3)
+        // The old work gives them back late: the new assignment's copies stay in flight, and once
+        // done they move its committed offset.
+        machine.release(held, epoch: first)
+        #expect(machine.outstanding(in: [partition]) == 3)
+        _ = machine.markDone(again)
+        #expect(machine.committable(in: [partition]) == [partition: 3])
+    }
+
     @Test("messages fetched for a partition being revoked are not handed out")
     func revokedRun() {
         var machine = KafkaConsumer.StateMachine(maxBatchSize: 100, maxBufferedMessages: 1000)
