@@ -38,6 +38,11 @@ public struct TopicReader: Sendable {
         // A group of one that reads once: no reason to wait long for a member that went away.
         configuration.sessionTimeout = .seconds(6)
         configuration.closeTimeout = .seconds(2)
+        // A group of one has no partitions to keep flowing while others move, and with librdkafka
+        // before 2.3 a cooperative-sticky consumer that never got an assignment (the broker out of
+        // reach) cannot be destroyed: it would keep its threads and reconnect for the life of the
+        // process (see RDKafkaConsumerClient.mayDestroy).
+        configuration.assignmentStrategy = .eager
         let consumer = try KafkaConsumer(configuration: configuration, logger: logger)
         let running = Task { try await consumer.run() }
         let progress = ProgressCounter()

@@ -41,6 +41,7 @@ final class RDKafkaConsumerClient: @unchecked Sendable {
         offersCooperativeSticky = properties.contains {
             $0.0 == "partition.assignment.strategy" && $0.1.contains("cooperative-sticky")
         }
+        clientID = properties.last { $0.0 == "client.id" }?.1 ?? ""
         let conf = try RDKafkaConfig.make(properties, role: "consumer")
         let context = RDKafkaCallbackContext(logger: logger)
         contextPointer = context.install(on: conf)
@@ -66,6 +67,19 @@ final class RDKafkaConsumerClient: @unchecked Sendable {
     /// Whether the group may choose `cooperative-sticky` for this consumer. Read from the
     /// configuration: once closed, librdkafka no longer answers `rd_kafka_rebalance_protocol`.
     private let offersCooperativeSticky: Bool
+    /// `client.id`, by which ``endedHandles(clientID:)`` counts.
+    private let clientID: String
+
+    /// How the handles that are gone ended, by `client.id`. A handle ``mayDestroy`` kept from
+    /// `rd_kafka_destroy` holds its threads and connections until the process exits: for tests,
+    /// a throwaway consumer must not be one.
+    private static let ended = Mutex<[String: (destroyed: Int, leftAlone: Int)]>([:])
+
+    /// How many consumer handles of `client.id` `clientID` were destroyed, and how many were
+    /// closed but left alone, so far.
+    package static func endedHandles(clientID: String) -> (destroyed: Int, leftAlone: Int) {
+        ended.withLock { $0[clientID] ?? (0, 0) }
+    }
 
     /// Whether `rd_kafka_destroy` may run on this handle. librdkafka before 2.3.0 aborts the process
     /// when it destroys a consumer whose group chose `cooperative-sticky` but that has not yet had
@@ -85,7 +99,9 @@ final class RDKafkaConsumerClient: @unchecked Sendable {
         let destroyed = lifecycle.withLock { $0 == .destroyed }
         if !destroyed {
             rd_kafka_queue_destroy(queue)
-            if mayDestroy {
+            let destroying = mayDestroy
+            countEnd(destroyed: destroying)
+            if destroying {
                 rd_kafka_destroy(handle)
             } else {
                 // The callbacks' context stays too: librdkafka may still call through it.
@@ -95,6 +111,16 @@ final class RDKafkaConsumerClient: @unchecked Sendable {
         }
         RDKafkaCallbackContext.release(contextPointer)
         messageBuffer.deallocate()
+    }
+
+    private func countEnd(destroyed: Bool) {
+        Self.ended.withLock { ended in
+            if destroyed {
+                ended[clientID, default: (0, 0)].destroyed += 1
+            } else {
+                ended[clientID, default: (0, 0)].leftAlone += 1
+            }
+        }
     }
 
     static func client(fromOpaque opaque: UnsafeMutableRawPointer?) -> RDKafkaConsumerClient? {
@@ -248,7 +274,9 @@ final class RDKafkaConsumerClient: @unchecked Sendable {
         }
         guard !alreadyDestroyed else { return }
         rd_kafka_queue_destroy(queue)
-        guard mayDestroy else { return }
+        let destroying = mayDestroy
+        countEnd(destroyed: destroying)
+        guard destroying else { return }
         rd_kafka_destroy_flags(handle, Int32(RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE))
     }
 

@@ -1,0 +1,50 @@
+import HeraldTestSupport
+import Testing
+
+@testable import HeraldKafka
+
+@Suite("Reading a topic to its end", .timeLimit(.minutes(2)))
+struct TopicReaderTests {
+    @Test("a topic is read to its end, every record once, and the reader's consumer is destroyed")
+    func readsToTheEnd() async throws {
+        let environment = try KafkaTestEnvironment(topics: ["reader.in": 3])
+        let producer = try environment.makeProducer()
+        try await withRunningServices([producer]) {
+            try await produce(producer, topic: "reader.in", count: 300, partitions: 3)
+        }
+
+        let clientID = "reader-\(UInt64.random(in: 0...UInt64.max))"
+        var values: [String] = []
+        let read = try await TopicReader(
+            bootstrapServers: [environment.cluster.bootstrapServers],
+            topic: "reader.in",
+            clientID: clientID
+        ).read(logger: environment.logger) { batch in
+            values += batch.map { $0.value?.string ?? "" }
+        }
+        #expect(read == 300)
+        #expect(Set(values) == Set((0..<300).map { "m-\($0)" }) && values.count == 300)
+        #expect(await eventually { RDKafkaConsumerClient.endedHandles(clientID: clientID).destroyed == 1 })
+    }
+
+    @Test(
+        "a broker out of reach is an error, and the reader's consumer, which never had an assignment, is destroyed rather than left reconnecting"
+    )
+    func unreachableBroker() async throws {
+        let environment = try KafkaTestEnvironment(topics: [:])
+        let clientID = "reader-\(UInt64.random(in: 0...UInt64.max))"
+        let reader = TopicReader(bootstrapServers: ["127.0.0.1:1"], topic: "reader.in", clientID: clientID)
+        await #expect(throws: TopicReaderError.self) {
+            try await reader.read(logger: environment.logger, idleTimeout: .seconds(2)) { _ in }
+        }
+        // With librdkafka before 2.3, a cooperative-sticky consumer closed before its first
+        // assignment cannot be destroyed (RDKafkaConsumerClient.mayDestroy): the reader's group of
+        // one must not be one.
+        #expect(await eventually { RDKafkaConsumerClient.endedHandles(clientID: clientID) != (0, 0) })
+        let ended = RDKafkaConsumerClient.endedHandles(clientID: clientID)
+        #expect(
+            ended.destroyed == 1 && ended.leftAlone == 0,
+            "destroyed \(ended.destroyed), left alone \(ended.leftAlone)"
+        )
+    }
+}
