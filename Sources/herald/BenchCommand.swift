@@ -391,7 +391,7 @@ struct PipelineBenchCommand: AsyncParsableCommand {
         help:
             "Messages (events) through each round of the raw passthrough and of the one writing the run's outbound traffic (0: skip both)."
     )
-    var rawMessages = 400_000
+    var rawMessages = 1_000_000
 
     @Option(help: "Rounds of each passthrough; the ratios are taken against their medians.")
     var rawRounds = 5
