@@ -403,11 +403,19 @@ extension KafkaConsumer {
             }
         }
 
-        /// Pauses `partition` if `epoch` is still its assignment's (see ``assignmentEpoch(of:)``).
-        mutating func pause(_ partition: TopicPartition, holding epoch: Int) -> Bool {
-            guard assignmentEpoch(of: partition) == epoch else { return false }
+        /// Pauses `partition` in its current assignment and returns that assignment's epoch (see
+        /// ``assignmentEpoch(of:)``); if this consumer does not hold it (being revoked, gone, or
+        /// closing), gives `messages` back undone instead and returns nil.
+        mutating func pause(
+            _ partition: TopicPartition,
+            orRelease messages: some Collection<KafkaMessage>
+        ) -> Int? {
+            guard let epoch = assignmentEpoch(of: partition) else {
+                release(messages)
+                return nil
+            }
             pause([partition])
-            return true
+            return epoch
         }
 
         /// Resumes `partition` if `epoch` is still its assignment's.

@@ -160,31 +160,32 @@ public final class KafkaConsumer: Service, Sendable {
     /// Where each assigned partition stands.
     public func partitionStates() -> [TopicPartition: PartitionState] { state.withLock { $0.partitionStates() } }
 
-    /// Pauses `partition` only if this consumer still holds it in the assignment `epoch` names
-    /// (``assignmentEpoch(of:)``), checked and paused under one lock. Work that read the epoch and
-    /// then paused could pause the partition's next assignment, which that work never resumes.
+    /// Pauses `partition` for `messages` of it the application holds, in the assignment it holds
+    /// it in, and returns that assignment's epoch (``assignmentEpoch(of:)``), for
+    /// ``resume(_:holding:)`` and ``release(_:holding:)``. If the consumer no longer holds the
+    /// partition (being revoked, gone, or closing), it gives `messages` back instead
+    /// (``release(_:)``) and returns nil: the next owner reads them.
     ///
-    /// - Returns: whether it paused it (false: the partition is no longer held in that assignment).
-    @discardableResult
-    public func pause(_ partition: TopicPartition, holding epoch: Int) -> Bool {
-        changePause { $0.pause(partition, holding: epoch) }
+    /// One lock for the look-up and the pause or release: read and then paused, a partition
+    /// revoked and handed back in between would be paused in its next assignment, which the work
+    /// never resumes; read and then released, messages would be given back to that assignment.
+    public func pause(_ partition: TopicPartition, orRelease messages: some Collection<KafkaMessage>) -> Int? {
+        let epoch = state.withLock { $0.pause(partition, orRelease: messages) }
+        state.broadcast()
+        if epoch != nil { client.wake() }
+        return epoch
     }
 
     /// Resumes `partition` only if this consumer still holds it in the assignment `epoch` names: a
     /// pause made in a later assignment is that assignment's to end.
     @discardableResult
     public func resume(_ partition: TopicPartition, holding epoch: Int) -> Bool {
-        changePause { $0.resume(partition, holding: epoch) }
-    }
-
-    /// Applies a pause or resume that may not happen, and wakes the poll thread to apply it if it did.
-    private func changePause(_ change: (inout StateMachine) -> Bool) -> Bool {
-        let changed = state.withLock { change(&$0) }
-        if changed {
+        let resumed = state.withLock { $0.resume(partition, holding: epoch) }
+        if resumed {
             state.broadcast()
             client.wake()
         }
-        return changed
+        return resumed
     }
 
     /// The partitions currently assigned to this consumer.

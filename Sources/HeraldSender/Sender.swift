@@ -183,15 +183,9 @@ public final class Sender: Service, Sendable {
                 let (ready, waiting) = split(batch)
                 for (partition, messages) in waiting {
                     // Not due yet: this partition stops fetching until its messages have been tried,
-                    // in the assignment they came from (a pause made in the next one would be held
-                    // by nothing).
-                    guard let epoch = consumer.assignmentEpoch(of: partition),
-                        consumer.pause(partition, holding: epoch)
-                    else {
-                        // Revoked (or closing) since they were handed out: the next owner sends them.
-                        consumer.release(messages)
-                        continue
-                    }
+                    // in the assignment it is held in. Revoked (or closing) since they were handed
+                    // out, they are given back instead: the next owner sends them.
+                    guard let epoch = consumer.pause(partition, orRelease: messages) else { continue }
                     group.addTask {
                         if try await self.handleWhenDue(messages, of: partition, epoch: epoch) {
                             self.consumer.resume(partition, holding: epoch)

@@ -40,33 +40,48 @@ struct ConsumerStateMachineTests {
         #expect(batch.map(\.offset) == [0, 1, 2, 3, 4])
     }
 
-    @Test(
-        "pausing or resuming a partition in an assignment that has ended does nothing: the next assignment's pause is its own"
-    )
-    func pauseHoldingEpoch() {
+    /// A started machine with `partition` assigned, three messages of it (offsets 0–2) handed
+    /// out, and the assignment's epoch.
+    static func holdingThree(
+        of partition: TopicPartition
+    ) -> (
+        machine: KafkaConsumer.StateMachine, held: [KafkaMessage], epoch: Int
+    ) {
         var machine = KafkaConsumer.StateMachine(maxBatchSize: 100, maxBufferedMessages: 1000)
         _ = machine.start()
-        let partition = TopicPartition("retries", 0)
         _ = machine.assign([partition])
-        let first = machine.assignmentEpoch(of: partition)!
-        let pausedInFirst = machine.pause(partition, holding: first)
-        #expect(pausedInFirst)
+        let epoch = machine.assignmentEpoch(of: partition)!
+        _ = machine.append(Self.run(partition.topic, partition.partition, from: 0, count: 3))
+        let held = Self.delivered(&machine)
+        return (machine, held, epoch)
+    }
+
+    @Test(
+        "a partition paused for messages held is paused in the assignment it is held in, or the messages are given back; a resume from an ended assignment does nothing"
+    )
+    func pauseHoldingEpoch() {
+        let partition = TopicPartition("retries", 0)
+        var (machine, held, first) = Self.holdingThree(of: partition)
+        #expect(held.count == 3)
+        let pausedInFirst = machine.pause(partition, orRelease: held)
+        #expect(pausedInFirst == first)
         #expect(machine.userPaused == [partition])
-        // Taken away and handed back: a new assignment, flowing.
+        #expect(machine.outstanding(in: [partition]) == 3, "held, not given back")
+        // Taken away: a resume from its work does nothing while it is revoked.
         machine.beginRevoke([partition])
         let resumedWhileRevoking = machine.resume(partition, holding: first)
         #expect(!resumedWhileRevoking, "not resumed while being revoked")
         machine.finishRevoke([partition])
+        // Handed back: a new assignment, flowing, with the same offsets handed out again.
         _ = machine.assign([partition])
         let second = machine.assignmentEpoch(of: partition)!
         #expect(second != first)
         #expect(machine.userPaused.isEmpty)
-        // Work from the first assignment neither pauses the second nor ends its pause.
-        let stalePause = machine.pause(partition, holding: first)
-        #expect(!stalePause)
-        #expect(machine.userPaused.isEmpty)
-        let pausedInSecond = machine.pause(partition, holding: second)
-        #expect(pausedInSecond)
+        _ = machine.append(Self.run("retries", 0, from: 0, count: 3))
+        let again = Self.delivered(&machine)
+        let pausedInSecond = machine.pause(partition, orRelease: again)
+        #expect(pausedInSecond == second)
+        // Work from the first assignment does not end the second's pause.
         let staleResume = machine.resume(partition, holding: first)
         #expect(!staleResume)
         #expect(machine.userPaused == [partition])
@@ -74,19 +89,21 @@ struct ConsumerStateMachineTests {
         #expect(resumedInSecond)
         #expect(machine.userPaused.isEmpty)
         #expect(machine.pollPlan().resume == [partition])
+        // Being revoked: nothing is paused, and the messages stop holding up the revoke.
+        machine.beginRevoke([partition])
+        let pausedWhileRevoking = machine.pause(partition, orRelease: again)
+        #expect(pausedWhileRevoking == nil)
+        #expect(machine.userPaused.isEmpty)
+        #expect(machine.outstanding(in: [partition]) == 0)
     }
 
     @Test(
         "messages given back by work from an ended assignment leave the next assignment's copies of them alone; given back while it is revoked, they stop counting"
     )
     func releaseHoldingEpoch() {
-        var machine = KafkaConsumer.StateMachine(maxBatchSize: 100, maxBufferedMessages: 1000)
-        _ = machine.start()
         let partition = TopicPartition("retries", 0)
-        _ = machine.assign([partition])
-        let first = machine.assignmentEpoch(of: partition)!
-        _ = machine.append(Self.run("retries", 0, from: 0, count: 3))
-        let held = Self.delivered(&machine)
+        var (machine, held, first) = Self.holdingThree(of: partition)
+        #expect(machine.outstanding(in: [partition]) == 3)
         // Given back while the partition is revoked: they no longer hold up the revoke.
         machine.beginRevoke([partition])
         machine.release(held, epoch: first)
