@@ -36,6 +36,18 @@ public struct JSONStreamWriter: ~Copyable {
     /// How many bytes have been written.
     public var count: Int { output.count }
 
+    /// Hands over what has been written, memory and all, and starts over in a new buffer of
+    /// `capacity` bytes: for a caller that keeps the bytes without copying them out (the worker's
+    /// records, see ``bytes``). The caller owns `base` from then on, its first `count` bytes
+    /// written, and frees it with `deallocate()`.
+    public mutating func handOver(startingOverWithCapacity capacity: Int) -> (base: UnsafeMutableRawPointer, count: Int)
+    {
+        let written = output.handOver(startingOverWithCapacity: capacity)
+        depth = 0
+        hasMembers = 0
+        return written
+    }
+
     /// Drops what was written after the first `count` bytes: to take back a value written at the
     /// current nesting (a candidate that turned out too large), or with 0 to start over.
     public mutating func truncate(to count: Int) {
@@ -363,6 +375,15 @@ struct ByteOutput: ~Copyable {
     var buffer: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: base, count: count) }
 
     mutating func truncate(to count: Int) { self.count = count }
+
+    /// The buffer and what was written into it, for the caller to own; a new buffer for what follows.
+    mutating func handOver(startingOverWithCapacity newCapacity: Int) -> (base: UnsafeMutableRawPointer, count: Int) {
+        let written = (base, count)
+        capacity = max(newCapacity, 16)
+        base = UnsafeMutableRawPointer.allocate(byteCount: capacity, alignment: 1)
+        count = 0
+        return written
+    }
 
     var array: [UInt8] {
         [UInt8](unsafeUninitializedCapacity: count) { array, initialized in

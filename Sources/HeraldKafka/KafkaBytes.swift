@@ -2,16 +2,23 @@
 ///
 /// Consumed messages of one batch share a single buffer, and each `KafkaBytes` is a view into it,
 /// so receiving a batch costs one allocation rather than several per message. Passing a consumed
-/// value to the producer copies nothing until librdkafka takes its own copy.
+/// value to the producer copies nothing until librdkafka takes its own copy. Values written for the
+/// producer can likewise be parts of one ``KafkaByteBuffer`` that took over the writer's memory.
 public struct KafkaBytes: Sendable, Hashable, RandomAccessCollection, CustomStringConvertible {
-    @usableFromInline let base: [UInt8]
+    /// Where the bytes live: an array, or memory a ``KafkaByteBuffer`` owns.
+    @usableFromInline enum Storage: Sendable {
+        case array([UInt8])
+        case buffer(KafkaByteBuffer)
+    }
+
+    @usableFromInline let storage: Storage
     @usableFromInline let start: Int
     public let count: Int
 
     /// Wraps an array without copying it.
     @inlinable
     public init(_ bytes: [UInt8]) {
-        self.base = bytes
+        self.storage = .array(bytes)
         self.start = 0
         self.count = bytes.count
     }
@@ -31,10 +38,32 @@ public struct KafkaBytes: Sendable, Hashable, RandomAccessCollection, CustomStri
         self.init(base: arena, start: range.lowerBound, count: range.count)
     }
 
+    /// The bytes `range` of `buffer`, sharing it: as ``init(_:_:)-(_,Range<Int>)`` for an array,
+    /// without the copy into one.
+    public init(_ buffer: KafkaByteBuffer, _ range: Range<Int>) {
+        precondition(
+            range.lowerBound >= 0 && range.upperBound <= buffer.count,
+            "\(range) is outside \(buffer.count) bytes"
+        )
+        self.storage = .buffer(buffer)
+        self.start = range.lowerBound
+        self.count = range.count
+    }
+
     init(base: [UInt8], start: Int, count: Int) {
-        self.base = base
+        self.storage = .array(base)
         self.start = start
         self.count = count
+    }
+
+    /// The array the bytes are a part of, and where they start in it (copied into one if they live in
+    /// a ``KafkaByteBuffer``): for the header decoding of consumed messages, whose headers always
+    /// live in the batch's array.
+    var arrayAndStart: (array: [UInt8], start: Int) {
+        switch storage {
+        case .array(let array): (array, start)
+        case .buffer: (Array(self), 0)
+        }
     }
 
     public var startIndex: Int { 0 }
@@ -43,21 +72,29 @@ public struct KafkaBytes: Sendable, Hashable, RandomAccessCollection, CustomStri
     @inlinable
     public subscript(position: Int) -> UInt8 {
         precondition(position >= 0 && position < count, "KafkaBytes index out of range")
-        return base[start &+ position]
+        switch storage {
+        case .array(let array): return array[start &+ position]
+        case .buffer(let buffer): return buffer.byte(at: start &+ position)
+        }
     }
 
     /// Calls `body` with the bytes in contiguous memory. An empty value may have no base address.
     @inlinable
     public func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
-        try base.withUnsafeBytes { all in
-            try body(UnsafeRawBufferPointer(rebasing: all[start..<(start &+ count)]))
+        switch storage {
+        case .array(let array):
+            return try array.withUnsafeBytes { all in
+                try body(UnsafeRawBufferPointer(rebasing: all[start..<(start &+ count)]))
+            }
+        case .buffer(let buffer):
+            return try buffer.withUnsafeBytes { all in
+                try body(UnsafeRawBufferPointer(rebasing: all[start..<(start &+ count)]))
+            }
         }
     }
 
     public func withContiguousStorageIfAvailable<R>(_ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R? {
-        try base.withUnsafeBufferPointer { all in
-            try body(UnsafeBufferPointer(rebasing: all[start..<(start &+ count)]))
-        }
+        try withUnsafeBytes { bytes in try body(bytes.assumingMemoryBound(to: UInt8.self)) }
     }
 
     /// The bytes decoded as UTF-8 (invalid sequences are replaced).
@@ -78,4 +115,30 @@ public struct KafkaBytes: Sendable, Hashable, RandomAccessCollection, CustomStri
 
 extension KafkaBytes: ExpressibleByStringLiteral {
     public init(stringLiteral value: String) { self.init(value) }
+}
+
+/// Bytes in memory allocated elsewhere (with `UnsafeMutableRawPointer.allocate`), which this buffer
+/// owns from then on and frees with the last ``KafkaBytes`` that uses it: a writer's output handed
+/// over as records' values without copying it into an array (the worker's outbound records).
+/// Immutable once made, so it is safe to share between threads.
+public final class KafkaByteBuffer: @unchecked Sendable {
+    @usableFromInline let base: UnsafeMutableRawPointer
+    public let count: Int
+
+    /// Takes over `base`, whose first `count` bytes are initialized. Nothing else may use or free it.
+    public init(adopting base: UnsafeMutableRawPointer, count: Int) {
+        precondition(count >= 0, "a buffer of \(count) bytes")
+        self.base = base
+        self.count = count
+    }
+
+    deinit { base.deallocate() }
+
+    @inlinable
+    func byte(at offset: Int) -> UInt8 { base.load(fromByteOffset: offset, as: UInt8.self) }
+
+    @inlinable
+    func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        try withExtendedLifetime(self) { try body(UnsafeRawBufferPointer(start: base, count: count)) }
+    }
 }

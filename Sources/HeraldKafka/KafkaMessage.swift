@@ -71,16 +71,18 @@ public struct KafkaMessage: Sendable {
     /// The message's headers, in the order the producer wrote them.
     public var headers: [KafkaHeader] {
         guard let encodedHeaders else { return [] }
-        return HeaderEncoding.decode(from: encodedHeaders.base, start: encodedHeaders.start, count: Int(headersCount))
+        let (arena, start) = encodedHeaders.arrayAndStart
+        return HeaderEncoding.decode(from: arena, start: start, count: Int(headersCount))
     }
 
     /// The value of the first header called `name`, without decoding the others.
     public func header(_ name: String) -> KafkaBytes? {
         guard let encodedHeaders else { return nil }
+        let (arena, start) = encodedHeaders.arrayAndStart
         return HeaderEncoding.first(
             named: name,
-            in: encodedHeaders.base,
-            start: encodedHeaders.start,
+            in: arena,
+            start: start,
             count: Int(headersCount)
         )
     }

@@ -4,8 +4,9 @@ import Testing
 
 @testable import HeraldWorker
 
-/// The worker writes the values of a build's records into shared arrays: each record must still
-/// get exactly its own bytes, in order, whatever was dropped or failed between them.
+/// The worker writes the values of a build's records into shared buffers, handed over to the
+/// records without a copy: each record must still get exactly its own bytes, in order, whatever was
+/// dropped or failed between them and whatever was written after them.
 @Suite("Record writer")
 struct RecordWriterTests {
     struct Refused: Error {}
@@ -43,7 +44,9 @@ struct RecordWriterTests {
                 writer.append(KafkaProducerRecord(topic: "dlq", value: KafkaBytes("dead \(index)")))
                 expected.append(("dlq", "dead \(index)"))
             default:
-                let text = String(repeating: "x", count: 100 + index)
+                // Every hundredth value is larger than a buffer's room past ``arenaSize``: the
+                // writer grows its buffer in the middle of it, and hands over the larger one.
+                let text = String(repeating: "x", count: index % 100 == 0 ? 3 * RecordWriter.arenaSize : 100 + index)
                 let written: Int? = writer.append(topic: "out", key: KafkaBytes("user-\(index)")) { json in
                     json.beginObject()
                     json.member("index", integer: Int64(index))
