@@ -114,8 +114,9 @@ final class RDKafkaProducerClient: @unchecked Sendable {
     /// The key and value are not copied (no `RD_KAFKA_MSG_F_COPY`): librdkafka reads them in place
     /// when it writes a produce request, so the record must have been lent (``lend(_:ticket:)``).
     /// A copy per message cost an allocation of its size, a copy of its bytes, and a free on the
-    /// delivery thread, for bytes librdkafka copies into the request anyway. The pointers are those
-    /// of the records' arrays, which are never mutated, so they stay where they are while lent.
+    /// delivery thread, for bytes librdkafka copies into the request anyway. The pointers are into
+    /// the records' arrays or ``KafkaByteBuffer``s, which are never mutated or moved, so they stay
+    /// valid while the records are lent.
     func produce(_ record: KafkaProducerRecord, to topic: Topic, opaque: UInt) -> ProduceResult {
         var headers: OpaquePointer?
         if !record.headers.isEmpty {
