@@ -94,7 +94,9 @@ public struct KafkaBytes: Sendable, Hashable, RandomAccessCollection, CustomStri
     }
 
     public func withContiguousStorageIfAvailable<R>(_ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R? {
-        try withUnsafeBytes { bytes in try body(bytes.assumingMemoryBound(to: UInt8.self)) }
+        // Bound to bytes for the call: a handed-over buffer's memory was written as raw bytes and
+        // never bound to a type (an array's already is).
+        try withUnsafeBytes { bytes in try bytes.withMemoryRebound(to: UInt8.self) { try body($0) } }
     }
 
     /// The bytes decoded as UTF-8 (invalid sequences are replaced).
