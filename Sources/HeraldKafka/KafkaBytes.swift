@@ -38,8 +38,8 @@ public struct KafkaBytes: Sendable, Hashable, RandomAccessCollection, CustomStri
         self.init(base: arena, start: range.lowerBound, count: range.count)
     }
 
-    /// The bytes `range` of `buffer`, sharing it: as ``init(_:_:)-(_,Range<Int>)`` for an array,
-    /// without the copy into one.
+    /// The bytes `range` of `buffer`, sharing it, as parts of an arena array share the array: the
+    /// values of a writer's records, without copying them into an array first.
     public init(_ buffer: KafkaByteBuffer, _ range: Range<Int>) {
         precondition(
             range.lowerBound >= 0 && range.upperBound <= buffer.count,
@@ -62,7 +62,7 @@ public struct KafkaBytes: Sendable, Hashable, RandomAccessCollection, CustomStri
     var arrayAndStart: (array: [UInt8], start: Int) {
         switch storage {
         case .array(let array): (array, start)
-        case .buffer: (Array(self), 0)
+        case .buffer: (withUnsafeBytes { Array($0) }, 0)
         }
     }
 
