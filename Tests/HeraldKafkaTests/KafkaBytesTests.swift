@@ -32,15 +32,14 @@ struct KafkaBytesTests {
 
     @Test("a part of a buffer keeps the buffer's bytes alive after the buffer itself is let go")
     func partsOutliveTheirBuffer() {
-        var parts: [KafkaBytes] = []
-        for index in 0..<100 {
-            let text = "value \(index) " + String(repeating: "y", count: index)
-            parts.append(KafkaBytes(Self.buffer(text), 0..<text.utf8.count))
-        }
-        #expect(
-            parts.enumerated().allSatisfy {
-                $0.element.string == "value \($0.offset) " + String(repeating: "y", count: $0.offset)
-            }
-        )
+        let texts = (0..<100).map { "value \($0) " + String(repeating: "y", count: 200) }
+        // Only the parts hold their buffers from here on.
+        let parts = texts.map { KafkaBytes(Self.buffer($0), 0..<$0.utf8.count) }
+        // Memory of the same sizes, written over: a buffer freed while a part still used it would
+        // be handed out again here and its bytes overwritten.
+        let overwriting = (0..<400).map { _ in Self.buffer(String(repeating: "z", count: 210)) }
+        let overwritten = zip(parts, texts).filter { $0.string != $1 }.count
+        #expect(overwritten == 0, "\(overwritten) of \(parts.count) parts no longer hold their bytes")
+        #expect(overwriting.allSatisfy { KafkaBytes($0, 0..<210).allSatisfy { $0 == UInt8(ascii: "z") } })
     }
 }
