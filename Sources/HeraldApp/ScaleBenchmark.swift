@@ -470,6 +470,8 @@ final class ScaleObservations: Sendable {
         var dueAt: Int64?
         /// For a `duplicate`: the reason decided the first time.
         var recorded: String?
+        /// For a `duplicate`: when it was decided the first time.
+        var recordedAt: Int64?
     }
 
     /// One provider call, with the id the simulator counts it under.
@@ -516,7 +518,8 @@ final class ScaleObservations: Sendable {
             reason: reason,
             decidedAt: decidedAt.epochMilliseconds,
             dueAt: object["dueAt"]?.stringValue.flatMap(Timestamp.init(rfc3339:))?.epochMilliseconds,
-            recorded: object["recorded"]?.stringValue
+            recorded: object["recorded"]?.stringValue,
+            recordedAt: object["recordedAt"]?.stringValue.flatMap(Timestamp.init(rfc3339:))?.epochMilliseconds
         )
     }
 
@@ -531,8 +534,12 @@ final class ScaleObservations: Sendable {
             else { return }
             for rule in policy.categories[category]?.throttle ?? [] where rule.kind == nil || rule.kind == decision.kind
             {
+                // In the window it was counted in: a redelivery's is the first decision's, which a
+                // worker killed before its records went out never wrote (the redelivery can come
+                // a window or more later).
+                let counted = decision.recordedAt ?? decision.decidedAt
                 let window = rule.window.milliseconds
-                let start = decision.decidedAt - decision.decidedAt % window
+                let start = counted - counted % window
                 state.sentPerWindow["\(decision.recipient)|\(rule.name)|\(start)", default: 0] += 1
             }
         case "throttled.digested":

@@ -117,12 +117,23 @@ public struct Decision: Sendable, Hashable {
     /// The ledger already held this key: the reason is the one recorded then, and nothing was
     /// counted again.
     public var redelivered: Bool
+    /// A redelivery's: when the recorded decision was made (the ledger's decision time), so that a
+    /// reader can place it where it was counted. A redelivery can come a throttle window or more
+    /// later, after a worker that decided the event died before its records went out.
+    public var recordedAt: Timestamp?
 
-    public init(key: DecisionKey, reason: DecisionReason, dueAt: Timestamp?, redelivered: Bool) {
+    public init(
+        key: DecisionKey,
+        reason: DecisionReason,
+        dueAt: Timestamp?,
+        redelivered: Bool,
+        recordedAt: Timestamp? = nil
+    ) {
         self.key = key
         self.reason = reason
         self.dueAt = dueAt
         self.redelivered = redelivered
+        self.recordedAt = recordedAt
     }
 
     /// The label for metrics and `herald.decisions`: redeliveries are counted as `duplicate`.

@@ -754,11 +754,16 @@ public final class EventProcessor: Sendable {
         writer.member("kind", decision.key.kind)
         writer.member("recipient", recipient)
         writer.member("reason", decision.label.rawValue)
-        // A redelivery is labelled `duplicate`; what was decided the first time goes with it, so a
-        // reader that missed the first record (a worker killed before flushing it) still learns it.
+        // A redelivery is labelled `duplicate`; what was decided the first time, and when, goes
+        // with it, so a reader that missed the first record (a worker killed before flushing it)
+        // still learns it, and counts it in the throttle window it was counted in, not the
+        // redelivery's.
         if decision.redelivered { writer.member("recorded", decision.reason.rawValue) }
         if let dueAt = decision.dueAt { writer.member("dueAt", timestamp: dueAt) }
         writer.member("decidedAt", timestamp: decidedAt)
+        if decision.redelivered, let recordedAt = decision.recordedAt {
+            writer.member("recordedAt", timestamp: recordedAt)
+        }
         writer.endObject()
     }
 }

@@ -251,6 +251,33 @@ struct DecisionContractTests {
     }
 
     @Test(
+        "a redelivery tells when it was first decided (the ledger's time), throttled too, inside a batch's 64-entry inserts and alone",
+        arguments: StoreKind.allCases
+    )
+    func redeliveryTime(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store in
+            let later = at("2026-11-21T12:30:00Z")
+            func messages(_ numbers: ClosedRange<Int>, at now: Timestamp) -> [DecisionRequest] {
+                numbers.map { request("m\($0)", policy: tightMessages, now: now, eventTime: noon) }
+            }
+            // The minute's limit is 2: the third is digested.
+            let first = try await store.decide(messages(1...3, at: noon))
+            #expect(first.map(\.label) == [.sent, .sent, .throttledDigested])
+            #expect(first.allSatisfy { $0.recordedAt == nil })
+            // Redelivered half an hour later among new ones: SQLite's first 64-entry insert meets
+            // them, is taken back, and each is decided on its own.
+            let again = try await store.decide(messages(1...70, at: later))
+            #expect(again.prefix(3).map(\.label) == [.duplicate, .duplicate, .duplicate])
+            #expect(again.prefix(3).map(\.reason) == first.map(\.reason))
+            #expect(again.prefix(3).map(\.recordedAt) == [noon, noon, noon])
+            #expect(again.dropFirst(3).allSatisfy { !$0.redelivered && $0.recordedAt == nil })
+            let alone = try await store.decide(messages(70...70, at: at("2026-11-21T13:00:00Z")))
+            #expect(alone.map(\.label) == [.duplicate])
+            #expect(alone.map(\.recordedAt) == [later])
+        }
+    }
+
+    @Test(
         "an event is its id and its own time: redelivered it is a duplicate, the same id at another time is decided anew, one without a time is told by its id",
         arguments: StoreKind.allCases
     )
@@ -291,7 +318,9 @@ struct DecisionContractTests {
             var resumed = request("q1", category: "transactional", preferences: night, now: morning, resuming: true)
             resumed.key = key
             #expect(try await store.decide([resumed]).map(\.label) == [.sent])
-            #expect(try await decide("q1", late).label == .duplicate, "the resumed entry answers a redelivery")
+            let again = try await decide("q1", late)
+            #expect(again.label == .duplicate, "the resumed entry answers a redelivery")
+            #expect(again.recordedAt == morning, "decided (and counted) when it resumed")
         }
     }
 
@@ -353,6 +382,7 @@ struct DecisionContractTests {
         let eventTime = at("2026-11-21T11:59:00Z")
         let redelivered = try await store.decide([request("old-1", now: noon, eventTime: eventTime)])
         #expect(redelivered.map(\.label) == [.duplicate], "the entry at time 0 answers")
+        #expect(redelivered.map(\.recordedAt) == [noon], "with its own time")
         // The deferral from before the upgrade comes due with no time, and resumes its entry.
         let due = try await store.claimDue(now: noon, limit: 10, lease: .seconds(60))
         guard case .deferred(let key, _)? = due.first?.work else {
@@ -649,7 +679,7 @@ struct PostgresStoreTests {
                 for _ in 0..<4 { group.addTask { try await store.migrate() } }
                 try await group.waitForAll()
             }
-            #expect(try await store.schemaVersion() == 9)
+            #expect(try await store.schemaVersion() == PostgresSchema.migrations.count)
         }
     }
 

@@ -130,21 +130,33 @@ struct EventProcessorTests {
         try await store.apply(changes)
     }
 
-    @Test("a redelivered batch yields the same records, with the same notification ids, and counts once")
+    @Test(
+        "a redelivered batch yields the same records, with the same notification ids, and counts once; its decision records say when it was first decided"
+    )
     mutating func redelivery() async throws {
         try await register()
         let processor = processor { $0.decisions = "herald.decisions" }
         let batch = [chat("m1"), chat("m2"), chat("m3")]
         let first = try await processor.process(batch)
+        // Redelivered half an hour later (a worker that died before its records went out).
+        clock.set("2026-11-21T12:30:00Z")
         let again = try await processor.process(batch)
         let outbound = first.filter { $0.topic == "herald.outbound" }
         #expect(outbound.count == 3)
         #expect(outbound.map(\.value) == again.filter { $0.topic == "herald.outbound" }.map(\.value))
-        let decisions = again.filter { $0.topic == "herald.decisions" }.map {
-            String(decoding: Array($0.value!), as: UTF8.self)
+        func decisions(_ records: [KafkaProducerRecord]) -> [String] {
+            records.filter { $0.topic == "herald.decisions" }.map { String(decoding: Array($0.value!), as: UTF8.self) }
         }
-        #expect(decisions.count == 3)
-        #expect(decisions.allSatisfy { $0.contains(#""reason":"duplicate""#) }, "\(decisions)")
+        #expect(decisions(first).count == 3)
+        #expect(!decisions(first).contains { $0.contains("recorded") }, "\(decisions(first))")
+        #expect(decisions(again).count == 3)
+        #expect(
+            decisions(again).allSatisfy {
+                $0.contains(#""reason":"duplicate","recorded":"sent""#)
+                    && $0.contains(#""decidedAt":"2026-11-21T12:30:00.000Z","recordedAt":"2026-11-21T12:00:00.000Z""#)
+            },
+            "\(decisions(again))"
+        )
         #expect(statistics.snapshot.decisionsByReason == ["sent": 3, "duplicate": 3])
         // Counted once: 97 more fit in the hour's limit of 100; the 98th is digested.
         var more: [KafkaMessage] = []

@@ -133,7 +133,13 @@ struct DecisionTables: Sendable {
         )
         if let prior = ledger.updateValue(likely, forKey: key), !(request.resumesDeferral && prior.reason.isDeferral) {
             ledger[key] = prior
-            return Decision(key: request.key, reason: prior.reason, dueAt: prior.dueAt, redelivered: true)
+            return Decision(
+                key: request.key,
+                reason: prior.reason,
+                dueAt: prior.dueAt,
+                redelivered: true,
+                recordedAt: prior.decidedAt
+            )
         }
         let outcome = resolve(request.plan)
         switch outcome.heldEffect {

@@ -8,8 +8,10 @@ extension PostgresStore {
         let batch = Self.encode(requests)
         return try await storeCall("decide") { [self] in
             var decisions: [Decision?] = Array(repeating: nil, count: requests.count)
-            let rows = try await client.query("SELECT * FROM herald_decide(\(batch)::jsonb)", logger: logger)
-            for try await (index, reasonText, due, redelivered) in rows.decode((Int, String, Int64?, Bool).self) {
+            let rows = try await client.query("SELECT * FROM herald_decide_recorded(\(batch)::jsonb)", logger: logger)
+            for try await (index, reasonText, due, redelivered, recordedAt) in rows.decode(
+                (Int, String, Int64?, Bool, Int64?).self
+            ) {
                 guard requests.indices.contains(index), let reason = DecisionReason(rawValue: reasonText) else {
                     throw StoreError(code: .storeQuery, message: "decide: unexpected row from herald_decide")
                 }
@@ -17,7 +19,8 @@ extension PostgresStore {
                     key: requests[index].key,
                     reason: reason,
                     dueAt: due.map(Timestamp.init(epochMilliseconds:)),
-                    redelivered: redelivered
+                    redelivered: redelivered,
+                    recordedAt: recordedAt.map(Timestamp.init(epochMilliseconds:))
                 )
             }
             return try decisions.map { decision throws(StoreError) in
@@ -29,7 +32,8 @@ extension PostgresStore {
         }
     }
 
-    /// The batch in `herald_decide`'s shape: each request with its plan's outcome and limits.
+    /// The batch in `herald_decide`'s shape: each request with its plan's outcome and limits, at
+    /// its own index (`i`): `herald_decide_recorded` finds a redelivered request's key by position.
     static func encode(_ requests: [DecisionRequest]) -> String {
         var json = JSONStreamWriter(capacity: requests.count * 300)
         func outcome(_ outcome: PolicyOutcome) {

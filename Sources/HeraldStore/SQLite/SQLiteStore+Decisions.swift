@@ -68,14 +68,18 @@ extension SQLiteStore {
     ) throws(StoreError) -> Decision? {
         var prior: Decision?
         try connection.query(
-            "SELECT reason, due_at FROM decisions WHERE event_time = +? AND event_id = ? AND kind = ? AND recipient = ?",
+            """
+            SELECT reason, due_at, decided_at FROM decisions
+            WHERE event_time = +? AND event_id = ? AND kind = ? AND recipient = ?
+            """,
             keyValues
         ) { row throws(StoreError) in
             prior = Decision(
                 key: key,
                 reason: try reason(row.text(0)),
                 dueAt: row.isNull(1) ? nil : Timestamp(epochMilliseconds: row.integer(1)),
-                redelivered: true
+                redelivered: true,
+                recordedAt: Timestamp(epochMilliseconds: row.integer(2))
             )
         }
         return prior
