@@ -458,34 +458,6 @@ enum PostgresSchema {
             RETURNING v.user_id;
         END $$;
         """,
-        // 10: herald_decide, and for each redelivery the time its recorded decision was made (the
-        // ledger's decided_at), which the decision record carries as recordedAt. A wrapper, so
-        // herald_decide's body is not repeated; its look-up is a statement of its own, which sees
-        // the entry as herald_decide left it (also one a concurrent decider had just committed).
-        // The entry herald_decide answered with is at the event's time, or at 0 for one decided
-        // before the ledger was keyed by event time, which it looks for first (migration 5).
-        """
-        CREATE FUNCTION herald_decide_recorded(batch jsonb)
-        RETURNS TABLE (o_index integer, o_reason text, o_due bigint, o_redelivered boolean, o_recorded_at bigint)
-        LANGUAGE plpgsql SET enable_seqscan = off SET jit = off AS $$
-        DECLARE
-            d record;
-            x jsonb;
-        BEGIN
-            FOR d IN SELECT * FROM herald_decide(batch) LOOP
-                o_index := d.o_index; o_reason := d.o_reason; o_due := d.o_due; o_redelivered := d.o_redelivered;
-                o_recorded_at := NULL;
-                IF d.o_redelivered THEN
-                    x := batch -> d.o_index;
-                    SELECT l.decided_at INTO o_recorded_at FROM decisions l
-                    WHERE l.event_time IN (0, (x ->> 't')::bigint) AND l.event_id = x ->> 'e' AND l.kind = x ->> 'k'
-                        AND l.recipient = x ->> 'r'
-                    ORDER BY l.event_time LIMIT 1;
-                END IF;
-                RETURN NEXT;
-            END LOOP;
-        END $$;
-        """,
     ]
 
     /// One migration's statements, one at a time: the extended query protocol takes one statement

@@ -8,10 +8,8 @@ extension PostgresStore {
         let batch = Self.encode(requests)
         return try await storeCall("decide") { [self] in
             var decisions: [Decision?] = Array(repeating: nil, count: requests.count)
-            let rows = try await client.query("SELECT * FROM herald_decide_recorded(\(batch)::jsonb)", logger: logger)
-            for try await (index, reasonText, due, redelivered, recordedAt) in rows.decode(
-                (Int, String, Int64?, Bool, Int64?).self
-            ) {
+            let rows = try await client.query("SELECT * FROM herald_decide(\(batch)::jsonb)", logger: logger)
+            for try await (index, reasonText, due, redelivered) in rows.decode((Int, String, Int64?, Bool).self) {
                 guard requests.indices.contains(index), let reason = DecisionReason(rawValue: reasonText) else {
                     throw StoreError(code: .storeQuery, message: "decide: unexpected row from herald_decide")
                 }
@@ -19,10 +17,10 @@ extension PostgresStore {
                     key: requests[index].key,
                     reason: reason,
                     dueAt: due.map(Timestamp.init(epochMilliseconds:)),
-                    redelivered: redelivered,
-                    recordedAt: recordedAt.map(Timestamp.init(epochMilliseconds:))
+                    redelivered: redelivered
                 )
             }
+            try await readRecordedTimes(of: requests, into: &decisions)
             return try decisions.map { decision throws(StoreError) in
                 guard let decision else {
                     throw StoreError(code: .storeQuery, message: "decide: herald_decide left a request undecided")
@@ -32,8 +30,46 @@ extension PostgresStore {
         }
     }
 
-    /// The batch in `herald_decide`'s shape: each request with its plan's outcome and limits, at
-    /// its own index (`i`): `herald_decide_recorded` finds a redelivered request's key by position.
+    /// Sets each redelivery's ``Decision/recordedAt`` from its ledger entry: a second round trip, for
+    /// a batch that has redeliveries only. (Returned by `herald_decide` itself, it would need the
+    /// function written out again in a migration; returned by a wrapper function, its per-row loop
+    /// cost a quarter of `bench decisions`' throughput.) The entry is the one `herald_decide`
+    /// answered with: at the event's time, or at 0 for one decided before the ledger was keyed by
+    /// event time, which it looks for first (migration 5). It may have been decided again since (a
+    /// deferral that came due), and then says when that was.
+    private func readRecordedTimes(of requests: [DecisionRequest], into decisions: inout [Decision?]) async throws {
+        let redelivered = decisions.indices.filter { decisions[$0]?.redelivered == true }
+        guard !redelivered.isEmpty else { return }
+        var keys = JSONStreamWriter(capacity: redelivered.count * 100)
+        keys.beginArray()
+        for index in redelivered {
+            let key = requests[index].key
+            keys.element()
+            keys.beginObject()
+            keys.member("i", integer: Int64(index))
+            keys.member("t", integer: key.storedEventTime)
+            keys.member("e", key.eventID)
+            keys.member("k", key.kind)
+            keys.member("r", key.recipient)
+            keys.endObject()
+        }
+        keys.endArray()
+        let text = keys.withBytes { String(decoding: $0, as: UTF8.self) }
+        let rows = try await client.query(
+            """
+            SELECT x.i, (SELECT l.decided_at FROM decisions l
+                WHERE l.event_time IN (0, x.t) AND l.event_id = x.e AND l.kind = x.k AND l.recipient = x.r
+                ORDER BY l.event_time LIMIT 1)
+            FROM jsonb_to_recordset(\(text)::jsonb) AS x(i integer, t bigint, e text, k text, r text)
+            """,
+            logger: logger
+        )
+        for try await (index, time) in rows.decode((Int, Int64?).self) where decisions.indices.contains(index) {
+            decisions[index]?.recordedAt = time.map(Timestamp.init(epochMilliseconds:))
+        }
+    }
+
+    /// The batch in `herald_decide`'s shape: each request with its plan's outcome and limits.
     static func encode(_ requests: [DecisionRequest]) -> String {
         var json = JSONStreamWriter(capacity: requests.count * 300)
         func outcome(_ outcome: PolicyOutcome) {
