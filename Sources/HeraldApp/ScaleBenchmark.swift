@@ -47,6 +47,8 @@ public struct ScaleBenchmark: Sendable {
     public var executable: String
     public var messagesLimit = 2
     public var messagesWindow: Duration = .seconds(10)
+    /// How many failed windows a report lists.
+    public static let failuresShown = 10
     /// How far the feeder may run ahead of the decisions, in events.
     public var window = 10_000
     /// How far the provider calls on `herald.outbound` may run ahead of the simulator's acceptances:
@@ -89,6 +91,9 @@ public struct ScaleBenchmark: Sendable {
         public var unansweredCauses: [String: Int]
         public var completed: Bool
         public var logDirectory: String
+        /// The windows that failed the throttle and digest checks, each with what was counted in
+        /// it (the first few).
+        public var failures: [String]
 
         public var lostEvents: Int { events - decidedEvents }
         public var eventsPerSecond: Double { Double(decidedEvents) / max(seconds, 0.001) }
@@ -300,7 +305,8 @@ public struct ScaleBenchmark: Sendable {
             senderCounters: senderCounters,
             unansweredCauses: processes.unansweredCauses(),
             completed: completed,
-            logDirectory: work.path
+            logDirectory: work.path,
+            failures: Array(result.failures.prefix(Self.failuresShown))
         )
         // The processes' logs and configuration are kept only for a run that needs looking into.
         if report.passed { try? FileManager.default.removeItem(at: work) }
@@ -419,6 +425,8 @@ final class ScaleObservations: Sendable {
         var digestsExpected = 0
         var digestsMissing = 0
         var digestsDuplicated = 0
+        /// What failed the throttle and digest checks, a line for each window.
+        var failures: [String] = []
     }
 
     private struct State: Sendable {
@@ -426,8 +434,9 @@ final class ScaleObservations: Sendable {
         var decisionsByReason: [String: Int] = [:]
         /// Sent decisions already counted: a redelivered event is decided again with the same answer.
         var sent: Set<String> = []
-        /// Notifications sent per throttle window ("recipient|rule|window start").
-        var sentPerWindow: [String: Int] = [:]
+        /// The sent decisions counted in each throttle window ("recipient|rule|window start"), as
+        /// a failed check shows them.
+        var sentPerWindow: [String: [String]] = [:]
         /// Windows that digested something, by "recipient|rule|window start".
         var digestWindows: Set<String> = []
         var latestDigestDue: Int64?
@@ -540,7 +549,9 @@ final class ScaleObservations: Sendable {
                 let counted = decision.recordedAt ?? decision.decidedAt
                 let window = rule.window.milliseconds
                 let start = counted - counted % window
-                state.sentPerWindow["\(decision.recipient)|\(rule.name)|\(start)", default: 0] += 1
+                state.sentPerWindow["\(decision.recipient)|\(rule.name)|\(start)", default: []].append(
+                    Self.describe(decision)
+                )
             }
         case "throttled.digested":
             guard let due = decision.dueAt, let category = categories[decision.kind],
@@ -566,6 +577,17 @@ final class ScaleObservations: Sendable {
         state.digestEvents["\(call.recipient)|\(parts[1])|\(start)", default: []].insert(call.eventID)
     }
 
+    /// A sent decision as a failed check lists it: the event, when it was decided, and for a
+    /// redelivery when it was first decided.
+    static func describe(_ decision: DecisionRecord) -> String {
+        var text = "\(decision.eventID) decided \(Timestamp(epochMilliseconds: decision.decidedAt))"
+        if decision.reason == "duplicate" {
+            text += " (a redelivery; first decided "
+            text += decision.recordedAt.map { "\(Timestamp(epochMilliseconds: $0)))" } ?? "at a time not recorded)"
+        }
+        return text
+    }
+
     func verify(acceptedCount: (String) -> Int) -> Result {
         state.withLock { state in
             var result = Result()
@@ -575,20 +597,32 @@ final class ScaleObservations: Sendable {
                 if count > 1 { result.duplicated += 1 }
             }
             result.throttleWindows = state.sentPerWindow.count
-            for (key, count) in state.sentPerWindow {
+            for (key, sent) in state.sentPerWindow {
                 let parts = key.split(separator: "|")
                 let limit =
                     policy.categories.values.lazy.flatMap(\.throttle).first { $0.name == parts[1] }?.limit ?? Int.max
-                if count > limit { result.throttleViolations += 1 }
+                guard sent.count > limit else { continue }
+                result.throttleViolations += 1
+                result.failures.append("window \(key) over its limit of \(limit): \(sent.joined(separator: "; "))")
             }
             result.digestsExpected = state.digestWindows.count
             for window in state.digestWindows {
-                let produced = state.digestEvents[window]?.count ?? 0
-                if produced == 0 { result.digestsMissing += 1 }
-                if produced > 1 { result.digestsDuplicated += 1 }
+                let produced = state.digestEvents[window] ?? []
+                if produced.isEmpty {
+                    result.digestsMissing += 1
+                    result.failures.append("no digest for window \(window)")
+                }
+                if produced.count > 1 {
+                    result.digestsDuplicated += 1
+                    result.failures.append("\(produced.count) digests for window \(window): \(produced.sorted())")
+                }
             }
             // A digest nobody's decisions asked for is a duplicate too.
-            result.digestsDuplicated += state.digestEvents.keys.filter { !state.digestWindows.contains($0) }.count
+            for (window, produced) in state.digestEvents where !state.digestWindows.contains(window) {
+                result.digestsDuplicated += 1
+                result.failures.append("a digest no decision asked for, window \(window): \(produced.sorted())")
+            }
+            result.failures.sort()
             return result
         }
     }

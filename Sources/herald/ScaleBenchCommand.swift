@@ -115,6 +115,7 @@ struct ScaleBenchCommand: AsyncParsableCommand {
         Swift.print(
             "  throttle windows \(report.throttleWindows), over their limit \(report.throttleViolations); digests \(report.digestsExpected), missing \(report.digestsMissing), duplicated \(report.digestsDuplicated)"
         )
+        for failure in report.failures { Swift.print("  failed: \(failure)") }
         Swift.print(
             "  decisions: "
                 + report.decisionsByReason.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(

@@ -1,5 +1,6 @@
 import Foundation
 import HeraldCatalog
+import HeraldEvents
 import HeraldKafka
 import HeraldPolicy
 import HeraldTestSupport
@@ -8,7 +9,7 @@ import Testing
 @testable import HeraldApp
 
 /// `herald bench scale`'s throttle check, on decision records written out by hand.
-@Suite("Scale check: throttle windows")
+@Suite("Scale check: throttle and digest windows")
 struct ScaleCheckTests {
     let scratch = ScratchDirectory()
 
@@ -59,18 +60,70 @@ struct ScaleCheckTests {
         let result = observations.verify { _ in 1 }
         #expect(result.throttleWindows == 2)
         #expect(result.throttleViolations == 0)
+        #expect(result.failures.isEmpty, "\(result.failures)")
     }
 
     @Test("three notifications sent in one window are over a limit of 2; so is a redelivery without its time in it")
     func overTheLimit() throws {
         let crowded = try observations()
         crowded.record([record("e1", at: 1), record("e2", at: 2), record("e3", at: 3)])
-        #expect(crowded.verify { _ in 1 }.throttleViolations == 1)
+        let result = crowded.verify { _ in 1 }
+        #expect(result.throttleViolations == 1)
+        // The report names the window and what was counted in it.
+        let window = Timestamp(rfc3339: "2026-11-21T12:00:00Z")!.epochMilliseconds
+        #expect(
+            result.failures == [
+                "window u-1|messages|\(window) over its limit of 2: e1 decided 2026-11-21T12:00:01.000Z; "
+                    + "e2 decided 2026-11-21T12:00:02.000Z; e3 decided 2026-11-21T12:00:03.000Z"
+            ]
+        )
 
         // A record without recordedAt (from a worker before it was written) counts where it says
         // it was decided.
         let older = try observations(copy: "older")
         older.record([record("e1", at: 11, duplicateOf: .some(nil)), record("e3", at: 12), record("e4", at: 13)])
-        #expect(older.verify { _ in 1 }.throttleViolations == 1)
+        let olderResult = older.verify { _ in 1 }
+        #expect(olderResult.throttleViolations == 1)
+        #expect(
+            olderResult.failures.first?.contains(
+                "e1 decided 2026-11-21T12:00:11.000Z (a redelivery; first decided at a time not recorded)"
+            ) == true,
+            "\(olderResult.failures)"
+        )
+    }
+
+    @Test("a digested window without its digest is named in the report")
+    func digests() throws {
+        let observations = try observations()
+        let start = Timestamp(rfc3339: "2026-11-21T12:00:00Z")!.epochMilliseconds
+        // Two digested in the window of 12:00:00 (due when it ends, and the grace after), one in
+        // that of 12:00:10.
+        func digested(_ event: String, at seconds: Int64, windowStart: Int64) -> KafkaMessage {
+            let due = Timestamp(epochMilliseconds: windowStart + 10_000 + Policy.digestGrace.milliseconds)
+            let decided = Timestamp(epochMilliseconds: start + seconds * 1000)
+            let json =
+                #"{"eventId":"\#(event)","kind":"message.received","recipient":"u-1","reason":"throttled.digested","#
+                + #""dueAt":"\#(due)","decidedAt":"\#(decided)"}"#
+            return KafkaMessage(
+                topic: "herald.decisions",
+                partition: 0,
+                offset: 0,
+                key: nil,
+                value: KafkaBytes(Array(json.utf8))
+            )
+        }
+        observations.record([
+            digested("e3", at: 3, windowStart: start), digested("e4", at: 4, windowStart: start),
+            digested("e13", at: 13, windowStart: start + 10_000),
+        ])
+        // No digest was sent for either window.
+        let result = observations.verify { _ in 1 }
+        #expect(result.digestsExpected == 2 && result.digestsMissing == 2 && result.digestsDuplicated == 0)
+        #expect(
+            result.failures == [
+                "no digest for window u-1|messages|\(start)", "no digest for window u-1|messages|\(start + 10_000)",
+            ],
+            "\(result.failures)"
+        )
     }
 }
