@@ -27,16 +27,25 @@ struct ScaleCheckTests {
         return ScaleObservations(policy: Policy(catalog: catalog), catalog: catalog)
     }
 
+    /// How a record's notification was decided.
+    enum Decided {
+        case sent
+        /// A redelivery of one sent before, at `firstAt` seconds past 12:00:00 when the record says
+        /// (`recordedAt`), as a worker before that field does not.
+        case redelivered(firstAt: Int?)
+    }
+
     /// A `herald.decisions` record of a chat message to one user, decided at `time` (seconds past
-    /// 12:00:00); a redelivery with what was recorded and, if given, when (`recordedAt`).
-    func record(_ event: String, at time: Int, duplicateOf recorded: Int?? = nil) -> KafkaMessage {
+    /// 12:00:00).
+    func record(_ event: String, at time: Int, _ decided: Decided = .sent) -> KafkaMessage {
         func timestamp(_ seconds: Int) -> String { "2026-11-21T12:00:\(seconds < 10 ? "0" : "")\(seconds).000Z" }
         var json = #"{"eventId":"\#(event)","kind":"message.received","recipient":"u-1","#
-        if let recorded {
-            json += #""reason":"duplicate","recorded":"sent","decidedAt":"\#(timestamp(time))""#
-            if let recordedAt = recorded { json += #","recordedAt":"\#(timestamp(recordedAt))""# }
-        } else {
+        switch decided {
+        case .sent:
             json += #""reason":"sent","decidedAt":"\#(timestamp(time))""#
+        case .redelivered(let firstAt):
+            json += #""reason":"duplicate","recorded":"sent","decidedAt":"\#(timestamp(time))""#
+            if let firstAt { json += #","recordedAt":"\#(timestamp(firstAt))""# }
         }
         return KafkaMessage(
             topic: "herald.decisions",
@@ -55,7 +64,8 @@ struct ScaleCheckTests {
         // e1 was decided at 12:00:01 by a worker that died before writing its record; redelivered
         // at 12:00:11, in the next window, where e3 and e4 use up the limit of 2.
         observations.record([
-            record("e1", at: 11, duplicateOf: 1), record("e2", at: 2), record("e3", at: 12), record("e4", at: 13),
+            record("e1", at: 11, .redelivered(firstAt: 1)), record("e2", at: 2),
+            record("e3", at: 12), record("e4", at: 13),
         ])
         let result = observations.verify { _ in 1 }
         #expect(result.throttleWindows == 2)
@@ -81,7 +91,7 @@ struct ScaleCheckTests {
         // A record without recordedAt (from a worker before it was written) counts where it says
         // it was decided.
         let older = try observations(copy: "older")
-        older.record([record("e1", at: 11, duplicateOf: .some(nil)), record("e3", at: 12), record("e4", at: 13)])
+        older.record([record("e1", at: 11, .redelivered(firstAt: nil)), record("e3", at: 12), record("e4", at: 13)])
         let olderResult = older.verify { _ in 1 }
         #expect(olderResult.throttleViolations == 1)
         #expect(
