@@ -10,6 +10,10 @@ import Synchronization
 ///
 /// `initdb` refuses to run as root, so as root the cluster belongs to the `postgres` user the
 /// package creates, and its tools run through `runuser`.
+///
+/// Every call that runs a tool (`initdb`, `pg_ctl`, `createdb`) waits for it off the cooperative pool (``offPool(_:)``): tests
+/// waiting for the shared cluster's first start (seconds of `initdb` on a loaded machine) held the
+/// cooperative pool's threads.
 public final class PostgresTestCluster: Sendable {
     public let port: Int
     public let username = "herald"
@@ -23,8 +27,13 @@ public final class PostgresTestCluster: Sendable {
     private static let databases = Atomic<Int>(0)
 
     /// The process's cluster, started on first use.
-    public static func shared() throws -> PostgresTestCluster {
-        try started.withLock { state in
+    public static func shared() async throws -> PostgresTestCluster {
+        try await offPool { () throws(PostgresTestClusterError) in try sharedWaiting() }
+    }
+
+    /// ``shared()``, waiting on the calling thread while another starts the cluster.
+    private static func sharedWaiting() throws(PostgresTestClusterError) -> PostgresTestCluster {
+        try started.withLock { state throws(PostgresTestClusterError) in
             if let state { return try state.get() }
             let result = Result { () throws(PostgresTestClusterError) in try PostgresTestCluster() }
             state = result
@@ -73,7 +82,7 @@ public final class PostgresTestCluster: Sendable {
                 to: "\(directory)/data/pg_hba.conf"
             )
         }
-        try start()
+        try startWaiting()
     }
 
     private func write(_ text: String, to path: String) throws(PostgresTestClusterError) {
@@ -88,16 +97,22 @@ public final class PostgresTestCluster: Sendable {
 
     /// A cluster of the caller's own, for tests that stop and start its server; ``destroy()``
     /// removes it.
-    public static func makeOwn() throws -> PostgresTestCluster { try PostgresTestCluster() }
+    public static func makeOwn() async throws -> PostgresTestCluster {
+        try await offPool { () throws(PostgresTestClusterError) in try PostgresTestCluster() }
+    }
 
     /// A cluster of the caller's own that takes TLS connections only, with `certificates`' server
     /// certificate and key; ``destroy()`` removes it.
-    public static func makeOwn(tls certificates: TestCertificates) throws -> PostgresTestCluster {
-        try PostgresTestCluster(tls: certificates)
+    public static func makeOwn(tls certificates: TestCertificates) async throws -> PostgresTestCluster {
+        try await offPool { () throws(PostgresTestClusterError) in try PostgresTestCluster(tls: certificates) }
     }
 
     /// Starts the server (again), on the same port with the same data.
-    public func start() throws(PostgresTestClusterError) {
+    public func start() async throws {
+        try await offPool { () throws(PostgresTestClusterError) in try self.startWaiting() }
+    }
+
+    private func startWaiting() throws(PostgresTestClusterError) {
         // Durability does not matter for a throwaway cluster; speed does.
         var options = [
             "-c listen_addresses=127.0.0.1", "-p \(port)", "-k \(directory)", "-c fsync=off",
@@ -119,20 +134,30 @@ public final class PostgresTestCluster: Sendable {
 
     /// Stops the server as a crash would (immediate shutdown: connections are cut, nothing is
     /// flushed); the data stays for ``start()``.
-    public func halt() throws(PostgresTestClusterError) {
+    public func halt() async throws {
+        try await offPool { () throws(PostgresTestClusterError) in try self.haltWaiting() }
+    }
+
+    private func haltWaiting() throws(PostgresTestClusterError) {
         try run("\(binaries)/pg_ctl", ["-D", "\(directory)/data", "-m", "immediate", "-w", "stop"])
     }
 
-    /// Stops the server and removes its directory.
+    /// Stops the server and removes its directory. It waits for `pg_ctl` where it is called (a
+    /// `defer`, at a test's end): an immediate stop takes a moment.
     public func destroy() {
-        try? halt()
+        try? haltWaiting()
         try? FileManager.default.removeItem(atPath: directory)
     }
 
     /// Creates an empty database and returns its configuration.
-    public func makeDatabase() throws -> PostgresStore.Configuration {
+    public func makeDatabase() async throws -> PostgresStore.Configuration {
         let name = "herald_test_\(Self.databases.add(1, ordering: .relaxed).newValue)"
-        try run("\(binaries)/createdb", ["-h", "127.0.0.1", "-p", "\(port)", "-U", username, name])
+        try await offPool { () throws(PostgresTestClusterError) in
+            try self.run(
+                "\(self.binaries)/createdb",
+                ["-h", "127.0.0.1", "-p", "\(self.port)", "-U", self.username, name]
+            )
+        }
         return PostgresStore.Configuration(host: "127.0.0.1", port: port, username: username, database: name)
     }
 
@@ -192,7 +217,7 @@ public func withPostgresStore<R: Sendable>(
     maximumDevicesPerUser: Int = DirectoryLimits.maximumDevicesPerUser,
     _ body: (PostgresStore) async throws -> R
 ) async throws -> R {
-    var configuration = try PostgresTestCluster.shared().makeDatabase()
+    var configuration = try await PostgresTestCluster.shared().makeDatabase()
     configuration.maximumConnections = maximumConnections
     configuration.maximumDevicesPerUser = maximumDevicesPerUser
     var logger = Logger(label: "herald.test.postgres")

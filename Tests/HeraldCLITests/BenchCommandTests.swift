@@ -5,9 +5,9 @@ import Testing
 @Suite("herald bench pipeline", .timeLimit(.minutes(2)))
 struct BenchCommandTests {
     @Test("the embedded broker runs in a child process whose peak RSS is reported apart, and it is gone afterwards")
-    func brokerProcess() throws {
+    func brokerProcess() async throws {
         let herald = try heraldExecutable().path
-        let result = try run(
+        let result = try await run(
             herald,
             [
                 "bench", "pipeline", "--events", "2000", "--users", "200", "--partitions", "3", "--batch-size", "200",
@@ -57,14 +57,14 @@ struct BenchCommandTests {
         #expect(result.output.contains("allocator: the C library's malloc"), "\(result.output)")
         #endif
         // The broker the bench started is stopped with it.
-        let leftover = try run("/usr/bin/pgrep", ["-f", "broker --log-level warning --topic bench.events:3"])
+        let leftover = try await run("/usr/bin/pgrep", ["-f", "broker --log-level warning --topic bench.events:3"])
         #expect(leftover.output.isEmpty, "a broker process is still running: \(leftover.output)")
     }
 }
 
 extension BenchCommandTests {
     @Test("a run that writes no outbound record still reports the raw ratio, and says Kafka alone was not measured")
-    func noOutbound() throws {
+    func noOutbound() async throws {
         // A catalog whose one kind listens for an event type the feeder never writes: every event
         // is dead-lettered as unknown, so there is no outbound traffic to copy.
         let catalog = FileManager.default.temporaryDirectory.appendingPathComponent("herald-cli-\(UUID().uuidString)")
@@ -78,7 +78,7 @@ extension BenchCommandTests {
         let text = try String(contentsOf: kind, encoding: .utf8)
             .replacingOccurrences(of: "events: [promo.offer]", with: "events: [never.sent]")
         try text.write(to: kind, atomically: true, encoding: .utf8)
-        let result = try run(
+        let result = try await run(
             try heraldExecutable().path,
             [
                 "bench", "pipeline", "--events", "1000", "--users", "100", "--partitions", "2", "--batch-size", "200",
@@ -101,14 +101,14 @@ extension BenchCommandTests {
     @Test(
         "--kafka-property reaches the worker's clients and the report; one Herald sets itself is refused, naming the option"
     )
-    func kafkaProperties() throws {
+    func kafkaProperties() async throws {
         let herald = try heraldExecutable().path
         let arguments = [
             "bench", "pipeline", "--events", "1000", "--users", "100", "--partitions", "2", "--batch-size", "200",
             "--window", "1000", "--raw-messages", "0", "--catalog", "\(repositoryRoot)/catalog",
         ]
         // A secret-looking property (not one Herald sets itself) is named in the report, its value not.
-        let compressed = try run(
+        let compressed = try await run(
             herald,
             arguments + [
                 "--kafka-property", "compression.type=lz4", "--kafka-property", "linger.ms = 20",
@@ -125,14 +125,14 @@ extension BenchCommandTests {
         )
         #expect(!(compressed.output + compressed.error).contains("hunter2"))
 
-        let managed = try run(herald, arguments + ["--kafka-property", "enable.auto.commit=true"])
+        let managed = try await run(herald, arguments + ["--kafka-property", "enable.auto.commit=true"])
         #expect(managed.status != 0)
         #expect(managed.error.contains("--kafka-property: 'enable.auto.commit' is not set here"), "\(managed.error)")
-        let unknown = try run(herald, arguments + ["--kafka-property", "linger.milliseconds=5"])
+        let unknown = try await run(herald, arguments + ["--kafka-property", "linger.milliseconds=5"])
         #expect(unknown.status != 0)
         #expect(unknown.error.contains("--kafka-property: 'linger.milliseconds'"), "\(unknown.error)")
         for malformed in ["linger.ms", "=5", " =5"] {
-            let result = try run(herald, arguments + ["--kafka-property", malformed])
+            let result = try await run(herald, arguments + ["--kafka-property", malformed])
             #expect(result.status != 0, "\(malformed)")
             #expect(result.error.contains("--kafka-property expects name=value"), "\(malformed): \(result.error)")
         }
@@ -153,8 +153,8 @@ struct BenchOptionTests {
             (["sender", "--calls", "0"], "--calls, --h2load-clients and --h2load-streams must be at least 1"),
         ]
     )
-    func outOfRange(arguments: [String], message: String) throws {
-        let result = try run(try heraldExecutable().path, ["bench"] + arguments)
+    func outOfRange(arguments: [String], message: String) async throws {
+        let result = try await run(try heraldExecutable().path, ["bench"] + arguments)
         #expect(result.status != 0)
         #expect(result.error.contains(message), "\(result.error)")
     }
@@ -166,8 +166,8 @@ struct DecisionBenchCommandTests {
         "with random event ids every pair is decided once: the ids are distinct, so none is taken for a redelivery",
         arguments: [false, true]
     )
-    func decisions(randomEventIDs: Bool) throws {
-        let result = try run(
+    func decisions(randomEventIDs: Bool) async throws {
+        let result = try await run(
             try heraldExecutable().path,
             ["bench", "decisions", "--devices", "2000", "--decisions", "3000", "--batch-size", "250", "--rounds", "1"]
                 + (randomEventIDs ? ["--random-event-ids"] : [])

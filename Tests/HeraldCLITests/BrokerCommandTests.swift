@@ -1,4 +1,5 @@
 import Foundation
+import HeraldTestSupport
 import Testing
 
 /// The `herald` executable, built beside this test bundle.
@@ -17,12 +18,22 @@ struct CLIError: Error, CustomStringConvertible {
 }
 
 /// Runs a command to completion, with `input` on its standard input if given, and returns its exit
-/// status, standard output and standard error.
+/// status, standard output and standard error. Waits off the cooperative pool (``offPool(_:)``): a
+/// `herald bench` command runs for a minute.
 func run(
     _ executable: String,
     _ arguments: [String],
     input: String? = nil,
     environment: [String: String] = [:]
+) async throws -> (status: Int32, output: String, error: String) {
+    try await offPool { try runWaiting(executable, arguments, input: input, environment: environment) }
+}
+
+private func runWaiting(
+    _ executable: String,
+    _ arguments: [String],
+    input: String?,
+    environment: [String: String]
 ) throws -> (status: Int32, output: String, error: String) {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: executable)
@@ -74,7 +85,7 @@ final class SharedData: @unchecked Sendable {
 @Suite("herald broker", .timeLimit(.minutes(1)))
 struct BrokerCommandTests {
     @Test("prints its bootstrap servers first, serves external clients (kcat), and exits 0 on SIGTERM")
-    func brokerServesKcat() throws {
+    func brokerServesKcat() async throws {
         let broker = Process()
         broker.executableURL = try heraldExecutable()
         broker.arguments = ["broker", "--brokers", "2", "--topic", "orders.events:6", "--topic", "herald.outbound:3"]
@@ -95,7 +106,7 @@ struct BrokerCommandTests {
         #expect(bootstrap.split(separator: ",").count == 2)
         #expect(bootstrap.hasPrefix("127.0.0.1:"))
 
-        let kcat = try run("/usr/bin/kcat", ["-L", "-J", "-b", bootstrap, "-m", "10"])
+        let kcat = try await run("/usr/bin/kcat", ["-L", "-J", "-b", bootstrap, "-m", "10"])
         #expect(kcat.status == 0)
         let metadata = try JSONSerialization.jsonObject(with: Data(kcat.output.utf8)) as? [String: Any]
         let topics = (metadata?["topics"] as? [[String: Any]]) ?? []
@@ -116,7 +127,7 @@ struct BrokerCommandTests {
     }
 
     @Test("with --stop-at-end-of-input it stops when the other end of its standard input closes")
-    func stopsAtEndOfInput() throws {
+    func stopsAtEndOfInput() async throws {
         let broker = Process()
         broker.executableURL = try heraldExecutable()
         broker.arguments = ["broker", "--stop-at-end-of-input", "--topic", "orders.events:1"]
@@ -133,7 +144,7 @@ struct BrokerCommandTests {
         // What the kernel does for a parent that is killed outright: its end of the pipe closes.
         try input.fileHandleForWriting.close()
         let deadline = Date().addingTimeInterval(20)
-        while broker.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
+        while broker.isRunning && Date() < deadline { try await Task.sleep(for: .milliseconds(50)) }
         #expect(!broker.isRunning, "the broker outlived the end of its input")
         broker.waitUntilExit()
         #expect(broker.terminationReason == .exit)
@@ -141,8 +152,8 @@ struct BrokerCommandTests {
     }
 
     @Test("a bad --topic fails before starting, naming the option")
-    func badTopic() throws {
-        let result = try run(try heraldExecutable().path, ["broker", "--topic", "orders:zero"])
+    func badTopic() async throws {
+        let result = try await run(try heraldExecutable().path, ["broker", "--topic", "orders:zero"])
         #expect(result.status != 0)
         #expect(result.error.contains("--topic 'orders:zero'"))
         #expect(result.output.isEmpty, "no bootstrap line: nothing started")

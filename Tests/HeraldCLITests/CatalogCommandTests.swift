@@ -7,9 +7,9 @@ let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
 @Suite("herald catalog check and herald render")
 struct CatalogCommandTests {
     @Test("the example catalog passes; a broken one exits 1 naming the file and key")
-    func check() throws {
+    func check() async throws {
         let herald = try heraldExecutable().path
-        let ok = try run(herald, ["catalog", "check", "\(repositoryRoot)/catalog"])
+        let ok = try await run(herald, ["catalog", "check", "\(repositoryRoot)/catalog"])
         #expect(ok.status == 0)
         #expect(ok.output.contains("catalog ok: 8 kind(s)"))
 
@@ -20,16 +20,16 @@ struct CatalogCommandTests {
         let text = try String(contentsOf: bundle, encoding: .utf8)
             .replacingOccurrences(of: "{sender} sent you", with: "{sendr} sent you")
         try text.write(to: bundle, atomically: true, encoding: .utf8)
-        let failed = try run(herald, ["catalog", "check", broken.path])
+        let failed = try await run(herald, ["catalog", "check", broken.path])
         #expect(failed.status == 1)
         #expect(failed.output.contains("error: messages/en.json: payment.received.body: uses 'sendr'"))
         #expect(failed.output.contains("catalog check failed: 1 error(s)"))
     }
 
     @Test("render prints what a phone shows, as text or JSON; a bad event exits 1 with its error code")
-    func render() throws {
+    func render() async throws {
         let herald = try heraldExecutable().path
-        let text = try run(
+        let text = try await run(
             herald,
             [
                 "render", "--catalog", "\(repositoryRoot)/catalog", "--event",
@@ -42,7 +42,7 @@ struct CatalogCommandTests {
         #expect(text.output.contains("body:      Ahmad Karimi hat Ihnen 5.000,00\u{A0}NOK gesendet."))
         #expect(text.output.contains("deep link: https://getdrop.no/wallet"))
 
-        let json = try run(
+        let json = try await run(
             herald,
             [
                 "render", "--catalog", "\(repositoryRoot)/catalog", "--event",
@@ -56,7 +56,10 @@ struct CatalogCommandTests {
         let badEvent = FileManager.default.temporaryDirectory.appendingPathComponent("bad-\(UUID().uuidString).json")
         try #"{"specversion":"1.0","id":"1","source":"/s"}"#.write(to: badEvent, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(at: badEvent) }
-        let failed = try run(herald, ["render", "--catalog", "\(repositoryRoot)/catalog", "--event", badEvent.path])
+        let failed = try await run(
+            herald,
+            ["render", "--catalog", "\(repositoryRoot)/catalog", "--event", badEvent.path]
+        )
         #expect(failed.status == 1)
         #expect(failed.error.contains("event.missing_attribute"))
     }
@@ -65,14 +68,14 @@ struct CatalogCommandTests {
 @Suite("herald payload")
 struct PayloadCommandTests {
     @Test("notifykit: one output line per input line, errors as {\"error\": ...}, the size warning on stderr")
-    func notifyKit() throws {
+    func notifyKit() async throws {
         let big = String(repeating: "x", count: 3600)
         let input = """
             {"token":"t","notification":{"title":"Hi","body":"There"},"options":{"ttl":60}}
             {"notification":{}}
             {"token":"t","notification":{"title":"Big","body":"\(big)"}}
             """
-        let result = try run(
+        let result = try await run(
             try heraldExecutable().path,
             ["payload", "notifykit", "--now-ms", "1795262400000"],
             input: input
@@ -91,13 +94,13 @@ struct PayloadCommandTests {
     }
 
     @Test("apns, fcm and expo show what one event sends to one device")
-    func providers() throws {
+    func providers() async throws {
         let herald = try heraldExecutable().path
         let arguments = [
             "--catalog", "\(repositoryRoot)/catalog", "--event",
             "\(repositoryRoot)/catalog/events/order.confirmed.json",
         ]
-        let apns = try run(
+        let apns = try await run(
             herald,
             ["payload", "apns"] + arguments + ["--device", "\(repositoryRoot)/catalog/devices/iphone.json"]
         )
@@ -107,17 +110,17 @@ struct PayloadCommandTests {
         #expect(
             apns.output.contains("\"body\":\"Bestillingen ord-7f3a på 1\u{A0}234,50\u{A0}kr (3 varer) er bekreftet.")
         )
-        let fcm = try run(
+        let fcm = try await run(
             herald,
             ["payload", "fcm"] + arguments + ["--device", "\(repositoryRoot)/catalog/devices/pixel.json"]
         )
         #expect(fcm.output.contains(#""title":"Order confirmed""#))
-        let expo = try run(
+        let expo = try await run(
             herald,
             ["payload", "expo"] + arguments + ["--device", "\(repositoryRoot)/catalog/devices/expo.json"]
         )
         #expect(expo.output.contains(#""title":"Zamówienie potwierdzone""#))
-        let wrongToken = try run(
+        let wrongToken = try await run(
             herald,
             ["payload", "apns"] + arguments + ["--device", "\(repositoryRoot)/catalog/devices/expo.json"]
         )

@@ -5,9 +5,9 @@ import Testing
 @Suite("herald dev")
 struct DevCommandTests {
     @Test("the sample log runs to completion and its summary has the sample's expected counts")
-    func sampleRun() throws {
+    func sampleRun() async throws {
         let herald = try heraldExecutable().path
-        let result = try run(
+        let result = try await run(
             herald,
             [
                 "dev", "--catalog", "\(repositoryRoot)/catalog", "--directory",
@@ -65,7 +65,7 @@ struct DevCommandTests {
         "the README's tour steps 1 and 5, as written, against `herald dev --follow`: kcat's event is shown, dead letters listed and re-driven",
         .timeLimit(.minutes(3))
     )
-    func tourAgainstFollow() throws {
+    func tourAgainstFollow() async throws {
         let steps = try TourTests.tourLines(steps: 1...1) + TourTests.tourLines(steps: 5...5)
         #expect(steps.count == 3, "one kcat command, dlq list, dlq redrive: \(steps)")
         let herald = try heraldExecutable().path
@@ -82,7 +82,7 @@ struct DevCommandTests {
         try dev.run()
         defer { if dev.isRunning { dev.interrupt() } }
 
-        let ready = shown.wait(for: "Ctrl-C stops.", timeout: 120)
+        let ready = await shown.wait(for: "Ctrl-C stops.", timeout: 120)
         #expect(ready, "herald dev --follow did not settle the sample: \(shown.text)")
         let bootstrap = try #require(
             shown.text.firstMatch(of: /embedded broker at (127\.0\.0\.1:\d+)/).map { String($0.1) },
@@ -92,7 +92,7 @@ struct DevCommandTests {
         for line in steps {
             let command = line.replacingOccurrences(of: ".build/debug/herald", with: herald)
                 .replacingOccurrences(of: "127.0.0.1:PORT", with: bootstrap)
-            let result: (status: Int32, output: String, error: String) = try run(
+            let result: (status: Int32, output: String, error: String) = try await run(
                 "/bin/bash",
                 ["-c", "cd '\(repositoryRoot)' && \(command)"]
             )
@@ -102,13 +102,13 @@ struct DevCommandTests {
                 // The phone display: u-2048's Polish Expo phone, the amount in Polish money format.
                 let display =
                     "▸ expo · expo-phone (android, pl) · no.getdrop.app\n    Otrzymano płatność\n    Ana przesyła Ci 42,50"
-                #expect(shown.wait(for: display, timeout: 30), "kcat's event was not shown: \(shown.text)")
+                #expect(await shown.wait(for: display, timeout: 30), "kcat's event was not shown: \(shown.text)")
             }
         }
         #expect(results[1].contains("3 dead letters: event.not_json 1, event.unknown_type 1, render.missing_field 1"))
         #expect(results[2].contains("re-drove 1 of 1 dead letters: 1 to orders.events"))
         // The re-driven event is still broken, so the worker dead-letters it again: it went round, not lost.
-        #expect(shown.wait(for: "dead-lettered 4", timeout: 30), "\(shown.text)")
+        #expect(await shown.wait(for: "dead-lettered 4", timeout: 30), "\(shown.text)")
 
         dev.interrupt()  // SIGINT, as Ctrl-C
         dev.waitUntilExit()
@@ -134,12 +134,13 @@ final class CollectedOutput: @unchecked Sendable {
 
     var text: String { lock.withLock { String(decoding: data, as: UTF8.self) } }
 
-    /// Whether `needle` appears in the output within `timeout` seconds.
-    func wait(for needle: String, timeout: Double) -> Bool {
+    /// Whether `needle` appears in the output within `timeout` seconds. Sleeps as a task, not as a
+    /// thread, so that the cooperative pool's threads stay free meanwhile.
+    func wait(for needle: String, timeout: Double) async -> Bool {
         let deadline = Date().addingTimeInterval(timeout)
         while Date() < deadline {
             if text.contains(needle) { return true }
-            Thread.sleep(forTimeInterval: 0.1)
+            try? await Task.sleep(for: .milliseconds(100))
         }
         return text.contains(needle)
     }

@@ -4,7 +4,7 @@ import Testing
 @Suite("herald directory import and show")
 struct DirectoryCommandTests {
     @Test("import loads a JSON Lines snapshot; bad lines are named by number and skipped; show masks tokens")
-    func importAndShow() throws {
+    func importAndShow() async throws {
         let herald = try heraldExecutable().path
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-dir-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -44,7 +44,7 @@ struct DirectoryCommandTests {
         ]
         try lines.joined(separator: "\n").write(to: snapshot, atomically: true, encoding: .utf8)
 
-        let imported = try run(herald, ["directory", "import", snapshot.path, "--store", store])
+        let imported = try await run(herald, ["directory", "import", snapshot.path, "--store", store])
         #expect(imported.status == 1, "rejected lines make the exit status 1")
         #expect(imported.output.contains("imported 3 change(s)"))
         #expect(imported.output.contains("rejected 2 line(s)"))
@@ -52,7 +52,7 @@ struct DirectoryCommandTests {
         #expect(imported.error.contains("line 3:"))
         #expect(!imported.error.contains("abcdef0123456789"))
 
-        let shown = try run(herald, ["directory", "show", "u-1", "u-2", "--store", store])
+        let shown = try await run(herald, ["directory", "show", "u-1", "u-2", "--store", store])
         #expect(shown.status == 0)
         let objects = shown.output.split(separator: "\n").map {
             try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
@@ -67,9 +67,9 @@ struct DirectoryCommandTests {
         #expect((objects.last ?? nil)?["known"] as? Bool == false)
 
         // Importing the same snapshot again changes nothing (changes apply by their time).
-        _ = try run(herald, ["directory", "import", snapshot.path, "--store", store])
+        _ = try await run(herald, ["directory", "import", snapshot.path, "--store", store])
         #expect(
-            try run(herald, ["directory", "show", "u-1", "--store", store]).output == shown.output.split(
+            try await run(herald, ["directory", "show", "u-1", "--store", store]).output == shown.output.split(
                 separator: "\n"
             )[0] + "\n"
         )
@@ -84,21 +84,21 @@ struct DirectoryCommandTests {
                 #"{"userId":"u-1","deviceId":"\#(device)","platform":"ios","provider":"apns","token":"\#(device)-token","appId":"no.getdrop.app"}"#
             )
         }.joined(separator: "\n").write(to: more, atomically: true, encoding: .utf8)
-        let capped = try run(
+        let capped = try await run(
             herald,
             ["directory", "import", more.path, "--store", store, "--max-devices-per-user", "2"]
         )
         #expect(capped.status == 0)
         #expect(capped.error.contains("1 device(s) removed, oldest first"), "\(capped.error)")
         // A limit from the environment that is not a number is refused, naming the variable.
-        let badLimit = try run(
+        let badLimit = try await run(
             herald,
             ["directory", "import", more.path, "--store", store],
             environment: ["HERALD_STORE_MAX_DEVICES_PER_USER": "lots"]
         )
         #expect(badLimit.status != 0)
         #expect(badLimit.error.contains("HERALD_STORE_MAX_DEVICES_PER_USER: expected a number"), "\(badLimit.error)")
-        let kept = try run(herald, ["directory", "show", "u-1", "--store", store])
+        let kept = try await run(herald, ["directory", "show", "u-1", "--store", store])
         let keptDevices = (try JSONSerialization.jsonObject(with: Data(kept.output.utf8)) as? [String: Any])?["devices"]
         #expect((keptDevices as? [[String: Any]])?.compactMap { $0["deviceId"] as? String } == ["watch", "laptop"])
 
@@ -106,17 +106,17 @@ struct DirectoryCommandTests {
         let deletion = directory.appendingPathComponent("deletion.jsonl")
         try event(5, "user.deleted", "2026-11-02T10:00:00Z", #"{"userId":"u-1"}"#)
             .write(to: deletion, atomically: true, encoding: .utf8)
-        #expect(try run(herald, ["directory", "import", deletion.path, "--store", store]).status == 0)
-        let erased = try run(herald, ["directory", "show", "u-1", "--store", store])
+        #expect(try await run(herald, ["directory", "import", deletion.path, "--store", store]).status == 0)
+        let erased = try await run(herald, ["directory", "show", "u-1", "--store", store])
         let object = try JSONSerialization.jsonObject(with: Data(erased.output.utf8)) as? [String: Any]
         #expect(object?["known"] as? Bool == false, "\(erased.output)")
         #expect(object?["deletedAt"] as? String == "2026-11-02T10:00:00.000Z", "\(erased.output)")
     }
 
     @Test("the example snapshot in catalog/ imports cleanly")
-    func exampleSnapshot() throws {
+    func exampleSnapshot() async throws {
         let herald = try heraldExecutable().path
-        let result = try run(
+        let result = try await run(
             herald,
             ["directory", "import", "\(repositoryRoot)/catalog/directory.jsonl", "--store", ":memory:"]
         )
@@ -126,7 +126,7 @@ struct DirectoryCommandTests {
     }
 
     @Test("a gzip-compressed snapshot imports; past 100 rejected lines the rest are counted, not listed")
-    func compressedAndManyRejected() throws {
+    func compressedAndManyRejected() async throws {
         let herald = try heraldExecutable().path
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-dir-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -134,14 +134,9 @@ struct DirectoryCommandTests {
         let snapshot = directory.appendingPathComponent("directory.jsonl")
         let good = try String(contentsOfFile: "\(repositoryRoot)/catalog/directory.jsonl", encoding: .utf8)
         try (good + String(repeating: "not json\n", count: 150)).write(to: snapshot, atomically: true, encoding: .utf8)
-        let gzip = Process()
-        gzip.executableURL = URL(fileURLWithPath: "/bin/gzip")
-        gzip.arguments = [snapshot.path]
-        try gzip.run()
-        gzip.waitUntilExit()
-        #expect(gzip.terminationStatus == 0)
+        #expect(try await run("/bin/gzip", [snapshot.path]).status == 0)
 
-        let result = try run(herald, ["directory", "import", snapshot.path + ".gz", "--store", ":memory:"])
+        let result = try await run(herald, ["directory", "import", snapshot.path + ".gz", "--store", ":memory:"])
         #expect(result.status == 1)
         #expect(result.output.contains("imported 6 change(s)"), "\(result.output)\(result.error)")
         #expect(result.output.contains("rejected 150 line(s)"))

@@ -4,13 +4,13 @@ import Testing
 @Suite("herald replay and herald replay diff")
 struct ReplayCommandTests {
     @Test("the README's replay tour: replay the sample log with a report, then diff two replays")
-    func tour() throws {
+    func tour() async throws {
         let herald = try heraldExecutable().path
         let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("herald-cli-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: scratch) }
         let out = scratch.appendingPathComponent("before.jsonl").path
-        let replayed = try run(
+        let replayed = try await run(
             herald,
             [
                 "replay", "\(repositoryRoot)/samples/replay/events.jsonl", "--catalog", "\(repositoryRoot)/catalog",
@@ -24,7 +24,7 @@ struct ReplayCommandTests {
         let html = try String(contentsOfFile: scratch.appendingPathComponent("report.html").path, encoding: .utf8)
         #expect(html.contains("<h2>Decisions by reason</h2>") && html.contains("throttled.digested"))
 
-        let same = try run(herald, ["replay", "diff", out, out])
+        let same = try await run(herald, ["replay", "diff", out, out])
         #expect(same.status == 0)
         #expect(same.output.contains("No differences."))
 
@@ -32,11 +32,11 @@ struct ReplayCommandTests {
         let lines = try String(contentsOfFile: out, encoding: .utf8).split(separator: "\n")
         let after = scratch.appendingPathComponent("after.jsonl").path
         try (lines.dropFirst().joined(separator: "\n") + "\n").write(toFile: after, atomically: true, encoding: .utf8)
-        let changed = try run(herald, ["replay", "diff", out, after])
+        let changed = try await run(herald, ["replay", "diff", out, after])
         #expect(changed.status == 1)
         #expect(changed.output.contains("added 0, removed 1, changed 0"))
 
-        let wrong = try run(
+        let wrong = try await run(
             herald,
             ["replay", "\(repositoryRoot)/samples/replay/events.jsonl", "--out", out, "--report", "r.txt"]
         )
@@ -49,7 +49,7 @@ extension ReplayCommandTests {
     @Test(
         "the report and the decisions file name users by the hash the logs give them: keyed by HERALD_LOG_USER_HASH_KEY, as herald run keys it; --decisions-recipient clear gives the ids"
     )
-    func reportHashesUsers() throws {
+    func reportHashesUsers() async throws {
         let herald = try heraldExecutable().path
         let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("herald-cli-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
@@ -59,10 +59,10 @@ extension ReplayCommandTests {
         func replayedUsers(
             _ environment: [String: String],
             _ arguments: [String] = []
-        ) throws -> (throttled: [String], decided: Set<String>) {
+        ) async throws -> (throttled: [String], decided: Set<String>) {
             let report = scratch.appendingPathComponent("report-\(environment.count).json").path
             let decisions = scratch.appendingPathComponent("decisions.jsonl").path
-            let replayed = try run(
+            let replayed = try await run(
                 herald,
                 [
                     "replay", "\(repositoryRoot)/samples/replay/events.jsonl", "--catalog", "\(repositoryRoot)/catalog",
@@ -82,8 +82,8 @@ extension ReplayCommandTests {
             }
             return (entries.compactMap { $0["user"] as? String }, Set(decided))
         }
-        let unkeyed = try replayedUsers([:])
-        let keyed = try replayedUsers(["HERALD_LOG_USER_HASH_KEY": key])
+        let unkeyed = try await replayedUsers([:])
+        let keyed = try await replayedUsers(["HERALD_LOG_USER_HASH_KEY": key])
         #expect(!unkeyed.throttled.isEmpty && unkeyed.throttled.count == keyed.throttled.count)
         #expect(Set(unkeyed.throttled).isDisjoint(with: keyed.throttled), "\(unkeyed) against \(keyed)")
         #expect(!unkeyed.decided.isEmpty && unkeyed.decided.isDisjoint(with: keyed.decided))
@@ -95,14 +95,18 @@ extension ReplayCommandTests {
                     return String(line[range.upperBound...].prefix { $0 != "\"" })
                 }
         )
-        let hashed = try run(herald, ["user-hash"] + Array(sampleUsers), environment: ["HERALD_LOG_USER_HASH_KEY": key])
+        let hashed = try await run(
+            herald,
+            ["user-hash"] + Array(sampleUsers),
+            environment: ["HERALD_LOG_USER_HASH_KEY": key]
+        )
         let known = Set(
             hashed.output.split(separator: "\n").compactMap { $0.split(separator: "\t").first.map(String.init) }
         )
         #expect(Set(keyed.throttled).isSubset(of: known), "\(keyed.throttled) not among \(known.count) hashes")
         #expect(keyed.decided.isSubset(of: known), "\(keyed.decided.subtracting(known)) not among the hashes")
         // Asked for, the ids themselves.
-        let clear = try replayedUsers(["HERALD_LOG_USER_HASH_KEY": key], ["--decisions-recipient", "clear"])
+        let clear = try await replayedUsers(["HERALD_LOG_USER_HASH_KEY": key], ["--decisions-recipient", "clear"])
         #expect(clear.decided.isSubset(of: sampleUsers) && clear.decided.count == keyed.decided.count)
     }
 }
@@ -135,7 +139,7 @@ struct TourTests {
     }
 
     @Test("render, catalog check, replay and diff run as the README writes them")
-    func stepsTwoToFour() throws {
+    func stepsTwoToFour() async throws {
         let herald = try heraldExecutable().path
         let lines = try Self.tourLines(steps: 2...4)
         #expect(lines.count == 6)
@@ -153,7 +157,7 @@ struct TourTests {
         var outputs: [String] = []
         for line in lines {
             let command = line.replacingOccurrences(of: ".build/debug/herald", with: herald)
-            let result = try run("/bin/bash", ["-c", "cd '\(scratch.path)' && \(command)"])
+            let result = try await run("/bin/bash", ["-c", "cd '\(scratch.path)' && \(command)"])
             outputs.append(result.output)
             // diff exits 1 when the replays differ, as they do after the edit.
             let expected: Int32 = line.contains("replay diff") ? 1 : 0
@@ -170,14 +174,14 @@ struct TourTests {
 
 extension ReplayCommandTests {
     @Test("a log of 1,000 poison lines: every one dead-lettered, 20 logged, and the next logged line counts the rest")
-    func poisonFloodLogsSampled() throws {
+    func poisonFloodLogsSampled() async throws {
         let herald = try heraldExecutable().path
         let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("herald-cli-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: scratch) }
         let log = scratch.appendingPathComponent("poison.jsonl").path
         try (0..<1000).map { "not json \($0)\n" }.joined().write(toFile: log, atomically: true, encoding: .utf8)
-        let replayed = try run(
+        let replayed = try await run(
             herald,
             [
                 "replay", log, "--catalog", "\(repositoryRoot)/catalog", "--out", "/dev/null", "--dead-letters",
@@ -191,10 +195,10 @@ extension ReplayCommandTests {
     }
 
     @Test("--max-devices-per-recipient bounds a recipient's fan-out as the worker's setting does; 0 is refused")
-    func deviceLimit() throws {
+    func deviceLimit() async throws {
         let herald = try heraldExecutable().path
-        func notifications(_ extra: [String]) throws -> Int {
-            let replayed = try run(
+        func notifications(_ extra: [String]) async throws -> Int {
+            let replayed = try await run(
                 herald,
                 [
                     "replay", "\(repositoryRoot)/samples/replay/events.jsonl", "--directory",
@@ -206,11 +210,14 @@ extension ReplayCommandTests {
             let line = replayed.output.split(separator: "\n").first { $0.hasPrefix("notifications: ") }
             return Int(line?.dropFirst("notifications: ".count).prefix { $0.isNumber } ?? "") ?? -1
         }
-        let all = try notifications([])
-        let one = try notifications(["--max-devices-per-recipient", "1"])
+        let all = try await notifications([])
+        let one = try await notifications(["--max-devices-per-recipient", "1"])
         // The sample's users have one to three devices: with one each, fewer notifications, but some.
         #expect(all > 0 && one > 0 && one < all, "\(one) against \(all)")
-        let refused = try run(herald, ["replay", "x.jsonl", "--out", "/dev/null", "--max-devices-per-recipient", "0"])
+        let refused = try await run(
+            herald,
+            ["replay", "x.jsonl", "--out", "/dev/null", "--max-devices-per-recipient", "0"]
+        )
         #expect(refused.status != 0)
         #expect(refused.error.contains("--max-devices-per-recipient: must be from 1 to 100000"), "\(refused.error)")
     }

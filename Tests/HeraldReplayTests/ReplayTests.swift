@@ -287,7 +287,7 @@ struct ReplayTests {
             )
         }
         try await environment.produce(records)
-        let dump = try runKcat([
+        let dump = try await runKcat([
             "-C", "-b", environment.cluster.bootstrapServers, "-t", "recorded.events", "-J", "-e", "-q",
         ])
         try dump.write(toFile: scratch.file("dump.jsonl"), atomically: true, encoding: .utf8)
@@ -347,8 +347,12 @@ struct ReplayTests {
     }
 }
 
-/// Runs the system's kcat and returns its standard output.
-func runKcat(_ arguments: [String]) throws -> String {
+/// Runs the system's kcat and returns its standard output, waiting off the cooperative pool.
+func runKcat(_ arguments: [String]) async throws -> String {
+    try await offPool { try runKcatWaiting(arguments) }
+}
+
+private func runKcatWaiting(_ arguments: [String]) throws -> String {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: "/usr/bin/kcat")
     process.arguments = arguments

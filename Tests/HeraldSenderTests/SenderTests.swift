@@ -293,9 +293,9 @@ struct SenderTests {
     )
     func ledgerOutage() async throws {
         let environment = try KafkaTestEnvironment(topics: Self.topics)
-        let cluster = try PostgresTestCluster.makeOwn()
+        let cluster = try await PostgresTestCluster.makeOwn()
         defer { cluster.destroy() }
-        var configuration = try cluster.makeDatabase()
+        var configuration = try await cluster.makeDatabase()
         configuration.callTimeout = .seconds(2)
         let ledger = PostgresStore(configuration: configuration, logger: environment.logger)
         try await SimulatorFixture.with { fixture in
@@ -310,16 +310,16 @@ struct SenderTests {
                 #expect(await eventually { fixture.simulator.acceptedCount(id: "n-before") == 1 })
 
                 // Down: the ledger cannot say whether it was sent, so it is not sent yet.
-                try cluster.halt()
+                try await cluster.halt()
                 try await environment.produce([Self.record(messages[1])])
                 try await Task.sleep(for: .seconds(3))
                 #expect(fixture.simulator.acceptedCount(id: "n-during") == 0)
-                try cluster.start()
+                try await cluster.start()
                 #expect(await eventually { fixture.simulator.acceptedCount(id: "n-during") == 1 })
                 #expect(try await eventually { try await ledger.delivered(among: ["n-during"]) == ["n-during"] })
 
                 // Down again, and the sender is stopped meanwhile: it gives the message up and exits.
-                try cluster.halt()
+                try await cluster.halt()
                 try await environment.produce([Self.record(messages[2])])
                 try await Task.sleep(for: .seconds(3))
                 let stopping = ContinuousClock.now
@@ -329,7 +329,7 @@ struct SenderTests {
                 #expect(fixture.simulator.acceptedCount(id: "n-stopped") == 0)
 
                 // The next sender, once the server is back, sends what the first one gave up.
-                try cluster.start()
+                try await cluster.start()
                 try await Self.withSender(environment, fixture, ledger: ledger) { _ in
                     #expect(await eventually { fixture.simulator.acceptedCount(id: "n-stopped") == 1 })
                 }
@@ -632,7 +632,7 @@ struct SenderTests {
     func unstorableIDs() async throws {
         let environment = try KafkaTestEnvironment(topics: Self.topics)
         let ledger = PostgresStore(
-            configuration: try PostgresTestCluster.shared().makeDatabase(),
+            configuration: try await PostgresTestCluster.shared().makeDatabase(),
             logger: environment.logger
         )
         try await SimulatorFixture.with { fixture in

@@ -33,9 +33,9 @@ struct PostgresTLSTests {
     func privateAuthority() async throws {
         // The certificate names `localhost` only, not 127.0.0.1.
         let certificates = try TestCertificates.make(commonName: "localhost", dnsNames: ["localhost"])
-        let cluster = try PostgresTestCluster.makeOwn(tls: certificates)
+        let cluster = try await PostgresTestCluster.makeOwn(tls: certificates)
         defer { cluster.destroy() }
-        let database = try cluster.makeDatabase().database
+        let database = try await cluster.makeDatabase().database
         let authority = try scratch.file("root.crt", certificates.authorityPEM)
         func url(_ host: String, _ query: String) -> String {
             "postgres://\(cluster.username)@\(host):\(cluster.port)/\(database)?\(query)"
@@ -66,8 +66,8 @@ struct PostgresTLSTests {
 
     @Test("sslmode=prefer, and no sslmode, fall back to plain TCP when the server has no TLS")
     func preferPlain() async throws {
-        let cluster = try PostgresTestCluster.shared()
-        let database = try cluster.makeDatabase().database
+        let cluster = try await PostgresTestCluster.shared()
+        let database = try await cluster.makeDatabase().database
         for query in ["sslmode=prefer", ""] {
             let url = "postgres://\(cluster.username)@127.0.0.1:\(cluster.port)/\(database)?\(query)"
             #expect(try await connects(url), "'\(query)'")

@@ -11,8 +11,8 @@ struct ScaleOutTests {
         .timeLimit(.minutes(10))
     )
     func twoWorkersOneKilled() async throws {
-        let cluster = try PostgresTestCluster.shared()
-        let database = try cluster.makeDatabase()
+        let cluster = try await PostgresTestCluster.shared()
+        let database = try await cluster.makeDatabase()
         let url = "postgres://\(database.username)@\(database.host):\(database.port)/\(database.database)"
         let result = try await Self.run(
             try heraldExecutable().path,

@@ -9,8 +9,12 @@ import HeraldWorker
 import Logging
 import Testing
 
-/// GET `url` with curl; returns the status code and body.
-func httpGet(_ url: String) throws -> (status: Int, body: String) {
+/// GET `url` with curl, waiting off the cooperative pool; returns the status code and body.
+func httpGet(_ url: String) async throws -> (status: Int, body: String) {
+    try await offPool { try httpGetWaiting(url) }
+}
+
+private func httpGetWaiting(_ url: String) throws -> (status: Int, body: String) {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
     process.arguments = ["-s", "-w", "\n%{http_code}", url]
@@ -65,11 +69,11 @@ struct WorkerEndpointsTests {
         )
         try await withRunningServices([endpoints]) {
             let base = "http://127.0.0.1:\(await endpoints.port())"
-            #expect(try httpGet(base + "/health/live").status == 200)
-            #expect(try httpGet(base + "/health/ready").status == 503, "no partitions before the worker runs")
-            #expect(try httpGet(base + "/nothing").status == 404)
+            #expect(try await httpGet(base + "/health/live").status == 200)
+            #expect(try await httpGet(base + "/health/ready").status == 503, "no partitions before the worker runs")
+            #expect(try await httpGet(base + "/nothing").status == 404)
             try await withRunningServices([worker]) {
-                try await eventually("the worker is ready") { try httpGet(base + "/health/ready").status == 200 }
+                try await eventually("the worker is ready") { try await httpGet(base + "/health/ready").status == 200 }
                 try await registerExampleUsers(pipeline, store)
                 try await eventually("the directory is loaded") {
                     try await store.recipients(exampleUsers.map(\.user)).count == 3
@@ -91,7 +95,7 @@ struct WorkerEndpointsTests {
                 var metrics = ""
                 do {
                     try await eventually("the metrics show every event, decision and outbound message") {
-                        metrics = try httpGet(base + "/metrics").body
+                        metrics = try await httpGet(base + "/metrics").body
                         return expected.allSatisfy { metrics.contains($0) }
                     }
                 } catch {
@@ -100,7 +104,7 @@ struct WorkerEndpointsTests {
                 }
                 // Every consumed message (9 directory changes, 31 events) is timed once its records are acknowledged.
                 try await eventually("every message timed") {
-                    try httpGet(base + "/metrics").body.contains("herald_event_processing_seconds_count 40")
+                    try await httpGet(base + "/metrics").body.contains("herald_event_processing_seconds_count 40")
                 }
                 // The purged entries are forgotten: deciding them again is not a redelivery.
                 #expect(try await store.decide([stale[0]]).map(\.redelivered) == [false])
@@ -125,7 +129,7 @@ struct WorkerEndpointsTests {
                 let end = try await silentConnection(port: port, sending: sent, waiting: 30)
                 #expect(end == .closed, "'\(sent)': \(end) after \(ContinuousClock.now - started)")
             }
-            #expect(try httpGet("http://127.0.0.1:\(port)/health/live").status == 200)
+            #expect(try await httpGet("http://127.0.0.1:\(port)/health/live").status == 200)
         }
     }
 

@@ -158,9 +158,9 @@ struct WorkerResilienceTests {
     )
     func storeOutage() async throws {
         let pipeline = try Pipeline()
-        let cluster = try PostgresTestCluster.makeOwn()
+        let cluster = try await PostgresTestCluster.makeOwn()
         defer { cluster.destroy() }
-        var configuration = try cluster.makeDatabase()
+        var configuration = try await cluster.makeDatabase()
         configuration.maximumConnections = 4
         configuration.callTimeout = .seconds(2)
         let store = PostgresStore(configuration: configuration, logger: pipeline.environment.logger)
@@ -179,7 +179,7 @@ struct WorkerResilienceTests {
                 try await eventually("the worker is ready") { first.readiness.isReady }
 
                 // Down while events arrive: nothing is skipped, the worker is not ready.
-                try cluster.halt()
+                try await cluster.halt()
                 try await pipeline.produce(orderEvents(100..<200))
                 try await eventually("readiness reports the store") { !first.readiness.storeAnswers }
                 #expect(!first.readiness.isReady)
@@ -187,14 +187,14 @@ struct WorkerResilienceTests {
                 #expect(outboundEvents(received) == 100, "no event passes without its decision")
 
                 // Back: the same worker, with the same connection pool, carries on.
-                try cluster.start()
+                try await cluster.start()
                 try await eventually(within: .seconds(60), "the events that waited are out") {
                     outboundEvents(received) == 200
                 }
                 #expect(first.readiness.isReady)
 
                 // Down again, and the worker is stopped meanwhile: it gives the batch up and exits.
-                try cluster.halt()
+                try await cluster.halt()
                 try await pipeline.produce(orderEvents(200..<300))
                 try await eventually("readiness reports the store") { !first.readiness.storeAnswers }
                 let stopping = ContinuousClock.now
@@ -203,7 +203,7 @@ struct WorkerResilienceTests {
                 #expect(ContinuousClock.now - stopping < .seconds(20), "stopped within the shutdown deadline")
 
                 // Another worker, once the store is back, does what the first one gave up.
-                try cluster.start()
+                try await cluster.start()
                 let second = try pipeline.worker(store: store, clock: clock, batchSize: 20)
                 try await withRunningServices([second]) {
                     try await eventually(within: .seconds(60), "every event's outbound message") {
