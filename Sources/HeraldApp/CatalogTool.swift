@@ -91,6 +91,8 @@ public enum CatalogTool {
         ]
         if rendered.presentation.silent {
             lines.append("  silent:    nothing is shown; the app wakes with the data")
+        } else if rendered.presentation.badgeOnly {
+            lines.append("  badge only: no text and no sound; the app icon's count changes")
         } else {
             lines.append("  title:     \(rendered.title)")
             if let subtitle = rendered.subtitle { lines.append("  subtitle:  \(subtitle)") }
@@ -116,6 +118,7 @@ public enum CatalogTool {
         if let subtitle = rendered.subtitle { members.append(("subtitle", .string(subtitle))) }
         members.append(("body", .string(rendered.body)))
         if rendered.presentation.silent { members.append(("silent", .bool(true))) }
+        if rendered.presentation.badgeOnly { members.append(("badgeOnly", .bool(true))) }
         if let link = rendered.deepLink {
             var linkMembers: [(key: String, value: JSONValue)] = [("path", .string(link.path))]
             if let scheme = link.schemeURL { linkMembers.append(("scheme", .string(scheme))) }

@@ -165,6 +165,8 @@ final class DevDriver: Service, Sendable {
             ]
             if display.silent {
                 lines.append("    (silent: data for the app, nothing shown)")
+            } else if display.badgeOnly {
+                lines.append("    (badge only: no text, no sound)")
             }
             if let title = display.title { lines.append("    \(title)") }
             if let body = display.body { lines.append("    \(body)") }

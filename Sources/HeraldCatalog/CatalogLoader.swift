@@ -124,7 +124,8 @@ private struct RawField: Decodable {
 }
 
 private struct RawPush: Decodable {
-    /// Required unless the push is silent (checked with the other rules, naming the key).
+    /// Required unless the push is silent or only sets the badge (checked with the other rules,
+    /// naming the key).
     var title: String?
     var subtitle: String?
     var body: String?
@@ -537,23 +538,45 @@ private struct Context {
             error(file, "push.ttl", "must be from 1 to 2419200 seconds (28 days, the most FCM accepts), not \(ttl)")
         }
         let silent = raw.push.silent ?? false
+        // A badge with neither a title nor a body: the push only sets the app icon's count.
+        let badgeOnly = !silent && raw.push.title == nil && raw.push.body == nil && raw.push.badge != nil
         if silent {
             // Apple delivers a background push only without an alert, a sound or a badge.
             for (key, present) in raw.push.shownKeys where present {
                 error(file, "push.\(key.rawValue)", "a silent push shows nothing: leave this out")
             }
             if raw.digest != nil { error(file, "digest", "a silent push shows nothing: leave this out") }
+        } else if badgeOnly {
+            for (key, present) in raw.push.shownKeys where present && key != .badge {
+                error(
+                    file,
+                    "push.\(key.rawValue)",
+                    "a badge-only push (a badge without a title or a body) shows nothing else: leave this out"
+                )
+            }
+            if raw.digest != nil {
+                error(file, "digest", "a badge-only push has no text to sum up a digest in: leave this out")
+            }
         } else {
-            if raw.push.title == nil { error(file, "push.title", "is required (unless the push is silent)") }
-            if raw.push.body == nil { error(file, "push.body", "is required (unless the push is silent)") }
+            let unless = "unless the push is silent or only sets the badge (push.badge without a title or a body)"
+            if raw.push.title == nil { error(file, "push.title", "is required, \(unless)") }
+            if raw.push.body == nil { error(file, "push.body", "is required, \(unless)") }
         }
-        // A silent push is a background refresh: FCM and APNs deliver it with normal priority unless
-        // the kind asks for more (Android may hold back high-priority data messages that show
-        // nothing).
-        let priority = raw.push.priority ?? (silent ? "normal" : "high")
+        // A silent push is a background refresh, a badge-only push a count the user checks when
+        // ready: FCM and APNs deliver them with normal priority unless the kind asks for more
+        // (Android may hold back high-priority data messages that show nothing).
+        let priority = raw.push.priority ?? (silent || badgeOnly ? "normal" : "high")
         if !["high", "normal"].contains(priority) { error(file, "push.priority", "must be high or normal") }
         var badge: BadgeSource?
         if let raw = raw.push.badge { badge = badgeSource(raw, fields: fields, declared: declared, file: file) }
+        if badgeOnly, case .field(let name, let index)? = badge, !fields[index].required {
+            // Without the count there would be nothing to send: a push that changes nothing.
+            error(
+                file,
+                "push.badge",
+                "a badge-only push needs its count in every event: make field '\(name)' required"
+            )
+        }
         var image: (name: String, index: Int)?
         if let name = raw.push.image {
             if let index = fields.firstIndex(where: { $0.name == name }) {
@@ -600,7 +623,8 @@ private struct Context {
                     dataFields: raw.push.data ?? [],
                     badge: badge,
                     image: image,
-                    silent: silent
+                    silent: silent,
+                    badgeOnly: badgeOnly
                 ),
                 digestSummary: raw.digest?.summary
             )
@@ -651,7 +675,7 @@ private struct Context {
 
     mutating func checkMessages(kinds: [NotificationKind], bundles: [String: MessageBundle], settings: CatalogSettings)
     {
-        for kind in kinds where !kind.presentation.silent {
+        for kind in kinds where kind.presentation.showsText {
             var keys: [(key: String, extra: [String: FieldType])] = [
                 (kind.presentation.title, [:]), (kind.presentation.body, [:]),
             ]

@@ -156,6 +156,16 @@ public struct Presentation: Sendable, Hashable {
         _read { yield storage.fields.badge }
         _modify { yield &storage.fields.badge }
     }
+    /// A push that only sets the app icon's badge: no text, no sound, nothing on the lock screen
+    /// (an APNs alert push whose `aps` holds the badge alone, an FCM data message with the count).
+    /// For a count the user checks when ready (unread messages, open tasks). Its `title` and `body`
+    /// are empty and its ``badge`` is always set.
+    @inlinable public var badgeOnly: Bool {
+        _read { yield storage.fields.badgeOnly }
+        _modify { yield &storage.fields.badgeOnly }
+    }
+    /// Whether a phone shows the notification's text: neither ``silent`` nor ``badgeOnly``.
+    @inlinable public var showsText: Bool { !silent && !badgeOnly }
 
     @usableFromInline var storage: SharedFields<Fields>
 
@@ -175,6 +185,7 @@ public struct Presentation: Sendable, Hashable {
         @usableFromInline var badge: BadgeSource?
         @usableFromInline var image: FieldReference?
         @usableFromInline var silent: Bool
+        @usableFromInline var badgeOnly: Bool
     }
 
     /// One of the kind's fields, by name and position.
@@ -198,7 +209,8 @@ public struct Presentation: Sendable, Hashable {
         dataFields: [String],
         badge: BadgeSource? = nil,
         image: (name: String, index: Int)? = nil,
-        silent: Bool = false
+        silent: Bool = false,
+        badgeOnly: Bool = false
     ) {
         storage = SharedFields(
             Fields(
@@ -216,7 +228,8 @@ public struct Presentation: Sendable, Hashable {
                 dataFields: dataFields,
                 badge: badge,
                 image: image.map { FieldReference(name: $0.name, index: $0.index) },
-                silent: silent
+                silent: silent,
+                badgeOnly: badgeOnly
             )
         )
     }

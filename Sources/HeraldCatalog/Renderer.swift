@@ -255,11 +255,12 @@ public final class Renderer: Sendable {
         if isFallback { fallbacks.add(1, ordering: .relaxed) }
         let formattingLocale = plan.formattingLocale
         let presentation = kind.presentation
-        // A silent push has no text: nothing to format (its fields go to the data only).
-        let silent = presentation.silent
+        // A silent or badge-only push has no text: nothing to format (its fields go to the data
+        // and the badge only).
+        let textless = !presentation.showsText
         var arguments: [(name: String, value: ICUValue)] = []
-        arguments.reserveCapacity(silent ? 0 : kind.fields.count + extra.count)
-        for (field, value) in zip(kind.fields, values) where !silent {
+        arguments.reserveCapacity(textless ? 0 : kind.fields.count + extra.count)
+        for (field, value) in zip(kind.fields, values) where !textless {
             guard let value else {
                 // Messages show optional fields only inside {name, select, absent {…} other {…}}.
                 arguments.append((field.name, .string("absent")))
@@ -269,7 +270,7 @@ public final class Renderer: Sendable {
                 (field.name, try icuValue(value, field: field, locale: formattingLocale, timeZone: timeZone))
             )
         }
-        for (name, value) in extra where !silent {
+        for (name, value) in extra where !textless {
             arguments.append((name, try icuValue(value, field: nil, locale: formattingLocale, timeZone: timeZone)))
         }
         func format(_ message: RenderPlan.Message) throws(RenderError) -> String {
@@ -282,16 +283,16 @@ public final class Renderer: Sendable {
                 throw RenderError(code: .formatFailed, message: "message '\(message.key)' in \(locale): \(error)")
             }
         }
-        let body = silent ? "" : try format(useDigestSummary ? (plan.digestSummary ?? plan.body) : plan.body)
+        let body = textless ? "" : try format(useDigestSummary ? (plan.digestSummary ?? plan.body) : plan.body)
         var rendered = RenderedNotification(
             kind: kind.name,
             category: kind.category,
             app: kind.app,
             locale: locale,
             usedFallbackLocale: isFallback,
-            title: silent
+            title: textless
                 ? "" : try format(plan.title).shortened(toUTF8Bytes: RenderedNotification.maximumHeadingBytes),
-            subtitle: silent
+            subtitle: textless
                 ? nil
                 : try plan.subtitle.map { message throws(RenderError) in
                     try format(message).shortened(toUTF8Bytes: RenderedNotification.maximumHeadingBytes)

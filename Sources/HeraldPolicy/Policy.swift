@@ -30,8 +30,9 @@ public struct Policy: Sendable {
         public var preferences: Preferences
         /// When the notification stops being worth sending, if ever.
         public var expiresAt: Timestamp?
-        /// A silent (background) push: it shows nothing, so quiet hours, which keep a phone from
-        /// disturbing its owner, do not hold it back. Preferences and throttles still apply.
+        /// A push that makes no sound and shows no alert (a background push, or one that only sets
+        /// the app icon's badge): quiet hours, which keep a phone from disturbing its owner, do not
+        /// hold it back. Preferences and throttles still apply.
         public var silent: Bool
 
         public init(

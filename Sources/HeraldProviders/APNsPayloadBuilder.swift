@@ -28,7 +28,8 @@ public struct APNsRequest: Sendable, Hashable {
 /// message's data. Headers: `apns-push-type`, `apns-priority` (10, or 5 for background and
 /// normal priority), `apns-expiration` (created-at + TTL), `apns-collapse-id` (at most 64 bytes),
 /// `apns-topic` (the bundle id, with the push type's suffix) and `apns-id` (a UUID derived from the
-/// notification id, so a retried request carries the same id).
+/// notification id, so a retried request carries the same id). A badge-only push
+/// (``PushMessage/badgeOnly``) is an alert push whose `aps` holds the badge alone.
 ///
 /// Size: at most 4096 bytes of body (5120 for VoIP). Optional parts are dropped in this order when
 /// shortening the body is not enough: data entries (last first), the subtitle, the image, the deep
@@ -233,7 +234,7 @@ public enum APNsPayloadBuilder {
         )
         if let deepLink = kept.deepLink { writer.member("deepLink", deepLink) }
         // For the app's notification service extension, which downloads and attaches it.
-        let image = silent ? nil : kept.imageURL
+        let image = silent || !message.showsAlert ? nil : kept.imageURL
         if let image { writer.member("imageUrl", image) }
         // "aps" is APNs' own key; a data entry of that name would be ignored or break the payload.
         kept.data.forEachEntry { key, value in
@@ -258,6 +259,12 @@ public enum APNsPayloadBuilder {
         writer.beginObject()
         if silent {
             writer.member("content-available", integer: 1)
+            writer.endObject()
+            return
+        }
+        if message.badgeOnly {
+            // No alert, sound or content-available: the phone changes the icon's count and nothing else.
+            if let badge = message.badge { writer.member("badge", integer: Int64(badge)) }
             writer.endObject()
             return
         }

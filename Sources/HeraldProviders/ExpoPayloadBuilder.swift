@@ -5,6 +5,7 @@ import HeraldEvents
 ///
 /// `{to, title, subtitle?, body, data, sound, badge?, channelId?, priority, ttl?, categoryId?,
 /// richContent {image}?, mutableContent?}`, at most 4096 bytes each, with the same ``SizeBudget`` order as APNs.
+/// A badge-only push is `{to, data, sound: null, badge, priority, ttl?}`.
 public enum ExpoPayloadBuilder {
     /// Expo's limit for one message, in bytes.
     public static let limit = 4096
@@ -69,7 +70,7 @@ public enum ExpoPayloadBuilder {
         let kept = OptionalParts(message, dropped: dropped, subtitleIsDroppable: true)
         writer.beginObject()
         writer.member("to", token)
-        if !message.contentAvailable {
+        if message.showsAlert {
             writer.member("title", message.title)
             if let subtitle = kept.subtitle { writer.member("subtitle", subtitle) }
             writer.member("body", body)
@@ -85,16 +86,19 @@ public enum ExpoPayloadBuilder {
         }
         writer.endObject()
         writer.key("sound")
-        if let sound = message.sound { writer.string(sound) } else { writer.null() }
+        if let sound = message.sound, message.showsAlert { writer.string(sound) } else { writer.null() }
         if let badge = message.badge { writer.member("badge", integer: Int64(badge)) }
-        if let channel = message.androidChannel { writer.member("channelId", channel) }
+        // A channel and a category (action buttons) belong to a notification a badge-only push
+        // does not show.
+        if let channel = message.androidChannel, message.showsAlert { writer.member("channelId", channel) }
         writer.member("priority", literal: message.highPriority ? "high" : "normal")
         if let ttl = message.timeToLive { writer.member("ttl", integer: Int64(ttl)) }
-        if let category = message.category { writer.member("categoryId", category) }
+        if let category = message.category, message.showsAlert { writer.member("categoryId", category) }
         // Android shows the image itself; on iOS the app's notification service extension attaches
         // it, which mutableContent lets run.
         let image = kept.writeImage("richContent", of: message, into: &writer)
-        if message.mutableContent || image {
+        // The service extension runs for a notification shown, which a badge-only push is not.
+        if message.showsAlert && (message.mutableContent || image) {
             writer.key("mutableContent")
             writer.bool(true)
         }

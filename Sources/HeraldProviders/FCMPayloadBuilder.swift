@@ -7,7 +7,9 @@ import HeraldEvents
 /// fcm_options {image}, payload {aps}}}}`.
 /// The whole JSON is kept within 4096 bytes; the same ``SizeBudget`` order as APNs applies (data
 /// last-first, then the deep link). FCM's reserved data keys (`from`, `notification`,
-/// `message_type`, `collapse_key` and the `google.`, `gcm.` prefixes) are left out.
+/// `message_type`, `collapse_key` and the `google.`, `gcm.` prefixes) are left out. A badge-only
+/// push is a data message (no `notification`) with its count in `data.herald_badge`, for the app to
+/// set its launcher's count, and in `apns.payload.aps.badge`.
 public enum FCMPayloadBuilder {
     /// FCM's limit for the whole message, in bytes.
     public static let limit = 4096
@@ -59,6 +61,9 @@ public enum FCMPayloadBuilder {
     public static let notificationIDKey = notificationIDLiteral.description
     /// ``notificationIDKey`` as a literal, which JSON writers take without an escape check.
     static let notificationIDLiteral: StaticString = "herald_notification_id"
+    /// The data key that carries a badge-only push's count (FCM data is strings: `"3"`).
+    public static let badgeKey = badgeLiteral.description
+    static let badgeLiteral: StaticString = "herald_badge"
 
     static func isReserved(_ key: String) -> Bool {
         // Every reserved key starts with one of these letters; most data keys are decided by one byte.
@@ -86,7 +91,7 @@ public enum FCMPayloadBuilder {
         writer.key("message")
         writer.beginObject()
         writer.member("token", token)
-        if !message.contentAvailable {
+        if message.showsAlert {
             writer.key("notification")
             writer.beginObject()
             writer.member("title", message.title)
@@ -101,9 +106,19 @@ public enum FCMPayloadBuilder {
             writer.key("data")
             writer.beginObject()
             writer.member(notificationIDLiteral, message.notificationID)
+            // Android shows no badge without a notification: a badge-only push is a data message,
+            // and the app sets its launcher's count from this.
+            if message.badgeOnly, let badge = message.badge {
+                writer.key(badgeLiteral)
+                writer.string(integer: Int64(badge))
+            }
             if let deepLink = kept.deepLink { writer.member("deepLink", deepLink) }
             kept.data.forEachEntry { key, value in
-                if !key.hasUTF8("deepLink") && !key.hasUTF8(notificationIDLiteral) { writer.member(key, value) }
+                if !key.hasUTF8("deepLink") && !key.hasUTF8(notificationIDLiteral)
+                    && !(message.badgeOnly && key.hasUTF8(badgeLiteral))
+                {
+                    writer.member(key, value)
+                }
             }
             writer.endObject()
         }
@@ -115,7 +130,7 @@ public enum FCMPayloadBuilder {
             writer.string(integer: Int64(ttl), suffix: "s")
         }
         if let collapseKey = message.collapseKey { writer.member("collapse_key", collapseKey) }
-        if !message.contentAvailable,
+        if message.showsAlert,
             message.androidChannel != nil || message.sound != nil || message.collapseKey != nil
                 || message.badge != nil
         {

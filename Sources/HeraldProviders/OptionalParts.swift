@@ -20,10 +20,10 @@ struct OptionalParts {
     /// for it to attach.
     func mutableContent(_ message: PushMessage) -> Bool { message.mutableContent || imageURL != nil }
 
-    /// Writes `"key": {"image": url}` for the image kept, unless the push is silent (which shows
-    /// nothing); returns whether it did.
+    /// Writes `"key": {"image": url}` for the image kept, unless the push shows no alert (silent,
+    /// or badge-only); returns whether it did.
     func writeImage(_ key: StaticString, of message: PushMessage, into writer: inout JSONStreamWriter) -> Bool {
-        guard !message.contentAvailable, let imageURL else { return false }
+        guard message.showsAlert, let imageURL else { return false }
         writer.key(key)
         writer.beginObject()
         writer.member("image", imageURL)

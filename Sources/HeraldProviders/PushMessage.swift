@@ -104,6 +104,15 @@ public struct PushMessage: Sendable, Hashable {
         _read { yield storage.fields.contentAvailable }
         _modify { yield &storage.fields.contentAvailable }
     }
+    /// A push that only sets the app icon's ``badge``: no alert and no sound (the title, subtitle,
+    /// body, sound and image are not sent), an alert push to APNs with `aps` holding the badge
+    /// alone, a data message to FCM's Android devices, which carries the count for the app.
+    @inlinable public var badgeOnly: Bool {
+        _read { yield storage.fields.badgeOnly }
+        _modify { yield &storage.fields.badgeOnly }
+    }
+    /// Whether the push shows an alert: neither ``contentAvailable`` (silent) nor ``badgeOnly``.
+    @inlinable public var showsAlert: Bool { !contentAvailable && !badgeOnly }
     /// When the notification was created; expiries are counted from here.
     @inlinable public var createdAt: Timestamp {
         _read { yield storage.fields.createdAt }
@@ -142,6 +151,7 @@ public struct PushMessage: Sendable, Hashable {
         @usableFromInline var imageURL: String?
         @usableFromInline var mutableContent: Bool
         @usableFromInline var contentAvailable: Bool
+        @usableFromInline var badgeOnly: Bool
         @usableFromInline var createdAt: Timestamp
         @usableFromInline var alertLocalization: AlertLocalization?
     }
@@ -191,6 +201,7 @@ public struct PushMessage: Sendable, Hashable {
         imageURL: String? = nil,
         mutableContent: Bool = false,
         contentAvailable: Bool = false,
+        badgeOnly: Bool = false,
         createdAt: Timestamp,
         alertLocalization: AlertLocalization? = nil
     ) {
@@ -217,6 +228,7 @@ public struct PushMessage: Sendable, Hashable {
                 imageURL: imageURL,
                 mutableContent: mutableContent,
                 contentAvailable: contentAvailable,
+                badgeOnly: badgeOnly,
                 createdAt: createdAt,
                 alertLocalization: alertLocalization
             )

@@ -119,7 +119,7 @@ public struct ReplayDiff: Sendable {
     }
 
     static func text(_ text: DisplayedText) -> String {
-        var parts: [String] = text.silent ? ["(silent)"] : []
+        var parts: [String] = text.silent ? ["(silent)"] : text.badgeOnly ? ["(badge only)"] : []
         if let title = text.title { parts.append(title) }
         if let body = text.body { parts.append(body) }
         var joined = parts.joined(separator: " — ")

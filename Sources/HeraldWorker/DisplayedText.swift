@@ -12,6 +12,8 @@ public struct DisplayedText: Sendable, Hashable {
     public var image: String?
     /// A silent (background) push: nothing is shown, the app gets the data.
     public var silent: Bool
+    /// A push that only sets the app icon's badge: no text, no sound.
+    public var badgeOnly: Bool { !silent && title == nil && body == nil && badge != nil }
 
     public init(
         title: String?,
@@ -49,15 +51,19 @@ public struct DisplayedText: Sendable, Hashable {
         case "fcm":
             let message = payload["message"]
             let notification = message?["notification"]
+            // What an Android phone shows; the iOS badge (apns.payload.aps.badge) is the same. A
+            // badge-only push has no Android notification: its count is in the data, for the app.
+            let badge =
+                Self.count(message?["android"]?["notification"]?["notification_count"])
+                ?? Self.count(message?["apns"]?["payload"]?["aps"]?["badge"])
             self.init(
                 title: notification?["title"]?.stringValue,
                 body: notification?["body"]?.stringValue,
                 deepLink: message?["data"]?["deepLink"]?.stringValue,
-                // What an Android phone shows; the iOS badge (apns.payload.aps.badge) is the same.
-                badge: Self.count(message?["android"]?["notification"]?["notification_count"]),
+                badge: badge,
                 image: notification?["image"]?.stringValue,
-                // A data message: the app gets it, nothing is shown.
-                silent: message != nil && notification == nil
+                // A data message that sets no badge: the app gets it, nothing is shown.
+                silent: message != nil && notification == nil && badge == nil
             )
         default:
             self.init(

@@ -45,7 +45,7 @@ extension EventProcessor {
                     deviceCount: recipient?.devices.count ?? 0,
                     preferences: recipient?.preferences ?? Preferences(),
                     expiresAt: OutboundBuilder.expiry(of: kind, createdAt: event.time ?? now),
-                    silent: kind.presentation.silent
+                    silent: !kind.presentation.showsText
                 ),
                 now: now
             )

@@ -338,7 +338,7 @@ public final class EventProcessor: Sendable {
                         deviceCount: recipient?.devices.count ?? 0,
                         preferences: recipient?.preferences ?? Preferences(),
                         expiresAt: expiresAt,
-                        silent: item.kind.presentation.silent
+                        silent: !item.kind.presentation.showsText
                     ),
                     now: now
                 )

@@ -49,6 +49,7 @@ public enum OutboundBuilder {
             highPriority: presentation.priority == "high",
             imageURL: rendered.imageURL,
             contentAvailable: presentation.silent,
+            badgeOnly: presentation.badgeOnly,
             createdAt: createdAt
         )
     }

@@ -11,7 +11,7 @@ struct CatalogCommandTests {
         let herald = try heraldExecutable().path
         let ok = try await run(herald, ["catalog", "check", "\(repositoryRoot)/catalog"])
         #expect(ok.status == 0)
-        #expect(ok.output.contains("catalog ok: 8 kind(s)"))
+        #expect(ok.output.contains("catalog ok: 9 kind(s)"))
 
         let broken = FileManager.default.temporaryDirectory.appendingPathComponent("herald-cli-\(UUID().uuidString)")
         try FileManager.default.copyItem(atPath: "\(repositoryRoot)/catalog", toPath: broken.path)

@@ -30,15 +30,15 @@ struct DevCommandTests {
         // 8 promo u-1024 (opted in) → 2, u-2048 (not opted in) → suppressed; 9, 10 messages u-2048 → 2;
         // 11 promo u-1024 → 2 (second of two a week); 12 promo u-1024 → throttled; 13 a redelivery of 1 →
         // duplicate, the same 2 calls with the same ids, skipped by the sender; 14 not JSON, 15 unknown type,
-        // 16 order without orderId → dead-lettered.
-        #expect(rows["events published"] == "16")
+        // 16 order without orderId → dead-lettered; 17 messages read by u-1024 → 2 badge-only pushes.
+        #expect(rows["events published"] == "17")
         #expect(rows["directory changes"] == "13")
         #expect(
             rows["decisions"]
-                == "14  (deferred.quiet_hours 1, duplicate 1, sent 10, suppressed.preference 1, throttled.dropped 1)"
+                == "15  (deferred.quiet_hours 1, duplicate 1, sent 11, suppressed.preference 1, throttled.dropped 1)"
         )
-        #expect(rows["provider calls built"] == "16  (apns 7, expo 3, fcm 6)")
-        #expect(rows["delivered"] == "13")
+        #expect(rows["provider calls built"] == "18  (apns 8, expo 3, fcm 7)")
+        #expect(rows["delivered"] == "15")
         #expect(rows["retried"] == "1")
         #expect(rows["skipped as duplicates"] == "2")
         #expect(rows["tokens invalidated"] == "1")
@@ -58,7 +58,16 @@ struct DevCommandTests {
             result.output.contains("Zadzwoń, jak będziesz mógł\n    ↳ https://getdrop.no/chats/chat-71\n    badge 2"),
             "\(result.output)"
         )
-        #expect(result.output.components(separatedBy: "▸ ").count - 1 == 13, "each delivered notification shown once")
+        // The read messages clear the badge on both of u-1024's phones, with nothing else shown.
+        for phone in ["apns · iphone-15 (ios, nb-NO)", "fcm · pixel-8 (android, en-GB)"] {
+            #expect(
+                result.output.contains(
+                    "▸ \(phone) · no.getdrop.app\n    (badge only: no text, no sound)\n    badge 0\n"
+                ),
+                "\(result.output)"
+            )
+        }
+        #expect(result.output.components(separatedBy: "▸ ").count - 1 == 15, "each delivered notification shown once")
     }
 
     @Test(

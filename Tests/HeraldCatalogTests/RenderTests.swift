@@ -26,8 +26,8 @@ struct RenderTests {
                 let rendered = try renderer.render(event, as: kind, locale: locale, timeZone: "Europe/Oslo")
                 #expect(rendered.locale == locale && !rendered.usedFallbackLocale)
                 for text in [rendered.title, rendered.body] {
-                    // A silent push has no text at all.
-                    #expect(kind.presentation.silent ? text.isEmpty : !text.isEmpty, "\(kind.name)")
+                    // A silent or badge-only push has no text at all.
+                    #expect(kind.presentation.showsText ? !text.isEmpty : text.isEmpty, "\(kind.name)")
                     #expect(!text.contains("{") && !text.contains("absent") && !text.contains("null"))
                 }
                 lines.append(

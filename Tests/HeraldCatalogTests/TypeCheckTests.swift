@@ -220,7 +220,56 @@ struct TypeCheckTests {
         #expect(withDigest?.key == "digest")
         let bodiless = try only(["kinds/order.confirmed.yaml": replacing("  body: order.confirmed.body\n", "")])
         #expect(bodiless?.key == "push.body")
-        #expect(bodiless?.message == "is required (unless the push is silent)")
+        #expect(
+            bodiless?.message
+                == "is required, unless the push is silent or only sets the badge (push.badge without a title or a body)"
+        )
+    }
+
+    @Test("a badge with neither a title nor a body only sets the badge; it refuses what else a phone would show")
+    func badgeOnlyKinds() throws {
+        // The example messages.read is badge-only.
+        let file = "kinds/messages.read.yaml"
+        let (catalog, warnings) = try CatalogLoader.load(directory: exampleCatalog)
+        #expect(warnings.isEmpty, "\(warnings)")
+        let kind = try #require(catalog.kind(named: "messages.read"))
+        #expect(kind.presentation.badgeOnly && !kind.presentation.silent && !kind.presentation.showsText)
+        #expect(kind.presentation.title.isEmpty && kind.presentation.body.isEmpty)
+        #expect(kind.presentation.badge == .field(name: "unreadCount", index: 0))
+        #expect(kind.presentation.priority == "normal", "a badge-only kind's default priority")
+        #expect(catalog.kind(named: "message.received")?.presentation.badgeOnly == false, "a badge beside text")
+        for (added, key) in [
+            ("  subtitle: order.confirmed.title\n", "push.subtitle"), ("  sound: default\n", "push.sound"),
+            ("  threadId: chats\n", "push.threadId"), ("  androidChannel: messages\n", "push.androidChannel"),
+            ("  interruptionLevel: passive\n", "push.interruptionLevel"),
+        ] {
+            let found = try only([file: replacing("  ttl: 86400\n", "  ttl: 86400\n" + added)])
+            #expect(found?.key == key)
+            #expect(
+                found?.message
+                    == "a badge-only push (a badge without a title or a body) shows nothing else: leave this out"
+            )
+        }
+        let withDigest = try only([file: { $0 + "digest:\n  summary: message.received.digest\n" }])
+        #expect(withDigest?.key == "digest")
+        #expect(withDigest?.message == "a badge-only push has no text to sum up a digest in: leave this out")
+        // Without the count in every event there would be pushes that change nothing.
+        let optional = try only([
+            file: replacing(
+                "{ type: int, path: data.unreadCount }",
+                "{ type: int, path: data.unreadCount, required: false }"
+            )
+        ])
+        #expect(optional?.key == "push.badge")
+        #expect(
+            optional?.message == "a badge-only push needs its count in every event: make field 'unreadCount' required"
+        )
+        // A title without a body is a visible push missing its body, not a badge-only one.
+        let titled = try only([file: replacing("  ttl: 86400\n", "  ttl: 86400\n  title: order.confirmed.title\n")])
+        #expect(titled?.key == "push.body")
+        // Neither text nor badge: still a visible push without its text.
+        let empty = try diagnostics([file: replacing("  badge: unreadCount\n", "")])
+        #expect(empty.map(\.key) == ["push.title", "push.body"])
     }
 
     @Test("push.image names a declared url field")

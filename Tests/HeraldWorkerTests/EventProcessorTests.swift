@@ -404,6 +404,35 @@ struct EventProcessorTests {
         #expect(statistics.snapshot.decisionsByReason == ["sent": 1, "deferred.quiet_hours": 1])
     }
 
+    @Test("a badge-only push goes out during quiet hours as an APNs alert push that carries the badge alone")
+    mutating func badgeOnlyInQuietHours() async throws {
+        try await register(quietHours: true)
+        let processor = processor()
+        clock.set("2026-11-21T22:30:00Z")  // 23:30 in Oslo, inside u-en's quiet hours
+        let read = message(
+            cloudEvent(
+                id: "late-read",
+                type: "message.read",
+                source: "/chat",
+                time: "2026-11-21T22:30:00Z",
+                data: object([("userId", .string("u-en")), ("unreadCount", .number("4"))])
+            ),
+            topic: "chat.events"
+        )
+        let sent = try await processor.process([read]).compactMap {
+            try? OutboundMessage(decoding: Array($0.value!))
+        }
+        #expect(statistics.snapshot.decisionsByReason == ["sent": 1])
+        #expect(sent.map(\.kind) == ["messages.read"])
+        let request = try #require(sent.first?.request)
+        #expect(request.headers.first { $0.name == "apns-push-type" }?.value == "alert")
+        #expect(request.headers.first { $0.name == "apns-priority" }?.value == "5")
+        #expect(try JSONParser().parse(request.body)["aps"] == .object(JSONObject([("badge", .number("4"))])))
+        // A visible notification at the same moment is still deferred.
+        #expect(try await processor.process([lateOrder()]).isEmpty)
+        #expect(statistics.snapshot.decisionsByReason == ["sent": 1, "deferred.quiet_hours": 1])
+    }
+
     @Test("over the messages limit, the rest of the hour becomes one digest: \"3 new messages from Cleo and 1 other\"")
     mutating func digest() async throws {
         try await register()
