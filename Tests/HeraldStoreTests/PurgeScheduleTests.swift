@@ -33,7 +33,10 @@ struct PurgeScheduleTests {
                 purged: { count in counted.withLock { $0 += count } }
             )
         }
-        #expect(await eventually { calls.withLock { $0.count >= 3 } })
+        // Three purges 20 ms apart take a moment; the limit is for a schedule that stopped. It is
+        // long because the suite shares the cooperative pool with CPU-bound tests (replays in a
+        // debug build), which kept each 20 ms sleep from resuming for up to 3 s: 19-39 s in all.
+        #expect(await eventually(within: .seconds(180)) { calls.withLock { $0.count >= 3 } })
         running.cancel()
         await running.value
         let made = calls.withLock { $0 }

@@ -30,9 +30,23 @@ final class RDKafkaMockCluster: @unchecked Sendable {
     }
 
     deinit {
-        rd_kafka_mock_cluster_destroy(cluster)
-        rd_kafka_destroy(host)
-        RDKafkaCallbackContext.release(contextPointer)
+        // Destroying the cluster joins its thread, which took a second each in a fifth of the test
+        // suite's teardowns. A deinit runs wherever the last reference goes, often a task on the
+        // cooperative pool (a test's end, `herald dev`'s), whose thread that second would hold.
+        let handles = Handles(host: host, cluster: cluster, context: contextPointer)
+        DedicatedThread.start(name: "herald.mock-stop") {
+            rd_kafka_mock_cluster_destroy(handles.cluster)
+            rd_kafka_destroy(handles.host)
+            RDKafkaCallbackContext.release(handles.context)
+        }
+    }
+
+    /// The handles, for the thread that destroys them.
+    private struct Handles: @unchecked Sendable {
+        // @unchecked: used by that one thread, after the cluster object is gone.
+        let host: OpaquePointer
+        let cluster: OpaquePointer
+        let context: UnsafeMutableRawPointer
     }
 
     func createTopic(_ name: String, partitions: Int, replicationFactor: Int) throws(KafkaError) {
