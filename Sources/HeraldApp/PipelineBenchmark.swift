@@ -584,6 +584,11 @@ struct EventGenerator: Sendable {
             Self.string("acc-", user, into: &json)
             json.key("balance")
             Self.money(amount: "10250.75", currency: "NOK", into: &json)
+        case .messagesRead:
+            userMember("userId")
+            json.key("chatId")
+            Self.string("chat-", number % 997, into: &json)
+            json.member("unreadCount", integer: Int64(number % 9))
         }
         json.endObject()
         json.endObject()
@@ -635,16 +640,17 @@ struct EventGenerator: Sendable {
         json.endObject()
     }
 
-    /// The example kinds in the feeder's mix, by a number below 100: 40% chat messages, every kind of
-    /// the example catalog represented (4% silent balance refreshes).
+    /// The example kinds in the feeder's mix, by a number below 100: 38% chat messages, every kind of
+    /// the example catalog represented (2% messages read, badge-only; 4% silent balance refreshes).
     enum Kind {
         case messageReceived, orderConfirmed, orderShipped, paymentReceived, paymentFailed, securityLogin, promoOffer
-        case accountSynced
+        case accountSynced, messagesRead
 
         init(mix: UInt64) {
             self =
                 switch mix {
-                case 0..<40: .messageReceived
+                case 0..<38: .messageReceived
+                case 38..<40: .messagesRead
                 case 40..<52: .orderConfirmed
                 case 52..<62: .orderShipped
                 case 62..<70: .paymentReceived
@@ -665,12 +671,13 @@ struct EventGenerator: Sendable {
             case .securityLogin: "security.login"
             case .promoOffer: "promo.offer"
             case .accountSynced: "account.balance_updated"
+            case .messagesRead: "message.read"
             }
         }
 
         var source: String {
             switch self {
-            case .messageReceived: "/chat"
+            case .messageReceived, .messagesRead: "/chat"
             case .orderConfirmed, .orderShipped: "/orders"
             case .paymentReceived, .paymentFailed, .accountSynced: "/payments"
             case .securityLogin: "/identity"

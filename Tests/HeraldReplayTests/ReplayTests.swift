@@ -258,7 +258,7 @@ struct ReplayTests {
         let events = path("samples/dev/events.jsonl")
         let directory = path("samples/dev/directory.jsonl")
         let plain = try await replay([RecordedLogFile(path: events)], in: scratch, name: "plain", directory: directory)
-        #expect(plain.outbound.count == 17)
+        #expect(plain.outbound.count == 19)
 
         // gzip
         let sink = try LogSink(path: scratch.file("events.jsonl.gz"), gzip: true)

@@ -31,7 +31,7 @@ struct ReplayWorkerTests {
             directory: devDirectory,
             drain: false
         )
-        #expect(replayed.outbound.count == 16)
+        #expect(replayed.outbound.count == 18)
 
         let environment = try KafkaTestEnvironment(topics: [
             "recorded.events": 3, "herald.directory": 3, "herald.outbound": 3, "herald.events.dlq": 1,
@@ -207,15 +207,15 @@ struct ReplayWorkerTests {
             logger: quietLogger
         )
         let elapsed = ContinuousClock.now - started
-        #expect(counts == ["herald.directory": 13, "replayed.events": 16])
-        // 29 records at 100/s: the last is due after 0.28 s.
+        #expect(counts == ["herald.directory": 13, "replayed.events": 17])
+        // 30 records at 100/s: the last is due after 0.29 s.
         #expect(elapsed >= .milliseconds(250))
         try await environment.withCollector(["replayed.events", "herald.directory"]) { received in
-            try await waitUntil("everything published is read back") { received.count == 29 }
+            try await waitUntil("everything published is read back") { received.count == 30 }
             let keys = received.all.filter { $0.topic == "replayed.events" }.compactMap { $0.key?.string }
-            // Eight of the sample's events are about u-1024 first; the poison line has no key.
-            #expect(keys.filter { $0 == "u-1024" }.count == 8)
-            #expect(keys.count == 15)
+            // Nine of the sample's events are about u-1024 first; the poison line has no key.
+            #expect(keys.filter { $0 == "u-1024" }.count == 9)
+            #expect(keys.count == 16)
         }
     }
 
