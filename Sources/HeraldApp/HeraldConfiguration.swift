@@ -152,6 +152,7 @@ public struct HeraldConfiguration: Sendable {
             public var sandboxURL = "https://api.sandbox.push.apple.com"
             public var concurrency = 256
             public var requestTimeout: Duration = .seconds(10)
+            public var connectTimeout: Duration = .seconds(5)
             /// `providers.apns.transport`: `frames` (the default), frame-level HTTP/2 connections
             /// carrying calls in batches; `async-http-client`, one request of async-http-client per call.
             public var usesFrameConnections = true
@@ -165,6 +166,7 @@ public struct HeraldConfiguration: Sendable {
             public var baseURL = "https://fcm.googleapis.com"
             public var concurrency = 256
             public var requestTimeout: Duration = .seconds(10)
+            public var connectTimeout: Duration = .seconds(5)
         }
 
         public struct Expo: Sendable {
@@ -173,6 +175,7 @@ public struct HeraldConfiguration: Sendable {
             public var accessToken: String?
             public var concurrency = 8
             public var requestTimeout: Duration = .seconds(15)
+            public var connectTimeout: Duration = .seconds(5)
         }
     }
 
@@ -257,6 +260,7 @@ public struct HeraldConfiguration: Sendable {
         Key(path: "providers.apns.sandbox_url", kind: .string),
         Key(path: "providers.apns.concurrency", kind: .integer),
         Key(path: "providers.apns.request_timeout", kind: .positiveDuration),
+        Key(path: "providers.apns.connect_timeout", kind: .positiveDuration),
         Key(path: "providers.apns.transport", kind: .choice(["async-http-client", "frames"])),
         Key(path: "providers.apns.connections", kind: .integer),
         Key(path: "providers.fcm.service_account_file", kind: .string),
@@ -264,12 +268,14 @@ public struct HeraldConfiguration: Sendable {
         Key(path: "providers.fcm.base_url", kind: .string),
         Key(path: "providers.fcm.concurrency", kind: .integer),
         Key(path: "providers.fcm.request_timeout", kind: .positiveDuration),
+        Key(path: "providers.fcm.connect_timeout", kind: .positiveDuration),
         Key(path: "providers.expo.enabled", kind: .choice(["true", "false"])),
         Key(path: "providers.expo.base_url", kind: .string),
         Key(path: "providers.expo.access_token_file", kind: .string),
         Key(path: "providers.expo.access_token", kind: .string, secret: true),
         Key(path: "providers.expo.concurrency", kind: .integer),
         Key(path: "providers.expo.request_timeout", kind: .positiveDuration),
+        Key(path: "providers.expo.connect_timeout", kind: .positiveDuration),
         Key(path: "store.url", kind: .string, secret: true),
         Key(path: "store.directory_cache", kind: .integer),
         Key(path: "store.max_devices_per_user", kind: .integer),
@@ -879,6 +885,7 @@ public struct HeraldConfiguration: Sendable {
         providers.apns.sandboxURL = try string("providers.apns.sandbox_url") ?? providers.apns.sandboxURL
         providers.apns.concurrency = try integer("providers.apns.concurrency") ?? providers.apns.concurrency
         providers.apns.requestTimeout = try duration("providers.apns.request_timeout") ?? providers.apns.requestTimeout
+        providers.apns.connectTimeout = try duration("providers.apns.connect_timeout") ?? providers.apns.connectTimeout
         providers.apns.usesFrameConnections =
             try string("providers.apns.transport").map { $0 == "frames" } ?? providers.apns.usesFrameConnections
         providers.apns.frameConnections = try integer("providers.apns.connections") ?? providers.apns.frameConnections
@@ -900,6 +907,7 @@ public struct HeraldConfiguration: Sendable {
         providers.fcm.baseURL = try string("providers.fcm.base_url") ?? providers.fcm.baseURL
         providers.fcm.concurrency = try integer("providers.fcm.concurrency") ?? providers.fcm.concurrency
         providers.fcm.requestTimeout = try duration("providers.fcm.request_timeout") ?? providers.fcm.requestTimeout
+        providers.fcm.connectTimeout = try duration("providers.fcm.connect_timeout") ?? providers.fcm.connectTimeout
         providers.expo.enabled = try string("providers.expo.enabled").map { $0 == "true" } ?? providers.expo.enabled
         providers.expo.baseURL = try string("providers.expo.base_url") ?? providers.expo.baseURL
         if let token = try Self.secret(
@@ -914,6 +922,7 @@ public struct HeraldConfiguration: Sendable {
         }
         providers.expo.concurrency = try integer("providers.expo.concurrency") ?? providers.expo.concurrency
         providers.expo.requestTimeout = try duration("providers.expo.request_timeout") ?? providers.expo.requestTimeout
+        providers.expo.connectTimeout = try duration("providers.expo.connect_timeout") ?? providers.expo.connectTimeout
         // Bounded: the APNs pool makes a slot per connection up front, and a count beyond any use
         // (10^18) trapped when the first call was made.
         for (path, value, limit) in [

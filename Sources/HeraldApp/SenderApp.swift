@@ -18,6 +18,7 @@ public enum SenderApp {
             apns.sandboxURL = providers.apns.sandboxURL
             apns.concurrency = providers.apns.concurrency
             apns.requestTimeout = providers.apns.requestTimeout
+            apns.connectTimeout = providers.apns.connectTimeout
             apns.usesFrameConnections = providers.apns.usesFrameConnections
             apns.frameConnections = providers.apns.frameConnections
             clients.apns = try APNsClient(
@@ -31,6 +32,7 @@ public enum SenderApp {
             fcm.baseURL = providers.fcm.baseURL
             fcm.concurrency = providers.fcm.concurrency
             fcm.requestTimeout = providers.fcm.requestTimeout
+            fcm.connectTimeout = providers.fcm.connectTimeout
             clients.fcm = try FCMClient(configuration: fcm, clock: clock, extraTrustRootsPEM: providers.trustRootsPEM)
         }
         if providers.expo.enabled {
@@ -39,6 +41,7 @@ public enum SenderApp {
             expo.accessToken = providers.expo.accessToken
             expo.concurrency = providers.expo.concurrency
             expo.requestTimeout = providers.expo.requestTimeout
+            expo.connectTimeout = providers.expo.connectTimeout
             clients.expo = try ExpoClient(configuration: expo, extraTrustRootsPEM: providers.trustRootsPEM)
         }
         return clients

@@ -77,6 +77,8 @@ public final class APNsClient: Sendable {
         public var productionURL = "https://api.push.apple.com"
         public var sandboxURL = "https://api.sandbox.push.apple.com"
         public var requestTimeout = Duration.seconds(10)
+        /// How long connecting to APNs may take.
+        public var connectTimeout = Duration.seconds(5)
         /// Requests in flight at once per key.
         public var concurrency = 256
         /// Send over frame-level HTTP/2 connections (``HTTP2FrameConnection``), a key's calls in
@@ -116,13 +118,14 @@ public final class APNsClient: Sendable {
                 providerToken: APNsProviderToken(key: credential.key, clock: clock),
                 client: try ProviderTransport.makeClient(
                     extraTrustRootsPEM: extraTrustRootsPEM,
-                    connectTimeout: .seconds(5)
+                    connectTimeout: configuration.connectTimeout
                 ),
                 limiter: ConcurrencyLimiter(limit: configuration.concurrency),
                 frames: configuration.usesFrameConnections
                     ? HTTP2FramePool(
                         tls: try ProviderTransport.tlsConfiguration(extraTrustRootsPEM: extraTrustRootsPEM),
-                        connectionsPerOrigin: configuration.frameConnections
+                        connectionsPerOrigin: configuration.frameConnections,
+                        connectTimeout: configuration.connectTimeout
                     )
                     : nil
             )

@@ -10,6 +10,8 @@ public final class ExpoClient: Sendable {
         /// Sent as `Authorization: Bearer` when the Expo project requires access tokens.
         public var accessToken: String?
         public var requestTimeout = Duration.seconds(15)
+        /// How long connecting to Expo may take.
+        public var connectTimeout = Duration.seconds(5)
         public var concurrency = 8
 
         public init() {}
@@ -28,7 +30,10 @@ public final class ExpoClient: Sendable {
 
     public init(configuration: Configuration, extraTrustRootsPEM: String?) throws {
         self.configuration = configuration
-        client = try ProviderTransport.makeClient(extraTrustRootsPEM: extraTrustRootsPEM, connectTimeout: .seconds(5))
+        client = try ProviderTransport.makeClient(
+            extraTrustRootsPEM: extraTrustRootsPEM,
+            connectTimeout: configuration.connectTimeout
+        )
         limiter = ConcurrencyLimiter(limit: configuration.concurrency)
     }
 

@@ -124,6 +124,8 @@ public final class FCMClient: Sendable {
         public var credentials: [Credential]
         public var baseURL = "https://fcm.googleapis.com"
         public var requestTimeout = Duration.seconds(10)
+        /// How long connecting to FCM may take.
+        public var connectTimeout = Duration.seconds(5)
         public var concurrency = 256
 
         public init(credentials: [Credential]) {
@@ -146,7 +148,7 @@ public final class FCMClient: Sendable {
         projects = try configuration.credentials.map { credential in
             let client = try ProviderTransport.makeClient(
                 extraTrustRootsPEM: extraTrustRootsPEM,
-                connectTimeout: .seconds(5)
+                connectTimeout: configuration.connectTimeout
             )
             return Project(
                 credential: credential,

@@ -42,6 +42,8 @@ final class HTTP2FramePool: Sendable {
     private let state = Mutex(State())
     let tls: TLSConfiguration
     let connectionsPerOrigin: Int
+    /// How long a connection's TCP connect may take.
+    let connectTimeout: TimeAmount
     /// Connection `i` of an origin runs on `eventLoops[i % count]`, so the connections share the
     /// work out rather than landing on whichever loop the group hands out next.
     private let eventLoops: [any EventLoop]
@@ -49,9 +51,11 @@ final class HTTP2FramePool: Sendable {
     init(
         tls: TLSConfiguration,
         connectionsPerOrigin: Int = 1,
+        connectTimeout: Duration = .seconds(5),
         group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
     ) {
         self.tls = tls
+        self.connectTimeout = .nanoseconds(Int64(connectTimeout.nanoseconds))
         self.connectionsPerOrigin = max(connectionsPerOrigin, 1)
         self.eventLoops = Array(group.makeIterator())
     }
@@ -75,6 +79,7 @@ final class HTTP2FramePool: Sendable {
             if let connection = slots[index].connection, connection.isUsable { return .ready(connection) }
             if let connecting = slots[index].connecting { return .connecting(connecting) }
             let tls = tls
+            let connectTimeout = connectTimeout
             let eventLoop = eventLoops[index % eventLoops.count]
             let task = Task {
                 let connection: HTTP2FrameConnection
@@ -83,7 +88,8 @@ final class HTTP2FramePool: Sendable {
                         host: origin.host,
                         port: origin.port,
                         tls: tls,
-                        group: eventLoop
+                        group: eventLoop,
+                        connectTimeout: connectTimeout
                     )
                 } catch {
                     self.connected(nil, origin: origin, index: index)

@@ -107,6 +107,7 @@ struct ProviderAuthTests {
             ).account
             var configuration = FCMClient.Configuration(credentials: [.init(account: forged)])
             configuration.baseURL = fixture.baseURL
+            configuration.connectTimeout = SimulatorFixture.connectTimeout
             for (trust, expected) in [(fixture.authorityPEM, "fcm.oauth.invalid_grant"), (nil, "transport.tls")] {
                 let client = try FCMClient(
                     configuration: configuration,

@@ -34,19 +34,26 @@ struct SenderConfigurationTests {
                 key_file: \(keyFile)
                 key_id: KEY1234567
                 team_id: TEAM123456
+                connect_timeout: 20s
               expo:
                 enabled: false
             sender:
               retry_delays: [1s, 2s, 3s]
             """
         )
-        let configuration = try HeraldConfiguration.load(paths: [base, providers], environment: [:])
+        let configuration = try HeraldConfiguration.load(
+            paths: [base, providers],
+            environment: ["HERALD_PROVIDERS_FCM_CONNECT_TIMEOUT": "1500ms"]
+        )
         #expect(configuration.sender.retryDelays == [.seconds(1), .seconds(2), .seconds(3)], "the later file wins")
         #expect(configuration.sender.retryJitter == 0.2)
         #expect(configuration.sender.outboundTopic == "team.outbound")
         #expect(configuration.providers.apns.key?.keyID == "KEY1234567")
         #expect(configuration.providers.fcm.serviceAccount == nil)
         #expect(!configuration.providers.expo.enabled)
+        #expect(configuration.providers.apns.connectTimeout == .seconds(20))
+        #expect(configuration.providers.fcm.connectTimeout == .milliseconds(1500))
+        #expect(configuration.providers.expo.connectTimeout == .seconds(5), "the default")
     }
 
     @Test("a bad credential fails at start-up naming the key, never its contents")

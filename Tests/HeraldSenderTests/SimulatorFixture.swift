@@ -29,6 +29,10 @@ struct SimulatorFixture {
 
     /// The provider clients' deadline per call.
     static let requestTimeout = Duration.seconds(30)
+    /// The provider clients' deadline for a connection. Not the default 5 s: in a debug build TLS
+    /// handshakes are slow, and with the suite's tests all connecting at once on two cores some
+    /// took longer (`transport.connect_timeout` where a test expected the simulator's answer).
+    static let connectTimeout = Duration.seconds(30)
 
     /// Runs `body` with a fixture. `senderClock` signs tokens; the simulator reads `simulatorClock`.
     static func with(
@@ -69,16 +73,19 @@ struct SimulatorFixture {
             // timed out after the simulator accepted it is sent again (at least once, by design),
             // and the fault tests count every notification accepted twice.
             apnsConfiguration.requestTimeout = Self.requestTimeout
+            apnsConfiguration.connectTimeout = Self.connectTimeout
             // Debug builds of swift-nio-http2 look streams up by a linear scan: fewer in flight is faster there.
             apnsConfiguration.concurrency = 32
             apnsConfiguration.usesFrameConnections = frames
             var fcmConfiguration = FCMClient.Configuration(credentials: [.init(account: account)])
             fcmConfiguration.baseURL = baseURL
             fcmConfiguration.requestTimeout = Self.requestTimeout
+            fcmConfiguration.connectTimeout = Self.connectTimeout
             fcmConfiguration.concurrency = 32
             var expoConfiguration = ExpoClient.Configuration()
             expoConfiguration.baseURL = baseURL
             expoConfiguration.requestTimeout = Self.requestTimeout
+            expoConfiguration.connectTimeout = Self.connectTimeout
             let fixture = SimulatorFixture(
                 simulator: simulator,
                 baseURL: baseURL,

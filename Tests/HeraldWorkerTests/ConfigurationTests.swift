@@ -138,6 +138,7 @@ struct ConfigurationTests {
             ("worker:\n  due_work_interval: 0s\n", [:], "worker.due_work_interval: must be longer than 0s"),
             ("", ["HERALD_SENDER_SHUTDOWN_DEADLINE": "0"], "HERALD_SENDER_SHUTDOWN_DEADLINE: must be longer than 0s"),
             ("providers:\n  fcm:\n    request_timeout: 0ms\n", [:], "providers.fcm.request_timeout: must be longer"),
+            ("providers:\n  expo:\n    connect_timeout: 0s\n", [:], "providers.expo.connect_timeout: must be longer"),
             ("kafka:\n  session_timeout: 0s\n", [:], "kafka.session_timeout: must be longer than 0s"),
             // SASL settings without a sasl_* protocol would go unused; a sasl_* protocol needs them all.
             (
