@@ -77,7 +77,8 @@ public final class APNsClient: Sendable {
         public var productionURL = "https://api.push.apple.com"
         public var sandboxURL = "https://api.sandbox.push.apple.com"
         public var requestTimeout = Duration.seconds(10)
-        /// How long connecting to APNs may take.
+        /// How long connecting to APNs may take: the TCP connect and TLS handshake with
+        /// async-http-client, the TCP connect alone with frame connections.
         public var connectTimeout = Duration.seconds(5)
         /// Requests in flight at once per key.
         public var concurrency = 256
