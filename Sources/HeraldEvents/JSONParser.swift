@@ -76,9 +76,13 @@ public struct JSONReader {
     /// Bit `n`: the object open at depth `n + 1` has had a member, so the next needs a comma.
     private var hasMembers: UInt64 = 0
 
-    /// - Parameter maxDepth: how deep objects and arrays may nest, at most 64.
-    public init(_ bytes: UnsafeRawBufferPointer, maxDepth: Int = 64) {
+    /// - Parameters:
+    ///   - maxDepth: how deep objects and arrays may nest, at most 64.
+    ///   - strings: short strings read before, to take instead of making them again (see
+    ///     ``JSONStringTable``); the caller keeps it alive while it reads.
+    public init(_ bytes: UnsafeRawBufferPointer, maxDepth: Int = 64, strings: JSONStringTable? = nil) {
         cursor = Cursor(bytes: bytes, maxDepth: min(maxDepth, 64))
+        cursor.strings = strings.map(Unmanaged.passUnretained)
     }
 
     /// Opens the next value when it is an object (its members come from ``nextMember()``);
@@ -125,6 +129,18 @@ public struct JSONReader {
     /// value starts with.
     public enum Kind: Sendable {
         case object, array, string, number, bool, null
+
+        /// The JSON type's name, for error messages, as ``JSONValue/typeName`` says it.
+        public var typeName: String {
+            switch self {
+            case .null: "null"
+            case .bool: "boolean"
+            case .number: "number"
+            case .string: "string"
+            case .array: "array"
+            case .object: "object"
+            }
+        }
     }
 
     /// What the next value is, without reading it (reading it still checks it whole).
@@ -161,6 +177,13 @@ public struct JSONReader {
             try skipValue()
             return nil
         }
+    }
+
+    /// The next value, whatever it is, built as ``JSONParser`` builds it: for the part of a
+    /// document whose shape the reader does not know.
+    public mutating func value() throws(JSONParser.Failure) -> JSONValue {
+        cursor.skipWhitespace()
+        return try cursor.parseValue(depth: depth)
     }
 
     /// Checks the next value and passes over it: where its bytes are.

@@ -336,6 +336,13 @@ public struct JSONStreamWriter: ~Copyable {
     @inlinable @inline(__always)
     public mutating func member(_ name: StaticString, literal value: StaticString) {
         key(name)
+        string(literal: value)
+    }
+
+    /// A string value given as a literal: written as it is, without the escape check, like a
+    /// literal key; it must not need escaping.
+    @inlinable @inline(__always)
+    public mutating func string(literal value: StaticString) {
         if value.hasPointerRepresentation {
             let utf8 = UnsafeRawBufferPointer(start: value.utf8Start, count: value.utf8CodeUnitCount)
             assert(!JSONWriter.needsEscaping(utf8), "the value \(value) needs escaping")

@@ -22,14 +22,17 @@ public enum JSONValue: Sendable, Hashable {
     }
 
     /// The JSON type's name, for error messages.
-    public var typeName: String {
+    public var typeName: String { kind.typeName }
+
+    /// What kind of value this is, as ``JSONReader/peek()`` tells it before reading one.
+    public var kind: JSONReader.Kind {
         switch self {
-        case .null: "null"
-        case .bool: "boolean"
-        case .number: "number"
-        case .string: "string"
-        case .array: "array"
-        case .object: "object"
+        case .null: .null
+        case .bool: .bool
+        case .number: .number
+        case .string: .string
+        case .array: .array
+        case .object: .object
         }
     }
 }

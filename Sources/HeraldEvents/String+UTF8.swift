@@ -24,8 +24,18 @@ extension String {
         utf8.count == name.utf8CodeUnitCount && hasSameUTF8(name)
     }
 
-    /// ``hasUTF8(_:)`` for a string of the name's length: out of line, as most are told apart
-    /// before it.
+    /// Whether the string's UTF-8 starts with `prefix`'s, byte for byte (`hasPrefix` compares by
+    /// canonical equivalence).
+    ///
+    /// - Parameter prefix: a literal of more than one character (one with a pointer to its text).
+    @inlinable
+    public func hasUTF8Prefix(_ prefix: StaticString) -> Bool {
+        utf8.count >= prefix.utf8CodeUnitCount && hasSameUTF8(prefix)
+    }
+
+    /// Whether the string's UTF-8 starts with `name`'s (the string has at least as many bytes):
+    /// ``hasUTF8(_:)`` and ``hasUTF8Prefix(_:)`` once the lengths allow it. Out of line, as most
+    /// strings are told apart before it.
     @usableFromInline
     func hasSameUTF8(_ name: StaticString) -> Bool {
         let count = name.utf8CodeUnitCount

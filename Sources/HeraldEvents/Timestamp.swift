@@ -34,7 +34,14 @@ public struct Timestamp: Sendable, Hashable, Comparable, CustomStringConvertible
     /// The length of ``description``: always 24 bytes.
     static let textLength = 24
 
-    /// Writes ``description`` into the first ``textLength`` bytes of `bytes`, digit by digit: this
+    /// `00` to `99`, each number's two digits at twice its offset.
+    private static let digitPairs: StaticString = """
+        00010203040506070809101112131415161718192021222324252627282930313233343536373839\
+        40414243444546474849505152535455565758596061626364656667686970717273747576777879\
+        8081828384858687888990919293949596979899
+        """
+
+    /// Writes ``description`` into the first ``textLength`` bytes of `bytes`, two digits at a time: this
     /// runs for every outbound message, and a string this long is an allocation of its own.
     @discardableResult
     func write(to bytes: UnsafeMutableRawBufferPointer) -> Int {
@@ -43,26 +50,31 @@ public struct Timestamp: Sendable, Hashable, Comparable, CustomStringConvertible
         let clamped = min(max(self, Self.representable.lowerBound), Self.representable.upperBound)
         let (days, millisecondOfDay) = clamped.epochMilliseconds.floorDivided(by: 86_400_000)
         let (year, month, day) = Self.civil(fromDays: days)
-        func put(_ value: Int64, _ width: Int, at offset: Int) {
-            var remaining = value
-            for position in stride(from: offset + width - 1, through: offset, by: -1) {
-                bytes[position] = UInt8(ascii: "0") + UInt8(remaining % 10)
-                remaining /= 10
-            }
+        let second = millisecondOfDay / 1000
+        precondition(bytes.count >= Self.textLength, "room for \(Self.textLength) bytes")
+        let base = bytes.baseAddress!
+        // Two digits at a time from a table: a division per pair instead of per digit, and no loop.
+        let table = Self.digitPairs.utf8Start
+        func pair(_ value: Int64, at offset: Int) {
+            base.storeBytes(of: table[Int(value) &* 2], toByteOffset: offset, as: UInt8.self)
+            base.storeBytes(of: table[Int(value) &* 2 &+ 1], toByteOffset: offset &+ 1, as: UInt8.self)
         }
-        put(year, 4, at: 0)
+        pair(year / 100, at: 0)
+        pair(year % 100, at: 2)
         bytes[4] = UInt8(ascii: "-")
-        put(month, 2, at: 5)
+        pair(month, at: 5)
         bytes[7] = UInt8(ascii: "-")
-        put(day, 2, at: 8)
+        pair(day, at: 8)
         bytes[10] = UInt8(ascii: "T")
-        put(millisecondOfDay / 3_600_000, 2, at: 11)
+        pair(second / 3600, at: 11)
         bytes[13] = UInt8(ascii: ":")
-        put(millisecondOfDay / 60_000 % 60, 2, at: 14)
+        pair(second / 60 % 60, at: 14)
         bytes[16] = UInt8(ascii: ":")
-        put(millisecondOfDay / 1000 % 60, 2, at: 17)
+        pair(second % 60, at: 17)
         bytes[19] = UInt8(ascii: ".")
-        put(millisecondOfDay % 1000, 3, at: 20)
+        let millisecond = millisecondOfDay % 1000
+        bytes[20] = UInt8(ascii: "0") &+ UInt8(millisecond / 100)
+        pair(millisecond % 100, at: 21)
         bytes[23] = UInt8(ascii: "Z")
         return Self.textLength
     }

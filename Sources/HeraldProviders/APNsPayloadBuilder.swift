@@ -36,8 +36,21 @@ public struct APNsRequest: Sendable, Hashable {
 /// link.
 public enum APNsPayloadBuilder {
     /// The APNs push types Herald sends.
-    public enum PushType: String, Sendable {
+    public enum PushType: String, Sendable, CaseIterable {
         case alert, background, voip, complication, fileprovider, liveactivity
+
+        /// The raw value as a literal, which the worker writes into its outbound JSON without
+        /// making a string of it or checking it for escapes.
+        var literal: StaticString {
+            switch self {
+            case .alert: "alert"
+            case .background: "background"
+            case .voip: "voip"
+            case .complication: "complication"
+            case .fileprovider: "fileprovider"
+            case .liveactivity: "liveactivity"
+            }
+        }
 
         var topicSuffix: String {
             switch self {
@@ -106,6 +119,8 @@ public enum APNsPayloadBuilder {
     /// into its outbound JSON) makes no string for them.
     public enum HeaderValue {
         case text(String)
+        /// A value known when Herald is built (a push type, a priority); it needs no escaping.
+        case literal(StaticString)
         case integer(Int64)
         /// Two texts joined: the topic, the app's bundle id and the push type's suffix.
         case joined(String, String)
@@ -116,6 +131,7 @@ public enum APNsPayloadBuilder {
         public var string: String {
             switch self {
             case .text(let text): text
+            case .literal(let text): text.description
             case .integer(let number): String(number)
             case .joined(let first, let second): first + second
             case .uuid(let text): StableHash.uuid(from: text)
@@ -126,6 +142,7 @@ public enum APNsPayloadBuilder {
         public func write(to writer: inout JSONStreamWriter) {
             switch self {
             case .text(let text): writer.string(text)
+            case .literal(let text): writer.string(literal: text)
             case .integer(let number): writer.string(integer: number)
             case .joined(let first, let second): writer.string(first, second)
             case .uuid(let text): StableHash.withUUID(from: text) { writer.string(utf8: $0) }
@@ -144,8 +161,8 @@ public enum APNsPayloadBuilder {
         // escape check every other string gets.
         let pushType = resolved(requested, for: message)
         let silent = pushType == .background
-        body("apns-push-type", .text(pushType.rawValue))
-        body("apns-priority", .text(silent || !message.highPriority ? "5" : "10"))
+        body("apns-push-type", .literal(pushType.literal))
+        body("apns-priority", .literal(silent || !message.highPriority ? "5" : "10"))
         if let ttl = message.timeToLive {
             body("apns-expiration", .integer(message.createdAt.epochMilliseconds / 1000 + Int64(ttl)))
         }

@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 
 @testable import HeraldEvents
@@ -84,6 +85,69 @@ struct EventDecoderTests {
     func errorCodes(input: String, code: EventError.Code) {
         let error = #expect(throws: EventError.self) { try EventDecoder().decode(value: Array(input.utf8)) }
         #expect(error?.code == code)
+    }
+
+    @Test(
+        "a structured event's members: data of any JSON type, the first of a name; extensions of strings, numbers and booleans"
+    )
+    func structuredMembers() throws {
+        func decode(_ members: String) throws(EventError) -> CloudEvent {
+            try EventDecoder().decode(
+                value: Array(#"{"specversion":"1.0","id":"1","source":"/s","type":"t",\#(members)}"#.utf8)
+            )
+        }
+        let text = try decode(#""data":"hello","region":"eu""#)
+        #expect(text.data == .string("hello"))
+        // `data` is the event's data, never an extension attribute, whatever its type.
+        #expect(text.extensions == ["region": "eu"])
+        let first = try decode(#""data":{"n":1},"data":{"n":2}"#)
+        #expect(first.data?["n"] == .number("1"))
+        let null = try decode(#""data":null,"subject":null"#)
+        #expect(null.data == .null)
+        #expect(null.subject == nil)
+        let typed = try decode(#""sequence":42,"replayed":false,"tenant":"acme""#)
+        #expect(typed.extensions == ["sequence": "42", "replayed": "false", "tenant": "acme"])
+        // The last of a repeated attribute, as the tree the decoder once built gave it.
+        #expect(try decode(#""subject":"a","subject":"b""#).subject == "b")
+    }
+
+    @Test(
+        "a structured event's bad attribute is named, the first of several; a fault of JSON anywhere is not_json",
+        arguments: [
+            (#"[1,2]"#, EventError.Code.badAttribute, "a structured event must be a JSON object, not array"),
+            (#""text""#, .badAttribute, "a structured event must be a JSON object, not string"),
+            (#"[1,2"#, .notJSON, "the value is not JSON: expected ',' or ']' at byte 4"),
+            (
+                #"{"specversion":"1.0","id":7,"source":{"a":1},"type":"t"}"#, .badAttribute,
+                "attribute 'id' must be a string, not number"
+            ),
+            (
+                #"{"specversion":"1.0","id":"1","source":"/s","type":"t","time":true}"#, .badAttribute,
+                "attribute 'time' must be a string, not boolean"
+            ),
+            (
+                #"{"specversion":"1.0","id":7,"source":"/s","type":"t""#, .notJSON,
+                "the value is not JSON: expected ',' or '}' at byte 52"
+            ),
+            (
+                #"{"specversion":"1.0","id":7,"data":{"a":1,}}"#, .notJSON,
+                "the value is not JSON: expected a member name at byte 42"
+            ),
+            (
+                #"{"specversion":"1.0","id":"1","source":"/s","type":"t","tags":["a"]}"#, .badAttribute,
+                "attribute 'tags' must be a string, not array"
+            ),
+            // A string too: it would otherwise pass as an extension, and the event reach rendering without its data.
+            (
+                #"{"specversion":"1.0","id":"1","source":"/s","type":"t","data_base64":"aGk="}"#, .badAttribute,
+                "data_base64 is not supported: Herald reads JSON data"
+            ),
+        ]
+    )
+    func structuredFailures(input: String, code: EventError.Code, message: String) {
+        let error = #expect(throws: EventError.self) { try EventDecoder().decode(value: Array(input.utf8)) }
+        #expect(error?.code == code)
+        #expect(error?.message == message)
     }
 
     @Test("an id of at most 512 bytes is accepted; a longer one is a bad attribute, named but not quoted")
@@ -367,6 +431,29 @@ struct TimestampTests {
     func printing() {
         #expect(Timestamp(epochMilliseconds: 1_709_164_800_500).description == "2024-02-29T00:00:00.500Z")
         #expect(Timestamp(epochMilliseconds: -1).description == "1969-12-31T23:59:59.999Z")
+        #expect(Timestamp(epochMilliseconds: -62_135_596_800_000).description == "0001-01-01T00:00:00.000Z")
+        #expect(Timestamp(epochMilliseconds: 1_798_761_599_099).description == "2026-12-31T23:59:59.099Z")
+    }
+
+    @Test("every field of the printed time, across four-digit years, is what Foundation prints and parses back")
+    func printingAgreesWithFoundation() {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        var random = SeededRandom(seed: 2026)
+        let range = Timestamp.representable
+        for step in 0..<2000 {
+            // Half of them from 1970 to 2100, where Foundation's formatter is the reference.
+            let modern = step % 2 == 0
+            let lower = modern ? 0 : range.lowerBound.epochMilliseconds
+            let upper = modern ? 4_102_444_800_000 : range.upperBound.epochMilliseconds
+            let time = Timestamp(epochMilliseconds: lower + Int64(random.next() % UInt64(upper - lower)))
+            #expect(Timestamp(rfc3339: time.description) == time, "\(time.epochMilliseconds)")
+            if modern {
+                let date = Date(timeIntervalSince1970: Double(time.epochMilliseconds) / 1000)
+                #expect(time.description == formatter.string(from: date), "\(time.epochMilliseconds)")
+            }
+        }
     }
 }
 

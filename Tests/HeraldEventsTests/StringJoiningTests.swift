@@ -56,4 +56,20 @@ struct StringUTF8Tests {
         #expect("\u{212A}ey" == "Key")
         #expect(!"\u{212A}ey".hasUTF8("Key"))
     }
+
+    @Test("hasUTF8Prefix is a byte-for-byte prefix of a literal, in small and large strings")
+    func hasUTF8Prefix() {
+        #expect("google.sent_time".hasUTF8Prefix("google."))
+        #expect("google.".hasUTF8Prefix("google."))
+        #expect(!"google".hasUTF8Prefix("google."))
+        #expect(!"Google.x".hasUTF8Prefix("google."))
+        #expect("gcm.n.e".hasUTF8Prefix("gcm."))
+        #expect(!"gcm_n".hasUTF8Prefix("gcm."))
+        let long = "gcm." + String(repeating: "x", count: 40)
+        #expect(long.hasUTF8Prefix("gcm."))
+        #expect(!("x" + long).hasUTF8Prefix("gcm."))
+        // `hasPrefix` compares canonical equivalents; member names compare by their bytes.
+        #expect("\u{212A}ey.x".hasPrefix("Key."))
+        #expect(!"\u{212A}ey.x".hasUTF8Prefix("Key."))
+    }
 }

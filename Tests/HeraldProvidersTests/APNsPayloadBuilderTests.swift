@@ -127,6 +127,21 @@ struct APNsPayloadBuilderTests {
         #expect(APNsPayloadBuilder.limit(for: .voip) == 5120)
         let live = try APNsPayloadBuilder.build(message(), for: device, pushType: .liveactivity)
         #expect(live.header("apns-topic") == "no.getdrop.app.push-type.liveactivity")
+        // Each push type's header, written from its literal, in the request and in the worker's JSON.
+        for pushType in APNsPayloadBuilder.PushType.allCases {
+            let request = try APNsPayloadBuilder.build(message(), for: device, pushType: pushType)
+            #expect(request.header("apns-push-type") == pushType.rawValue)
+            var writer = JSONStreamWriter(capacity: 64)
+            writer.beginObject()
+            APNsPayloadBuilder.forEachHeader(message(), appID: "app", pushType: pushType) { name, value in
+                writer.key(name)
+                value.write(to: &writer)
+            }
+            writer.endObject()
+            let headers = try JSONParser().parse(writer.bytes)
+            #expect(headers["apns-push-type"] == .string(pushType.rawValue))
+            #expect(headers["apns-priority"] == .string(pushType == .background ? "5" : "10"))
+        }
     }
 
     @Test("apns-id is a UUID derived from the notification id: the same id gives the same UUID")

@@ -83,6 +83,8 @@ struct FCMAndExpoTests {
                 $0.data.append(.init("chatId", "chat-1"))
                 $0.data.append(.init("fromUser", "u-2"))
                 $0.data.append(.init("googleish", "y"))
+                // The length of three reserved keys, and a reserved key's first letter.
+                $0.data.append(.init("message_typo", "z"))
             },
             for: fcmDevice
         )
@@ -96,6 +98,7 @@ struct FCMAndExpoTests {
         #expect(data?["chatId"] == .string("chat-1"))
         #expect(data?["fromUser"] == .string("u-2"))
         #expect(data?["googleish"] == .string("y"))
+        #expect(data?["message_typo"] == .string("z"))
         #expect(
             json["message"]?["apns"]?["payload"]?["aps"] == .object(JSONObject([("content-available", .number("1"))]))
         )
