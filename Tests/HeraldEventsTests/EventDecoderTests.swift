@@ -102,9 +102,11 @@ struct EventDecoderTests {
         #expect(text.extensions == ["region": "eu"])
         let first = try decode(#""data":{"n":1},"data":{"n":2}"#)
         #expect(first.data?["n"] == .number("1"))
-        let null = try decode(#""data":null,"subject":null"#)
+        // Null is an attribute left out, `data_base64` too; `data` of null is the JSON value null.
+        let null = try decode(#""data":null,"subject":null,"data_base64":null"#)
         #expect(null.data == .null)
         #expect(null.subject == nil)
+        #expect(null.extensions.isEmpty)
         let typed = try decode(#""sequence":42,"replayed":false,"tenant":"acme""#)
         #expect(typed.extensions == ["sequence": "42", "replayed": "false", "tenant": "acme"])
         // The last of a repeated attribute, as the tree the decoder once built gave it.

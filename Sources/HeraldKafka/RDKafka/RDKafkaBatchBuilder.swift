@@ -22,12 +22,17 @@ struct RDKafkaBatchBuilder {
     ) -> (messages: [KafkaMessage], errors: [KafkaError]) {
         var size = 0
         var errors: [KafkaError] = []
+        // Each message's header list, asked for once: for a message without headers librdkafka
+        // parses the record's header bytes again at every call (a buffer made and freed, about
+        // 600 instructions), as it keeps a list only when there is one.
+        var headerLists = [OpaquePointer?](repeating: nil, count: count)
         for index in 0..<count {
             let message = messages[index]!
             if message.pointee.err != RD_KAFKA_RESP_ERR_NO_ERROR { continue }
             size += message.pointee.key_len + message.pointee.len
             var headers: OpaquePointer?
             if rd_kafka_message_headers(message, &headers) == RD_KAFKA_RESP_ERR_NO_ERROR, let headers {
+                headerLists[index] = headers
                 var headerIndex = 0
                 var name: UnsafePointer<CChar>?
                 var value: UnsafeRawPointer?
@@ -67,8 +72,7 @@ struct RDKafkaBatchBuilder {
                 copy(message.pointee.payload, message.pointee.len)
                 let headersStart = cursor
                 var headerCount = 0
-                var headers: OpaquePointer?
-                if rd_kafka_message_headers(message, &headers) == RD_KAFKA_RESP_ERR_NO_ERROR, let headers {
+                if let headers = headerLists[index] {
                     var name: UnsafePointer<CChar>?
                     var value: UnsafeRawPointer?
                     var valueSize = 0
