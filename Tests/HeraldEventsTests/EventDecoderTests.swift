@@ -437,7 +437,7 @@ struct TimestampTests {
         #expect(Timestamp(epochMilliseconds: 1_798_761_599_099).description == "2026-12-31T23:59:59.099Z")
     }
 
-    @Test("every field of the printed time, across four-digit years, is what Foundation prints and parses back")
+    @Test("a printed time is what Foundation prints (1970-2100), and parses back to itself (years 0000-9999)")
     func printingAgreesWithFoundation() {
         let formatter = ISO8601DateFormatter()
         formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
