@@ -180,7 +180,17 @@ public struct EventDecoder: Sendable {
                 guard let text = String(validating: bytes, as: UTF8.self) else {
                     throw EventError(code: .badAttribute, message: "header '\(header.name)' is not UTF-8")
                 }
-                attributes.set(String(header.name.dropFirst(3)), text)
+                let name = String(header.name.dropFirst(3))
+                // Not attributes: the data is the record's value. As an extension, `data` would be
+                // written beside the data when the event is kept, and read back in its place.
+                if name.hasUTF8("data") || name.hasUTF8("data_base64") {
+                    throw EventError(
+                        code: .badAttribute,
+                        message:
+                            "header '\(header.name)' names no attribute: in binary mode the data is the record's value"
+                    )
+                }
+                attributes.set(name, text)
             } else if header.name.lowercased() == "content-type" {
                 contentType = String(decoding: bytes, as: UTF8.self)
             }

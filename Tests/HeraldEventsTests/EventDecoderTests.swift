@@ -172,7 +172,9 @@ struct EventDecoderTests {
         #expect(error?.code == .oversize)
     }
 
-    @Test("binary mode with data that is not JSON is not_json; a missing ce_type is missing_attribute")
+    @Test(
+        "binary mode with data that is not JSON is not_json; a missing ce_type is missing_attribute; ce_data is refused"
+    )
     func binaryErrors() {
         let headers = [header("ce_specversion", "1.0"), header("ce_id", "1"), header("ce_source", "/s")]
         let missing = #expect(throws: EventError.self) {
@@ -183,6 +185,20 @@ struct EventDecoderTests {
             try EventDecoder().decode(value: Array("oops".utf8), headers: headers + [header("ce_type", "t")])
         }
         #expect(notJSON?.code == .notJSON)
+        // `data` is the record's value, never a header: kept as an extension it would be written
+        // beside the data, and a kept event read back would take it for its data.
+        for name in ["ce_data", "ce_data_base64"] {
+            let refused = #expect(throws: EventError.self) {
+                try EventDecoder().decode(
+                    value: Array(#"{"a":1}"#.utf8),
+                    headers: headers + [header("ce_type", "t"), header(name, "x")]
+                )
+            }
+            #expect(refused?.code == .badAttribute)
+            #expect(
+                refused?.message == "header '\(name)' names no attribute: in binary mode the data is the record's value"
+            )
+        }
     }
 }
 
