@@ -145,3 +145,54 @@ struct MemoryStoreTests {
         #expect(try await memory.decide(sent) == sqlite.decide(sent))
     }
 }
+
+@Suite("Memory store at a replay's scale")
+struct MemoryStoreScaleTests {
+    /// Replay feeds a week of directory changes through the memory store, deletions among them,
+    /// while the week's deferrals wait. Each deletion used to look at every waiting notification:
+    /// 10,000 deletions among 100,000 deferrals took 105 s (a debug build), against 0.12 s now.
+    @Test("deleting 5,000 users among 50,000 waiting deferrals takes a fraction of a second, not a scan per user")
+    func deletionsAmongManyDeferrals() async throws {
+        let store = MemoryStore()
+        let night = Preferences(quietHours: QuietHours(start: "22:00", end: "08:00", timeZone: "Europe/Oslo"))
+        let late = at("2026-11-21T22:10:00Z")
+        for chunk in stride(from: 0, to: 50_000, by: 1000) {
+            let requests = (chunk..<chunk + 1000).map { user in
+                request(
+                    "receipt-\(user)",
+                    policy: tightMessages,
+                    category: "transactional",
+                    recipient: "user-\(user)",
+                    preferences: night,
+                    now: late,
+                    eventTime: late
+                )
+            }
+            #expect(try await store.decide(requests).allSatisfy { $0.label == .deferredQuietHours })
+        }
+        let started = ContinuousClock.now
+        for chunk in stride(from: 0, to: 5_000, by: 1000) {
+            try await store.apply(
+                (chunk..<chunk + 1000).map { .userDeleted(userID: "user-\($0)", at: at("2026-11-21T23:00:00Z")) }
+            )
+        }
+        let took = ContinuousClock.now - started
+        // 0.08 s in a debug build; the scan per deletion took 26.6 s.
+        #expect(took < .seconds(5), "5,000 deletions took \(took)")
+        // The purge drops the index's done work and keeps what waits: later deletions still find it.
+        try await store.purge(before: late)
+        try await store.apply(
+            (5_000..<6_000).map { .userDeleted(userID: "user-\($0)", at: at("2026-11-21T23:00:00Z")) }
+        )
+
+        let due = try await store.claimDue(now: at("2026-11-22T08:00:00Z"), limit: 100_000, lease: .seconds(60))
+        #expect(due.count == 44_000)
+        let deleted = due.filter { work in
+            guard case .deferred(let key, _) = work.work, let number = Int(key.recipient.dropFirst(5)) else {
+                return true
+            }
+            return number < 6_000
+        }
+        #expect(deleted.isEmpty, "\(deleted.count) deleted users' deferrals came due")
+    }
+}

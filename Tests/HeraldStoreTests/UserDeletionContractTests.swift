@@ -106,6 +106,88 @@ struct UserDeletionContractTests {
     }
 
     @Test(
+        "a deletion drops only what waited from before it, also once a digest was completed or a deferral deferred again; later deferrals and digest items stay",
+        arguments: StoreKind.allCases
+    )
+    func waitingAroundTheDeletion(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store in
+            let noon = at("2026-11-21T12:00:00Z")
+            let night = Preferences(quietHours: QuietHours(start: "22:00", end: "08:00", timeZone: "Europe/Oslo"))
+            func deferral(_ event: String, _ user: String, _ time: Timestamp, now: Timestamp? = nil) -> DecisionRequest
+            {
+                request(
+                    event,
+                    policy: tightMessages,
+                    category: "transactional",
+                    recipient: user,
+                    preferences: night,
+                    now: now ?? time,
+                    eventTime: time,
+                    resuming: now != nil
+                )
+            }
+            func recipient(_ work: DueWork) -> String {
+                switch work.work {
+                case .deferred(let key, _): key.recipient
+                case .digest(let window, _): window.recipient
+                }
+            }
+            let users = (0..<60).map { "user-\($0)" }
+            // Each user: a deferral (23:10 in Oslo) and a digest of one message (the limit is two).
+            var requests: [DecisionRequest] = []
+            for user in users {
+                requests.append(deferral("\(user)-late", user, at("2026-11-21T22:10:00Z")))
+                requests += (1...3).map { request("\(user)-m\($0)", policy: tightMessages, recipient: user, now: noon) }
+            }
+            _ = try await store.decide(requests)
+            // user-0's digest is handed out and done before the deletion.
+            let digests = try await store.claimDue(now: at("2026-11-21T13:00:00Z"), limit: 1000, lease: .seconds(60))
+            let first = digests.filter { recipient($0) == "user-0" }
+            #expect(first.count == 1, "user-0's digest came due: \(digests.count) claimed")
+            try await store.complete(first)
+            // user-1's deferral is decided again while still in quiet hours: deferred again, the same work.
+            _ = try await store.decide([
+                deferral("user-1-late", "user-1", at("2026-11-21T22:10:00Z"), now: at("2026-11-21T22:20:00Z"))
+            ])
+            // After the deletion's time: user-2's deferral and user-3's digest items.
+            _ = try await store.decide(
+                [deferral("user-2-later", "user-2", at("2026-11-21T23:30:00Z"))]
+                    + (4...5).map {
+                        request(
+                            "user-3-m\($0)",
+                            policy: tightMessages,
+                            recipient: "user-3",
+                            now: at("2026-11-21T12:00:30Z")
+                        )
+                    }
+            )
+
+            // The first twenty users; user-3 at 12:00:10, between its digest's items.
+            try await store.apply(
+                users.prefix(20).map { user in
+                    .userDeleted(
+                        userID: user,
+                        at: at(user == "user-3" ? "2026-11-21T12:00:10Z" : "2026-11-21T23:00:00Z")
+                    )
+                }
+            )
+
+            let due = try await store.claimDue(now: at("2026-11-23T08:00:00Z"), limit: 1000, lease: .seconds(60))
+            var waiting: [String: Int] = [:]
+            for work in due { waiting[recipient(work), default: 0] += 1 }
+            var expected = Dictionary(uniqueKeysWithValues: users.dropFirst(20).map { ($0, 2) })
+            expected["user-2"] = 1  // the later deferral
+            expected["user-3"] = 2  // its deferral (after 12:00:10) and the digest with the later items
+            #expect(waiting == expected)
+            let digest = due.compactMap { work -> [DigestItem]? in
+                guard case .digest(let window, let items) = work.work, window.recipient == "user-3" else { return nil }
+                return items
+            }
+            #expect(digest.map { $0.map(\.key.eventID) } == [["user-3-m4", "user-3-m5"]])
+        }
+    }
+
+    @Test(
         "a deletion is remembered for the retention from when it was applied, not from its date",
         arguments: StoreKind.allCases
     )

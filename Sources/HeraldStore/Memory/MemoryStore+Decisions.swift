@@ -88,6 +88,13 @@ struct DecisionTables: Sendable {
         enum Work: Sendable {
             case deferred(LedgerKey, payload: String)
             case digest(ThrottleKey)
+
+            var recipient: String {
+                switch self {
+                case .deferred(let key, _): key.recipient
+                case .digest(let window): window.recipient
+                }
+            }
         }
 
         var dueAt: Timestamp
@@ -117,6 +124,11 @@ struct DecisionTables: Sendable {
     private var digests: [ThrottleKey: Int64] = [:]
     /// Each window's collected notifications, oldest first.
     private var digestItems: [ThrottleKey: [DigestItem]] = [:]
+    /// The ids in ``due`` of each recipient's waiting work, and of some done since (left for the
+    /// purge to drop, not looked for in the list as each is done): a deleted user's waiting work is
+    /// found without looking at everyone's. A replay of a week may hold hundreds of thousands of
+    /// deferrals when its deletions come.
+    private var dueByRecipient: [String: [Int64]] = [:]
     /// Ids are never reused: a new one is larger than every id in use, as SQLite's rowids are.
     private var lastDueID: Int64 = 0
     private var lastItemID: Int64 = 0
@@ -189,8 +201,19 @@ struct DecisionTables: Sendable {
     private mutating func add(_ work: Due) -> Int64 {
         lastDueID += 1
         due[lastDueID] = work
+        dueByRecipient[work.work.recipient, default: []].append(lastDueID)
         schedule.insert(Scheduled(dueAt: work.dueAt.epochMilliseconds, id: lastDueID))
         return lastDueID
+    }
+
+    /// Drops the due work `id`, whose work is `work`. Its entries in the due order and in the index
+    /// by recipient go stale: passed over where they are met.
+    private mutating func removeDue(_ id: Int64, _ work: Due.Work) {
+        due[id] = nil
+        switch work {
+        case .deferred(let key, _): deferred[key] = nil
+        case .digest(let window): digests[window] = nil
+        }
     }
 
     /// Whether `entry` still stands for its work's due time.
@@ -253,11 +276,7 @@ struct DecisionTables: Sendable {
                 due[entry.id]?.claimedUntil = nil
                 continue
             }
-            due[entry.id] = nil
-            switch current.work {
-            case .deferred(let key, _): deferred[key] = nil
-            case .digest(let window): digests[window] = nil
-            }
+            removeDue(entry.id, current.work)
         }
     }
 
@@ -265,18 +284,20 @@ struct DecisionTables: Sendable {
     /// deferred ones whose event is no later than `at` (or has no time), digest items collected no
     /// later than it, and a digest with no item left.
     mutating func forget(_ recipient: String, asOf at: Timestamp) {
-        let deferredKeys = deferred.keys.filter { $0.recipient == recipient && $0.eventTime <= at.epochMilliseconds }
-        for key in deferredKeys {
-            if let id = deferred.removeValue(forKey: key) { due[id] = nil }
+        guard let ids = dueByRecipient.removeValue(forKey: recipient) else { return }
+        var kept: [Int64] = []
+        for id in ids {
+            guard let work = due[id]?.work else { continue }
+            switch work {
+            case .deferred(let key, _):
+                if key.eventTime <= at.epochMilliseconds { removeDue(id, work) } else { kept.append(id) }
+            case .digest(let window):
+                digestItems[window]?.removeAll { $0.addedAt <= at }
+                if digestItems[window]?.isEmpty == true { digestItems[window] = nil }
+                if digestItems[window] == nil { removeDue(id, work) } else { kept.append(id) }
+            }
         }
-        for window in digestItems.keys where window.recipient == recipient {
-            digestItems[window]?.removeAll { $0.addedAt <= at }
-            if digestItems[window]?.isEmpty == true { digestItems[window] = nil }
-        }
-        for (window, id) in digests where window.recipient == recipient && digestItems[window] == nil {
-            digests[window] = nil
-            due[id] = nil
-        }
+        if !kept.isEmpty { dueByRecipient[recipient] = kept }
     }
 
     /// Forgets ledger entries decided before `before`, and windows that started and ended before it.
@@ -288,6 +309,12 @@ struct DecisionTables: Sendable {
         for key in old { ledger.removeValue(forKey: key) }
         let ended = windows.compactMap { $0.key.windowStart < before && $0.value.end < before ? $0.key : nil }
         for key in ended { windows.removeValue(forKey: key) }
+        // The index by recipient keeps only work still waiting.
+        let work = due
+        dueByRecipient = dueByRecipient.compactMapValues { ids in
+            let waiting = ids.filter { work[$0] != nil }
+            return waiting.isEmpty ? nil : waiting
+        }
         return old.count
     }
 }
