@@ -158,9 +158,41 @@ public enum OutboundBuilder {
         trace: (parent: String?, state: String?) = (nil, nil),
         into writer: inout JSONStreamWriter
     ) throws(PayloadError) -> Int {
-        let provider = registered.provider
-        if provider == .apns { try APNsPayloadBuilder.checkToken(registered.token) }
-        let environment: Device.Environment = registered.sandbox ? .sandbox : .production
+        try write(
+            message,
+            of: rendered,
+            eventID: eventID,
+            createdAt: createdAt,
+            expiresAt: expiresAt,
+            recipient: recipient,
+            provider: registered.provider,
+            token: registered.token,
+            appID: registered.appID,
+            sandbox: registered.sandbox,
+            trace: trace,
+            into: &writer
+        )
+    }
+
+    /// ``write(_:of:eventID:createdAt:expiresAt:recipient:device:trace:into:)`` given the device's
+    /// fields it reads: the worker passes them from the directory's device where it is, as a
+    /// device passed whole is copied out of its array, its five strings retained.
+    static func write(
+        _ message: PushMessage,
+        of rendered: RenderedNotification,
+        eventID: String,
+        createdAt: Timestamp,
+        expiresAt: Timestamp?,
+        recipient: String,
+        provider: PushProvider,
+        token: String,
+        appID: String,
+        sandbox: Bool,
+        trace: (parent: String?, state: String?),
+        into writer: inout JSONStreamWriter
+    ) throws(PayloadError) -> Int {
+        if provider == .apns { try APNsPayloadBuilder.checkToken(token) }
+        let environment: Device.Environment = sandbox ? .sandbox : .production
         var size = 0
         try OutboundMessage.encode(
             notificationID: message.notificationID,
@@ -170,9 +202,9 @@ public enum OutboundBuilder {
             locale: rendered.locale,
             recipient: recipient,
             provider: provider,
-            app: registered.appID,
+            app: appID,
             environment: environment,
-            token: registered.token,
+            token: token,
             createdAt: createdAt,
             expiresAt: expiresAt,
             attempt: 1,
@@ -182,7 +214,7 @@ public enum OutboundBuilder {
             writer.member("method", literal: "POST")
             writer.key("path")
             switch provider {
-            case .apns: writer.string("/3/device/", registered.token)
+            case .apns: writer.string("/3/device/", token)
             case .fcm: writer.string(fcmPath)
             case .expo: writer.string(expoPath)
             }
@@ -190,7 +222,7 @@ public enum OutboundBuilder {
             writer.beginObject()
             switch provider {
             case .apns:
-                APNsPayloadBuilder.forEachHeader(message, appID: registered.appID) { name, value in
+                APNsPayloadBuilder.forEachHeader(message, appID: appID) { name, value in
                     writer.key(name)
                     value.write(to: &writer)
                 }
@@ -199,7 +231,7 @@ public enum OutboundBuilder {
             }
             writer.endObject()
             writer.key("body")
-            let device = Device(token: registered.token, appID: registered.appID, environment: environment)
+            let device = Device(token: token, appID: appID, environment: environment)
             size = try writeBody(message, provider: provider, device: device, into: &writer)
         }
         return size
