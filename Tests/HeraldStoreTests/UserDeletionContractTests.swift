@@ -95,12 +95,7 @@ struct UserDeletionContractTests {
 
             try await store.apply([.userDeleted(userID: "ana", at: at("2026-11-21T23:00:00Z"))])
             let due = try await store.claimDue(now: at("2026-11-22T08:00:00Z"), limit: 10, lease: .seconds(60))
-            let recipients = due.map { work in
-                switch work.work {
-                case .deferred(let key, _): key.recipient
-                case .digest(let window, _): window.recipient
-                }
-            }
+            let recipients = due.map(\.recipient)
             #expect(recipients.sorted() == ["ben", "ben"], "\(due)")
         }
     }
@@ -126,12 +121,6 @@ struct UserDeletionContractTests {
                     resuming: now != nil
                 )
             }
-            func recipient(_ work: DueWork) -> String {
-                switch work.work {
-                case .deferred(let key, _): key.recipient
-                case .digest(let window, _): window.recipient
-                }
-            }
             let users = (0..<60).map { "user-\($0)" }
             // Each user: a deferral (23:10 in Oslo) and a digest of one message (the limit is two).
             var requests: [DecisionRequest] = []
@@ -142,7 +131,7 @@ struct UserDeletionContractTests {
             _ = try await store.decide(requests)
             // user-0's digest is handed out and done before the deletion.
             let digests = try await store.claimDue(now: at("2026-11-21T13:00:00Z"), limit: 1000, lease: .seconds(60))
-            let first = digests.filter { recipient($0) == "user-0" }
+            let first = digests.filter { $0.recipient == "user-0" }
             #expect(first.count == 1, "user-0's digest came due: \(digests.count) claimed")
             try await store.complete(first)
             // user-1's deferral is decided again while still in quiet hours: deferred again, the same work.
@@ -174,7 +163,7 @@ struct UserDeletionContractTests {
 
             let due = try await store.claimDue(now: at("2026-11-23T08:00:00Z"), limit: 1000, lease: .seconds(60))
             var waiting: [String: Int] = [:]
-            for work in due { waiting[recipient(work), default: 0] += 1 }
+            for work in due { waiting[work.recipient, default: 0] += 1 }
             var expected = Dictionary(uniqueKeysWithValues: users.dropFirst(20).map { ($0, 2) })
             expected["user-2"] = 1  // the later deferral
             expected["user-3"] = 2  // its deferral (after 12:00:10) and the digest with the later items
@@ -206,6 +195,16 @@ struct UserDeletionContractTests {
             // Forgotten: a change from before the deletion that arrives now is taken as it comes.
             try await store.apply([registered("ana", "phone", token: "t1", at: "2025-11-01T11:00:00Z")])
             #expect(try await store.recipients(["ana"])["ana"]?.devices.map(\.token) == ["t1"])
+        }
+    }
+}
+
+extension DueWork {
+    /// Whom the work waits for: a deferral's recipient, or a digest window's.
+    var recipient: String {
+        switch work {
+        case .deferred(let key, _): key.recipient
+        case .digest(let window, _): window.recipient
         }
     }
 }
