@@ -312,6 +312,14 @@ public struct JSONStreamWriter: ~Copyable {
         }
     }
 
+    /// Members written before as JSON (`"a":"x","b":"y"`: members a writer wrote at the top level,
+    /// comma-separated, without braces), copied into the object being written as they are.
+    public mutating func encodedMembers(_ members: UnsafeRawBufferPointer) {
+        guard !members.isEmpty else { return }
+        separate()
+        output.append(members)
+    }
+
     /// Shorthands for a member with a simple value.
     @_disfavoredOverload
     public mutating func member(_ name: String, _ value: String) {

@@ -254,11 +254,11 @@ public enum APNsPayloadBuilder {
         let image = silent || !message.showsAlert ? nil : kept.imageURL
         if let image { writer.member("imageUrl", image) }
         // "aps" is APNs' own key; a data entry of that name would be ignored or break the payload.
-        kept.data.forEachEntry { key, value in
-            if !key.hasUTF8("aps") && !key.hasUTF8("deepLink") && (image == nil || !key.hasUTF8("imageUrl")) {
-                writer.member(key, value)
-            }
-        }
+        message.encodedData.write(
+            kept: kept.keptData,
+            skipping: image == nil ? [.aps, .deepLink] : [.aps, .deepLink, .imageURL],
+            into: &writer
+        )
         writer.endObject()
     }
 

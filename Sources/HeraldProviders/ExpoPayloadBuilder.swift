@@ -79,11 +79,7 @@ public enum ExpoPayloadBuilder {
         writer.beginObject()
         writer.member(FCMPayloadBuilder.notificationIDLiteral, message.notificationID)
         if let deepLink = kept.deepLink { writer.member("deepLink", deepLink) }
-        kept.data.forEachEntry { key, value in
-            if !key.hasUTF8("deepLink") && !key.hasUTF8(FCMPayloadBuilder.notificationIDLiteral) {
-                writer.member(key, value)
-            }
-        }
+        message.encodedData.write(kept: kept.keptData, skipping: [.deepLink, .notificationID], into: &writer)
         writer.endObject()
         writer.key("sound")
         if let sound = message.sound, message.showsAlert { writer.string(sound) } else { writer.null() }

@@ -92,7 +92,7 @@ public enum FCMPayloadBuilder {
         dropped: Int,
         into writer: inout JSONStreamWriter
     ) {
-        let kept = OptionalParts(message, dropped: dropped, subtitleIsDroppable: false) { !isReserved($0) }
+        let kept = OptionalParts(message, dropped: dropped, subtitleIsDroppable: false, filtered: .fcmReserved)
         writer.beginObject()
         writer.key("message")
         writer.beginObject()
@@ -119,13 +119,12 @@ public enum FCMPayloadBuilder {
                 writer.string(integer: Int64(badge))
             }
             if let deepLink = kept.deepLink { writer.member("deepLink", deepLink) }
-            kept.data.forEachEntry { key, value in
-                if !key.hasUTF8("deepLink") && !key.hasUTF8(notificationIDLiteral)
-                    && !(message.badgeOnly && key.hasUTF8(badgeLiteral))
-                {
-                    writer.member(key, value)
-                }
-            }
+            message.encodedData.write(
+                kept: kept.keptData,
+                filtered: .fcmReserved,
+                skipping: message.badgeOnly ? [.deepLink, .notificationID, .badge] : [.deepLink, .notificationID],
+                into: &writer
+            )
             writer.endObject()
         }
         writer.key("android")

@@ -4,8 +4,9 @@ import HeraldEvents
 /// of them, in the documented order: data entries (last first), the subtitle (where the provider
 /// shows one), the image, then the deep link.
 struct OptionalParts {
-    /// A slice of the message's own entries when none is filtered out: no copy per build.
-    var data: ArraySlice<PushMessage.KeyValue>
+    /// How many of the message's data entries are kept: the first this many of those not of the
+    /// classes the builder filters out (``EncodedData/write(kept:filtered:skipping:into:)``).
+    var keptData: Int
     var subtitle: String?
     var imageURL: String?
     var deepLink: String?
@@ -31,14 +32,13 @@ struct OptionalParts {
         return true
     }
 
-    init(_ message: PushMessage, dropped: Int, subtitleIsDroppable: Bool, dataFilter: (String) -> Bool = { _ in true })
-    {
+    /// - Parameter filtered: data entries the provider never sends (FCM's reserved keys), which
+    ///   the size budget does not count as dropped.
+    init(_ message: PushMessage, dropped: Int, subtitleIsDroppable: Bool, filtered: EncodedData.KeyClass = []) {
         var remaining = dropped
-        var keepsAll = true
-        message.data.forEachEntry { key, _ in keepsAll = keepsAll && dataFilter(key) }
-        let filtered = keepsAll ? message.data : message.data.filter { dataFilter($0.key) }
-        let removedData = min(remaining, filtered.count)
-        data = filtered.dropLast(removedData)
+        let sendable = message.encodedData.count(excluding: filtered)
+        let removedData = min(remaining, sendable)
+        keptData = sendable - removedData
         remaining -= removedData
         subtitle = message.subtitle
         if subtitleIsDroppable, remaining > 0, subtitle != nil {

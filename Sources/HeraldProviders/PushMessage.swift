@@ -33,7 +33,14 @@ public struct PushMessage: Sendable, Hashable {
     /// String data for the app, in order.
     @inlinable public var data: [KeyValue] {
         _read { yield storage.fields.data }
-        _modify { yield &storage.fields.data }
+        _modify {
+            defer { storage.fields.encodedData = EncodedData(storage.fields.data) }
+            yield &storage.fields.data
+        }
+    }
+    /// ``data`` as JSON members, with what each key is to the providers.
+    var encodedData: EncodedData {
+        _read { yield storage.fields.encodedData }
     }
     @inlinable public var threadID: String? {
         _read { yield storage.fields.threadID }
@@ -137,6 +144,8 @@ public struct PushMessage: Sendable, Hashable {
         @usableFromInline var body: String
         @usableFromInline var deepLink: String?
         @usableFromInline var data: [KeyValue]
+        /// `data` written as JSON members, for every device's payload to copy.
+        @usableFromInline var encodedData: EncodedData
         @usableFromInline var threadID: String?
         @usableFromInline var category: String?
         @usableFromInline var sound: String?
@@ -214,6 +223,7 @@ public struct PushMessage: Sendable, Hashable {
                 body: body,
                 deepLink: deepLink,
                 data: data,
+                encodedData: EncodedData(data),
                 threadID: threadID,
                 category: category,
                 sound: sound,
