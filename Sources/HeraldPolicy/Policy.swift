@@ -9,7 +9,13 @@ import HeraldEvents
 /// answers a redelivered (event, kind, recipient) with the decision it recorded.
 public struct Policy: Sendable {
     /// Policies by category name; a category without one is treated as transactional.
-    public var categories: [String: CategoryPolicy]
+    public var categories: [String: CategoryPolicy] {
+        didSet { listed = Self.listed(categories) }
+    }
+    /// `categories` as a list, for ``policy(for:)`` to search when there are few: every decision
+    /// looks its category up, and comparing a short name (up to 15 bytes, kept in the string
+    /// itself) is a compare of two words, where the dictionary hashes the name first.
+    private var listed: [(name: String, policy: CategoryPolicy)]?
 
     /// Seed 004's defaults for security, transactional, messages and marketing.
     public static let defaults = Policy(categories: [
@@ -18,6 +24,11 @@ public struct Policy: Sendable {
 
     public init(categories: [String: CategoryPolicy]) {
         self.categories = categories
+        listed = Self.listed(categories)
+    }
+
+    private static func listed(_ categories: [String: CategoryPolicy]) -> [(name: String, policy: CategoryPolicy)]? {
+        categories.count <= 16 ? categories.map { ($0.key, $0.value) } : nil
     }
 
     /// One (event, recipient) pair to decide.
@@ -123,7 +134,9 @@ public struct Policy: Sendable {
     }
 
     func policy(for category: String) -> CategoryPolicy {
-        categories[category] ?? .transactional
+        guard let listed else { return categories[category] ?? .transactional }
+        for index in listed.indices where listed[index].name == category { return listed[index].policy }
+        return .transactional
     }
 
     func key(_ rule: ThrottleRule, recipient: String, now: Timestamp) -> ThrottleKey {

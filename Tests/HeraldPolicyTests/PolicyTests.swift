@@ -136,6 +136,37 @@ struct PolicyTests {
         )
     }
 
+    @Test("a category's policy is found however many categories there are, and after the categories change")
+    func categoryLookup() {
+        // A name of more than 15 bytes is kept out of line: compared by its bytes, not its bits.
+        let names = ["marketing", "account-security-alerts", "marketing-partners"]
+        for extra in [0, 20] {
+            var categories = Policy.defaults.categories
+            for index in 0..<extra { categories["filler-\(index)"] = .security }
+            categories["account-security-alerts"] = .security
+            categories["marketing-partners"] = .marketing
+            var policy = Policy(categories: categories)
+            let optedOut = Preferences(categories: ["marketing": false, "marketing-partners": false])
+            for name in names {
+                #expect(
+                    policy.decide(input(name, preferences: optedOut), counts: [:], now: noon).reason
+                        == (name == "account-security-alerts" ? .sent : .suppressedPreference),
+                    "\(name), \(extra) more"
+                )
+            }
+            // A category the policy does not name is transactional: on, unlimited.
+            #expect(policy.decide(input("unheard-of"), counts: [:], now: noon) == PolicyOutcome(.sent))
+            policy.categories["unheard-of"] = .marketing
+            #expect(policy.decide(input("unheard-of"), counts: [:], now: noon).reason == .suppressedPreference)
+            policy.categories["marketing"] = nil
+            #expect(
+                policy.decide(input("marketing", preferences: optedOut), counts: [:], now: noon).reason
+                    == .suppressedPreference
+            )
+            #expect(policy.decide(input("marketing"), counts: [:], now: noon) == PolicyOutcome(.sent))
+        }
+    }
+
     @Test("no_devices and expired (duplicate is the decision ledger's: see the store contract)")
     func otherReasons() {
         #expect(policy.decide(input("messages", devices: 0), counts: [:], now: noon).reason == .noDevices)
