@@ -148,6 +148,13 @@ extension DirectoryEvent {
         "user.preferences.updated", "user.deleted",
     ]
 
+    /// Whether `type` is one of ``eventTypes``. Every one starts `device.` or `user.`: most types
+    /// (domain events, where replay asks for each line) are told apart by their first bytes,
+    /// without hashing them for the set.
+    public static func isEventType(_ type: String) -> Bool {
+        (type.hasUTF8Prefix("device.") || type.hasUTF8Prefix("user.")) && eventTypes.contains(type)
+    }
+
     /// The longest string value accepted: a user id, device id, platform, provider, token, app id,
     /// locale or time zone. Provider tokens are far shorter: APNs 64–200 hex digits, FCM about 160
     /// characters, Expo about 40.

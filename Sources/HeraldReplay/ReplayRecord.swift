@@ -69,7 +69,7 @@ struct LineDecoder {
         if lastWasKcat, let record = kcatRecord(bytes) { return record }
         if let event = try? decoder.decode(value: bytes, headers: [], strings: strings) {
             lastWasKcat = false
-            let topic = DirectoryEvent.eventTypes.contains(event.type) ? directoryTopic : domainTopic
+            let topic = DirectoryEvent.isEventType(event.type) ? directoryTopic : domainTopic
             let message = KafkaMessage(
                 topic: topic,
                 partition: 0,

@@ -191,6 +191,17 @@ struct DirectoryEventTests {
         #expect(keys[0] == "u-1/device/phone" && keys[4] == "token/apns/ab01")
     }
 
+    @Test("a directory event type is told from a domain event's, near misses included")
+    func eventTypes() {
+        for type in DirectoryEvent.eventTypes { #expect(DirectoryEvent.isEventType(type), "\(type)") }
+        for type in [
+            "order.confirmed", "message.received", "", "user.", "device.", "user.signed_up", "users.deleted",
+            "device.registered.v2", "Device.registered", "user.deleted ", "userdeleted",
+        ] {
+            #expect(!DirectoryEvent.isEventType(type), "\(type)")
+        }
+    }
+
     @Test("a directory event without a time is rejected: ordering depends on it")
     func needsTime() throws {
         #expect(throws: DirectoryEventError.self) {
