@@ -208,6 +208,49 @@ struct QuietHoursTests {
         #expect(!repeated.contains(at("2026-11-01T06:45:00Z")))  // 01:45 EST, after the end by wall time
     }
 
+    @Test(
+        "the local wall time is the calendar's, to the minute: 20,000 seeded moments from 1890 to 2100 in zones with DST, half hours and offsets in seconds"
+    )
+    func wallTimeMatchesCalendar() {
+        // Lord Howe moves by half an hour; Kathmandu is +05:45; Amsterdam kept +00:19:32 until 1937.
+        let zones = [
+            "Europe/Oslo", "America/New_York", "Australia/Lord_Howe", "Asia/Kathmandu", "Europe/Amsterdam",
+            "Pacific/Chatham", "America/St_Johns", "UTC",
+        ]
+        var random = SeededRandom(seed: 1_128)
+        for index in 0..<20_000 {
+            let name = zones[index % zones.count]
+            let zone = TimeZone(identifier: name)!
+            var calendar = Calendar(identifier: .gregorian)
+            calendar.timeZone = zone
+            // 1890 to 2100, with the milliseconds too: moments before 1970 are negative.
+            let milliseconds = Int64.random(in: -2_524_608_000_000...4_102_444_800_000, using: &random)
+            let moment = Timestamp(epochMilliseconds: milliseconds)
+            let date = Date(timeIntervalSince1970: (Double(milliseconds) / 1000).rounded(.down))
+            let parts = calendar.dateComponents([.hour, .minute], from: date)
+            let expected = parts.hour! * 60 + parts.minute!
+            #expect(QuietHours.minuteOfDay(moment, in: zone) == expected, "\(name) at \(milliseconds)")
+            // A period of that one minute holds the moment; one that ends there does not.
+            let minute = QuietHours.text(expected)
+            let next = QuietHours.text((expected + 1) % 1440)
+            let earlier = QuietHours.text((expected + 1380) % 1440)
+            #expect(QuietHours(start: minute, end: next, timeZone: name)!.contains(moment))
+            #expect(!QuietHours(start: earlier, end: minute, timeZone: name)!.contains(moment))
+        }
+    }
+
+    @Test("quiet periods are equal by their times and zone, also after the zone is changed")
+    func equality() {
+        var changed = QuietHours(start: "22:00", end: "07:00", timeZone: "Europe/Oslo")!
+        let newYork = QuietHours(start: "22:00", end: "07:00", timeZone: "America/New_York")!
+        #expect(changed != newYork)
+        changed.timeZone = "America/New_York"
+        #expect(changed == newYork && changed.hashValue == newYork.hashValue)
+        // 23:30 in New York, 05:30 in Oslo: the changed period answers for its new zone.
+        #expect(changed.contains(at("2026-11-22T04:30:00Z")))
+        #expect(!changed.contains(at("2026-11-22T14:30:00Z")))
+    }
+
     @Test("a kept end answers exactly as the calendar search, in any order of moments, across DST changes")
     func keptEnds() {
         let periods = [
