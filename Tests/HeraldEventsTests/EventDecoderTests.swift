@@ -607,6 +607,34 @@ struct JSONWriterTests {
         #expect(String(decoding: writer.bytes, as: UTF8.self) == expected)
     }
 
+    @Test("one writer writes 5,000 seeded times over three days and far off, each as its description says")
+    func streamWriterRecentDays() {
+        var random = SeededRandom(seed: 1_795)
+        let day: Int64 = 86_400_000
+        let base: Int64 = 1_795_219_200_000  // 2026-11-19T00:00:00Z
+        let times: [Int64] = (0..<5_000).map { index in
+            switch index % 5 {
+            // Three neighbouring days in turn, their first and last milliseconds included.
+            case 0, 1, 2:
+                return base + Int64(index % 3) * day
+                    + [0, day - 1, Int64.random(in: 0..<day, using: &random)][index % 3]
+            // Before 1970, around year 0 and 9999, and anywhere between.
+            case 3: return [-1, -day, -62_167_219_200_001, 253_402_300_799_999][Int.random(in: 0..<4, using: &random)]
+            default: return Int64.random(in: -62_167_219_200_000...253_402_300_799_999, using: &random)
+            }
+        }
+        var writer = JSONStreamWriter(capacity: 8)
+        writer.beginArray()
+        for milliseconds in times {
+            writer.element()
+            writer.timestamp(Timestamp(epochMilliseconds: milliseconds))
+        }
+        writer.endArray()
+        let expected =
+            "[" + times.map { "\"\(Timestamp(epochMilliseconds: $0).description)\"" }.joined(separator: ",") + "]"
+        #expect(String(decoding: writer.bytes, as: UTF8.self) == expected)
+    }
+
     @Test("strings and keys of every length up to 40 are copied whole, whichever way their bytes are moved")
     func streamWriterLengths() throws {
         let alphabet = Array("abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJKLMN")
