@@ -44,7 +44,7 @@ struct EncodedData: Sendable, Hashable {
     /// One entry: where its member ends in `members` (before the comma that follows it) and its
     /// key's classes.
     struct Entry: Sendable, Hashable {
-        var end: Int32
+        var end: Int
         var classes: KeyClass
     }
 
@@ -66,7 +66,7 @@ struct EncodedData: Sendable, Hashable {
                 writer.member(key, value)
                 let keyClasses = KeyClass(key: key)
                 classes.formUnion(keyClasses)
-                entries.append(Entry(end: Int32(writer.count), classes: keyClasses))
+                entries.append(Entry(end: writer.count, classes: keyClasses))
             }
         }
         self.entries = entries
@@ -97,8 +97,8 @@ struct EncodedData: Sendable, Hashable {
             var taken = 0
             func flush(before index: Int) {
                 guard let first = run else { return }
-                let start = first == 0 ? 0 : Int(entries[first - 1].end) + 1
-                writer.encodedMembers(UnsafeRawBufferPointer(rebasing: members[start..<Int(entries[index - 1].end)]))
+                let start = first == 0 ? 0 : entries[first - 1].end + 1
+                writer.encodedMembers(UnsafeRawBufferPointer(rebasing: members[start..<entries[index - 1].end]))
                 run = nil
             }
             var index = 0
