@@ -172,8 +172,10 @@ public struct Timestamp: Sendable, Hashable, Comparable, CustomStringConvertible
 }
 
 extension Int64 {
-    /// Floor division and the non-negative remainder.
-    fileprivate func floorDivided(by divisor: Int64) -> (Int64, Int64) {
+    /// Floor division and the non-negative remainder (for a positive `divisor`): the day, second
+    /// or minute that holds a moment before 1970 too.
+    @inlinable
+    public func floorDivided(by divisor: Int64) -> (quotient: Int64, remainder: Int64) {
         let quotient = self / divisor
         let remainder = self % divisor
         return remainder < 0 ? (quotient - 1, remainder + divisor) : (quotient, remainder)

@@ -67,13 +67,10 @@ public struct QuietHours: Sendable, Hashable {
     /// moment plus the zone's offset from UTC at that moment, so a DST change applies from the
     /// instant it happens.
     static func minuteOfDay(_ moment: Timestamp, in zone: TimeZone) -> Int {
-        let milliseconds = moment.epochMilliseconds
-        // Rounded down, also before 1970: the second that holds the moment.
-        let second = (milliseconds - ((milliseconds % 1000) + 1000) % 1000) / 1000
+        let second = moment.epochMilliseconds.floorDivided(by: 1000).quotient
         let offset = zone.secondsFromGMT(for: Date(timeIntervalSince1970: Double(second)))
-        let local = second + Int64(offset)
-        let minute = (local - ((local % 60) + 60) % 60) / 60
-        return Int(((minute % 1440) + 1440) % 1440)
+        let minute = (second + Int64(offset)).floorDivided(by: 60).quotient
+        return Int(minute.floorDivided(by: 1440).remainder)
     }
 
     /// The first moment after `moment` at which quiet hours end: the next local `end` time. On a day

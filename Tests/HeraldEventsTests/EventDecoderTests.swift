@@ -584,6 +584,21 @@ struct JSONWriterTests {
         }
     }
 
+    /// Writes `times` with one writer (a small buffer, so it grows on the way) and expects each as
+    /// its ``Timestamp/description`` says.
+    func expectWrittenAsDescribed(_ times: [Int64], sourceLocation: SourceLocation = #_sourceLocation) {
+        var writer = JSONStreamWriter(capacity: 8)
+        writer.beginArray()
+        for milliseconds in times {
+            writer.element()
+            writer.timestamp(Timestamp(epochMilliseconds: milliseconds))
+        }
+        writer.endArray()
+        let expected =
+            "[" + times.map { "\"\(Timestamp(epochMilliseconds: $0).description)\"" }.joined(separator: ",") + "]"
+        #expect(String(decoding: writer.bytes, as: UTF8.self) == expected, sourceLocation: sourceLocation)
+    }
+
     @Test("one writer remembers the times it wrote last: repeated, alternating and new ones are each written right")
     func streamWriterRepeatedTimes() {
         var times: [Int64] = [
@@ -595,16 +610,7 @@ struct JSONWriterTests {
         for round in 0..<3 {
             for kind in 0..<40 { times += [1_795_257_000_000, 1_795_257_000_000 + Int64(kind * 3_600_000 + round)] }
         }
-        var writer = JSONStreamWriter(capacity: 8)
-        writer.beginArray()
-        for milliseconds in times {
-            writer.element()
-            writer.timestamp(Timestamp(epochMilliseconds: milliseconds))
-        }
-        writer.endArray()
-        let expected =
-            "[" + times.map { "\"\(Timestamp(epochMilliseconds: $0).description)\"" }.joined(separator: ",") + "]"
-        #expect(String(decoding: writer.bytes, as: UTF8.self) == expected)
+        expectWrittenAsDescribed(times)
     }
 
     @Test("one writer writes 5,000 seeded times over three days and far off, each as its description says")
@@ -623,16 +629,7 @@ struct JSONWriterTests {
             default: return Int64.random(in: -62_167_219_200_000...253_402_300_799_999, using: &random)
             }
         }
-        var writer = JSONStreamWriter(capacity: 8)
-        writer.beginArray()
-        for milliseconds in times {
-            writer.element()
-            writer.timestamp(Timestamp(epochMilliseconds: milliseconds))
-        }
-        writer.endArray()
-        let expected =
-            "[" + times.map { "\"\(Timestamp(epochMilliseconds: $0).description)\"" }.joined(separator: ",") + "]"
-        #expect(String(decoding: writer.bytes, as: UTF8.self) == expected)
+        expectWrittenAsDescribed(times)
     }
 
     @Test("strings and keys of every length up to 40 are copied whole, whichever way their bytes are moved")
