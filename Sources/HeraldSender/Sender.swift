@@ -83,9 +83,10 @@ public final class Sender: Service, Sendable {
     /// per code and interval, the rest counted (``LogSampler``).
     let logSampler = LogSampler()
     public let statistics: SenderStatistics
-    /// Notifications whose call a group in hand is making. Groups overlap (`batchesInFlight`), and a
-    /// redelivered event's copy can come while the first copy's call is still out: the ledger
-    /// knows neither yet, so without this both would be sent.
+    /// Notifications a group in hand has claimed, from before it reads the ledger until its outcome
+    /// is durable. Groups overlap (`batchesInFlight`), and a redelivered event's copy can come while
+    /// the first copy's call is still out: the ledger knows neither yet, so without this both would
+    /// be sent.
     private let sending = Mutex<Set<String>>([])
 
     public init(
@@ -313,20 +314,33 @@ public final class Sender: Service, Sendable {
                 records.append(deadLetter(message, attempt: 0, .init("outbound.invalid_message", "\(error)"), now: now))
             }
         }
-        let ids = decoded.map(\.outbound.notificationID)
-        let delivered = try await withStoreRetry { () throws(StoreError) in try await self.delivered(among: ids) }
+        // Each notification is claimed before the ledger is read, and held until this group's outcome
+        // is durable. Read first, a copy in another group could find the ledger empty while the first
+        // copy's call was out, and claim it once that group had recorded it and let go: sent twice
+        // (`bench scale` on CI saw 19). A copy another group holds, or a second copy in this group (a
+        // redelivered event can put the same notification twice into one group; the worker gives it
+        // the same id both times), rides on that call. Skipping it loses nothing: the holder marks
+        // its own message done only once the outcome is durable (a ledger entry, a retry record, a
+        // dead letter); until then its message is redelivered if the sender stops.
+        let claimed = sending.withLock { sending in
+            decoded.filter { sending.insert($0.outbound.notificationID).inserted }
+        }
+        defer {
+            sending.withLock { sending in for entry in claimed { sending.remove(entry.outbound.notificationID) } }
+        }
+        var skipped = decoded.count - claimed.count
+        let delivered =
+            claimed.isEmpty
+            ? []
+            : try await withStoreRetry { () throws(StoreError) in
+                try await self.delivered(among: claimed.map(\.outbound.notificationID))
+            }
         var byProvider: [PushProvider: [(message: KafkaMessage, outbound: OutboundMessage)]] = [:]
-        var skipped = 0
         var expired = 0
         var deferred = 0
-        // A redelivered event can put the same notification twice into one group (the worker gives
-        // it the same id both times); the ledger knows neither yet, so the second rides on the first.
-        var seen = Set<String>(minimumCapacity: decoded.count)
-        for entry in decoded {
+        for entry in claimed {
             let outbound = entry.outbound
-            if (!delivered.isEmpty && delivered.contains(outbound.notificationID))
-                || !seen.insert(outbound.notificationID).inserted
-            {
+            if !delivered.isEmpty && delivered.contains(outbound.notificationID) {
                 skipped += 1
             } else if let expiresAt = outbound.expiresAt, expiresAt <= now {
                 expired += 1
@@ -351,21 +365,6 @@ public final class Sender: Service, Sendable {
                 byProvider[outbound.provider, default: []].append(entry)
             }
         }
-        // A copy another group is sending rides on that call. Skipping it loses nothing: that
-        // group marks its own message done only once the outcome is durable (a ledger entry, a
-        // retry record, a dead letter); until then its message is redelivered if the sender stops.
-        let claimed = sending.withLock { sending in
-            byProvider.mapValues { entries in
-                entries.filter { sending.insert($0.outbound.notificationID).inserted }
-            }
-        }
-        defer {
-            sending.withLock { sending in
-                for entries in claimed.values { for entry in entries { sending.remove(entry.outbound.notificationID) } }
-            }
-        }
-        skipped += byProvider.values.reduce(0) { $0 + $1.count } - claimed.values.reduce(0) { $0 + $1.count }
-        byProvider = claimed.filter { !$0.value.isEmpty }
 
         struct Sent: Sendable {
             var message: KafkaMessage

@@ -8,6 +8,7 @@ import HeraldTestSupport
 import HeraldWorker
 import Logging
 import ServiceLifecycle
+import Synchronization
 import Testing
 
 @testable import HeraldStore
@@ -284,6 +285,31 @@ struct SenderTests {
                 #expect(await eventually { sender.statistics.snapshot.callsByOutcome["fcm delivered"] == 1 })
                 try await Task.sleep(for: .seconds(2))
                 #expect(fixture.simulator.acceptedCount(id: "n-copied") == 1)
+            }
+        }
+    }
+
+    @Test(
+        "a copy whose group read the ledger while the first copy's call was out is not sent once that call is recorded"
+    )
+    func copyReadLedgerBeforeFirstRecorded() async throws {
+        let environment = try KafkaTestEnvironment(topics: Self.topics)
+        let faults = try FaultProfile(parsing: "latency=1000ms..1000ms")
+        try await SimulatorFixture.with(faults: faults) { fixture in
+            let message = try SimulatorFixture.message(.fcm, id: "n-raced")
+            let ledger = LateAnsweringLedger(try SQLiteStore(path: ":memory:"))
+            try await Self.withSender(environment, fixture, ledger: ledger) { sender in
+                try await environment.produce([Self.record(message)])
+                #expect(await eventually { fixture.simulator.acceptedCount(id: "n-raced") == 1 })
+                // The copy comes while the first call is out. Had its group read the ledger, the
+                // answer (not delivered) would come only after the first group recorded the call and
+                // let go of the notification.
+                try await environment.produce([Self.record(message)])
+                #expect(await eventually { sender.statistics.snapshot.skippedAlreadyDelivered == 1 })
+                #expect(await eventually { sender.statistics.snapshot.callsByOutcome["fcm delivered"] == 1 })
+                try await Task.sleep(for: .seconds(2))
+                #expect(fixture.simulator.acceptedCount(id: "n-raced") == 1)
+                #expect(try await ledger.delivered(among: ["n-raced"]) == ["n-raced"])
             }
         }
     }
@@ -835,5 +861,51 @@ struct SenderTests {
                 }
             }
         }
+    }
+}
+
+/// A ledger on SQLite whose second look-up reads the store at once but answers only after the
+/// first deliveries were recorded, and a while more: the timing of a busy store, when a group's
+/// read is overtaken by another group's write.
+final class LateAnsweringLedger: DeliveryLedger {
+    let store: SQLiteStore
+    private let lookups = Atomic<Int>(0)
+    private let recorded = Atomic<Bool>(false)
+
+    init(_ store: SQLiteStore) { self.store = store }
+
+    func delivered(among notificationIDs: [String]) async throws(StoreError) -> Set<String> {
+        let answer = try await store.delivered(among: notificationIDs)
+        guard lookups.add(1, ordering: .relaxed).newValue == 2 else { return answer }
+        while !recorded.load(ordering: .acquiring) { try? await Task.sleep(for: .milliseconds(10)) }
+        try? await Task.sleep(for: .milliseconds(300))
+        return answer
+    }
+
+    func recordDeliveries(_ deliveries: [DeliveryRecord]) async throws(StoreError) {
+        try await store.recordDeliveries(deliveries)
+        if !deliveries.isEmpty { recorded.store(true, ordering: .releasing) }
+    }
+
+    func addPendingReceipts(_ receipts: [PendingReceipt]) async throws(StoreError) {
+        try await store.addPendingReceipts(receipts)
+    }
+
+    func claimPendingReceipts(
+        now: Timestamp,
+        limit: Int,
+        lease: Duration
+    ) async throws(StoreError)
+        -> [PendingReceipt]
+    {
+        try await store.claimPendingReceipts(now: now, limit: limit, lease: lease)
+    }
+
+    func removePendingReceipts(_ ticketIDs: [String]) async throws(StoreError) {
+        try await store.removePendingReceipts(ticketIDs)
+    }
+
+    func purgeDeliveries(before: Timestamp) async throws(StoreError) -> Int {
+        try await store.purgeDeliveries(before: before)
     }
 }
