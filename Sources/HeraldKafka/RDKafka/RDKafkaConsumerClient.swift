@@ -287,7 +287,12 @@ final class RDKafkaConsumerClient: @unchecked Sendable {
         _ list: UnsafeMutablePointer<rd_kafka_topic_partition_list_t>?
     ) {
         let partitions = list.map { RDKafkaTopicPartitionList.partitions($0) } ?? []
-        let cooperative = String(cString: rd_kafka_rebalance_protocol(handle)) == "COOPERATIVE"
+        // librdkafka answers NULL once its group's queue is shut, as when a rebalance callback runs
+        // while the handle terminates (a CI run crashed there, force-unwrapping it, with the broker
+        // gone). The configuration then tells which call undoes the assignment; were it the wrong
+        // one, librdkafka reports an error, which is logged.
+        let cooperative =
+            rd_kafka_rebalance_protocol(handle).map { String(cString: $0) == "COOPERATIVE" } ?? offersCooperativeSticky
         switch error {
         case RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS:
             hadAssignment.store(true, ordering: .releasing)
