@@ -877,7 +877,11 @@ final class LateAnsweringLedger: DeliveryLedger {
     func delivered(among notificationIDs: [String]) async throws(StoreError) -> Set<String> {
         let answer = try await store.delivered(among: notificationIDs)
         guard lookups.add(1, ordering: .relaxed).newValue == 2 else { return answer }
-        while !recorded.load(ordering: .acquiring) { try? await Task.sleep(for: .milliseconds(10)) }
+        // Until then, or until the sender stops (a cancelled sleep returns at once: without the
+        // check this would spin).
+        while !recorded.load(ordering: .acquiring) && !Task.isCancelled {
+            try? await Task.sleep(for: .milliseconds(10))
+        }
         try? await Task.sleep(for: .milliseconds(300))
         return answer
     }
