@@ -6,23 +6,42 @@ import Synchronization
 /// A real store whose every other `decide` call answers late, as a network store's round trips
 /// sometimes do: a worker that let the next batch's decide start before this one's finished would
 /// see the later batch decided first.
+///
+/// With `holdingAfter`, a `decide` call that comes once that many requests were decided waits until
+/// ``release()``: a test can be sure events are still to do at a moment of its choosing, however
+/// quick the worker is.
 final class UnevenLatencyStore: StateStore {
     let store: any StateStore
     let delay: Duration
+    let holdingAfter: Int?
     private let calls = Atomic<Int>(0)
+    private let requestsDecided = Atomic<Int>(0)
+    private let released = Atomic<Bool>(false)
     private let finished = Mutex<[[DecisionKey]]>([])
 
     /// The keys of each `decide` call, in the order the calls finished.
     var decidedBatches: [[DecisionKey]] { finished.withLock { $0 } }
 
-    init(_ store: any StateStore, delay: Duration = .milliseconds(40)) {
+    init(_ store: any StateStore, delay: Duration = .milliseconds(40), holdingAfter: Int? = nil) {
         self.store = store
         self.delay = delay
+        self.holdingAfter = holdingAfter
     }
 
+    /// Lets the held `decide` calls, and all later ones, go on.
+    func release() { released.store(true, ordering: .releasing) }
+
     func decide(_ requests: [DecisionRequest]) async throws(StoreError) -> [Decision] {
-        if calls.add(1, ordering: .relaxed).oldValue % 2 == 0 { try? await Task.sleep(for: delay) }
+        let call = calls.add(1, ordering: .relaxed).oldValue
+        if let holdingAfter, requestsDecided.load(ordering: .relaxed) >= holdingAfter {
+            // A cancelled sleep returns at once: the check keeps a stopping worker from spinning.
+            while !released.load(ordering: .acquiring) && !Task.isCancelled {
+                try? await Task.sleep(for: .milliseconds(10))
+            }
+        }
+        if call % 2 == 0 { try? await Task.sleep(for: delay) }
         let decisions = try await store.decide(requests)
+        requestsDecided.add(requests.count, ordering: .relaxed)
         finished.withLock { $0.append(requests.map(\.key)) }
         return decisions
     }

@@ -220,9 +220,13 @@ struct WorkerResilienceTests {
     )
     func brokerOutage() async throws {
         let pipeline = try Pipeline()
-        // Decisions that take a while (20 ms a batch on average) keep the worker busy for seconds:
-        // the outage comes while most of the events are still to do.
-        let store = UnevenLatencyStore(try SQLiteStore(path: scratch.path + "/outage.sqlite"))
+        // Decisions past the first 300 events wait until the broker is down: the outage comes while
+        // most of the events are still to do. (Timing alone was not enough: a CI run's worker was
+        // done before the collector had seen the first outbound messages.)
+        let store = UnevenLatencyStore(
+            try SQLiteStore(path: scratch.path + "/outage.sqlite"),
+            holdingAfter: Self.decidesBeforeOutage
+        )
         let clock = TestClock("2026-11-21T08:00:00Z")
         let total = 2000
         try await pipeline.withCollector(["herald.outbound"]) { received in
@@ -252,7 +256,7 @@ struct WorkerResilienceTests {
         let clock = TestClock("2026-11-21T08:00:00Z")
         let total = 2000
         try await pipeline.withCollector(["herald.outbound"]) { received in
-            let store = UnevenLatencyStore(try SQLiteStore(path: path))
+            let store = UnevenLatencyStore(try SQLiteStore(path: path), holdingAfter: Self.decidesBeforeOutage)
             let first = try pipeline.worker(store: store, clock: clock, batchSize: 20, deliveryTimeout: .seconds(2))
             let (_, ended) = try await takeKafkaDownMidStream(pipeline, first, store, received, total: total)
             // Its records cannot be delivered: once librdkafka gives them up, the worker stops (a
@@ -279,13 +283,19 @@ struct WorkerResilienceTests {
         }
     }
 
+    /// The decisions (one per order event) the outage tests' store makes before the broker goes
+    /// down: enough for the first 100 events' outbound messages the tests wait for, and far from
+    /// all 2,000.
+    static let decidesBeforeOutage = 300
+
     /// Runs `worker` over `store`, loads the example users and produces `total` order events; once
-    /// the first are out, takes the broker down, with events still to do. Returns the worker's task
-    /// and how its run ended (`nil` while it runs).
+    /// the first are out, takes the broker down, with events still to do (the store holds the rest
+    /// of the decisions until then). Returns the worker's task and how its run ended (`nil` while it
+    /// runs).
     private func takeKafkaDownMidStream(
         _ pipeline: Pipeline,
         _ worker: Worker,
-        _ store: any StateStore,
+        _ store: UnevenLatencyStore,
         _ received: ReceivedMessages,
         total: Int
     ) async throws -> (running: Task<Void, any Error>, ended: SharedValue<Result<Void, any Error>?>) {
@@ -299,6 +309,7 @@ struct WorkerResilienceTests {
         try pipeline.environment.cluster.setBrokerDown(1)
         let handled = worker.statistics.handledEvents
         #expect(handled < total, "the outage came with events still to do (\(handled) handled)")
+        store.release()
         return (running, ended)
     }
 }
