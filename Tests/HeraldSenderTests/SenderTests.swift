@@ -270,46 +270,37 @@ struct SenderTests {
 
     @Test("a copy that comes while the first copy's call is still out rides on that call: accepted once")
     func copyWhileFirstInFlight() async throws {
-        let environment = try KafkaTestEnvironment(topics: Self.topics)
-        // Every answer waits 1.5 s; the simulator counts a call as accepted when it arrives.
-        let faults = try FaultProfile(parsing: "latency=1500ms..1500ms")
-        try await SimulatorFixture.with(faults: faults) { fixture in
-            let message = try SimulatorFixture.message(.fcm, id: "n-copied")
-            try await Self.withSender(environment, fixture, ledger: try SQLiteStore(path: ":memory:")) { sender in
-                try await environment.produce([Self.record(message)])
-                #expect(await eventually { fixture.simulator.acceptedCount(id: "n-copied") == 1 })
-                // The first call is out and unanswered, so the ledger does not know it yet; the copy
-                // (a redelivered event's, with the same id) comes in a later group.
-                try await environment.produce([Self.record(message)])
-                #expect(await eventually { sender.statistics.snapshot.skippedAlreadyDelivered == 1 })
-                #expect(await eventually { sender.statistics.snapshot.callsByOutcome["fcm delivered"] == 1 })
-                try await Task.sleep(for: .seconds(2))
-                #expect(fixture.simulator.acceptedCount(id: "n-copied") == 1)
-            }
-        }
+        try await sendCopyWhileFirstInFlight(id: "n-copied", ledger: try SQLiteStore(path: ":memory:"))
     }
 
     @Test(
         "a copy whose group read the ledger while the first copy's call was out is not sent once that call is recorded"
     )
     func copyReadLedgerBeforeFirstRecorded() async throws {
+        // Had the copy's group read the ledger before claiming the notification, the answer (not
+        // delivered) would come only after the first group recorded the call and let go of it.
+        let ledger = LateAnsweringLedger(try SQLiteStore(path: ":memory:"))
+        try await sendCopyWhileFirstInFlight(id: "n-raced", ledger: ledger)
+        #expect(try await ledger.delivered(among: ["n-raced"]) == ["n-raced"])
+    }
+
+    /// Sends notification `id`, and a copy of it (a redelivered event's, with the same id) in a later
+    /// group while the first call is out and unanswered, so the ledger does not know it yet; expects
+    /// the copy skipped and the notification accepted once.
+    func sendCopyWhileFirstInFlight(id: String, ledger: any DeliveryLedger) async throws {
         let environment = try KafkaTestEnvironment(topics: Self.topics)
-        let faults = try FaultProfile(parsing: "latency=1000ms..1000ms")
+        // Every answer waits 1.5 s; the simulator counts a call as accepted when it arrives.
+        let faults = try FaultProfile(parsing: "latency=1500ms..1500ms")
         try await SimulatorFixture.with(faults: faults) { fixture in
-            let message = try SimulatorFixture.message(.fcm, id: "n-raced")
-            let ledger = LateAnsweringLedger(try SQLiteStore(path: ":memory:"))
+            let message = try SimulatorFixture.message(.fcm, id: id)
             try await Self.withSender(environment, fixture, ledger: ledger) { sender in
                 try await environment.produce([Self.record(message)])
-                #expect(await eventually { fixture.simulator.acceptedCount(id: "n-raced") == 1 })
-                // The copy comes while the first call is out. Had its group read the ledger, the
-                // answer (not delivered) would come only after the first group recorded the call and
-                // let go of the notification.
+                #expect(await eventually { fixture.simulator.acceptedCount(id: id) == 1 })
                 try await environment.produce([Self.record(message)])
                 #expect(await eventually { sender.statistics.snapshot.skippedAlreadyDelivered == 1 })
                 #expect(await eventually { sender.statistics.snapshot.callsByOutcome["fcm delivered"] == 1 })
                 try await Task.sleep(for: .seconds(2))
-                #expect(fixture.simulator.acceptedCount(id: "n-raced") == 1)
-                #expect(try await ledger.delivered(among: ["n-raced"]) == ["n-raced"])
+                #expect(fixture.simulator.acceptedCount(id: id) == 1)
             }
         }
     }
@@ -867,8 +858,9 @@ struct SenderTests {
 /// A ledger on SQLite whose second look-up reads the store at once but answers only after the
 /// first deliveries were recorded, and a while more: the timing of a busy store, when a group's
 /// read is overtaken by another group's write.
-final class LateAnsweringLedger: DeliveryLedger {
+final class LateAnsweringLedger: ForwardingDeliveryLedger {
     let store: SQLiteStore
+    var ledger: any DeliveryLedger { store }
     private let lookups = Atomic<Int>(0)
     private let recorded = Atomic<Bool>(false)
 
@@ -889,27 +881,5 @@ final class LateAnsweringLedger: DeliveryLedger {
     func recordDeliveries(_ deliveries: [DeliveryRecord]) async throws(StoreError) {
         try await store.recordDeliveries(deliveries)
         if !deliveries.isEmpty { recorded.store(true, ordering: .releasing) }
-    }
-
-    func addPendingReceipts(_ receipts: [PendingReceipt]) async throws(StoreError) {
-        try await store.addPendingReceipts(receipts)
-    }
-
-    func claimPendingReceipts(
-        now: Timestamp,
-        limit: Int,
-        lease: Duration
-    ) async throws(StoreError)
-        -> [PendingReceipt]
-    {
-        try await store.claimPendingReceipts(now: now, limit: limit, lease: lease)
-    }
-
-    func removePendingReceipts(_ ticketIDs: [String]) async throws(StoreError) {
-        try await store.removePendingReceipts(ticketIDs)
-    }
-
-    func purgeDeliveries(before: Timestamp) async throws(StoreError) -> Int {
-        try await store.purgeDeliveries(before: before)
     }
 }

@@ -1,6 +1,7 @@
 import HeraldEvents
 import HeraldPolicy
 import HeraldStore
+import HeraldTestSupport
 import Synchronization
 
 /// A real store whose every other `decide` call answers late, as a network store's round trips
@@ -10,8 +11,9 @@ import Synchronization
 /// With `holdingAfter`, a `decide` call that comes once that many requests were decided waits until
 /// ``release()``: a test can be sure events are still to do at a moment of its choosing, however
 /// quick the worker is.
-final class UnevenLatencyStore: StateStore {
+final class UnevenLatencyStore: StateStore, ForwardingDeliveryLedger {
     let store: any StateStore
+    var ledger: any DeliveryLedger { store }
     let delay: Duration
     let holdingAfter: Int?
     private let calls = Atomic<Int>(0)
@@ -69,34 +71,4 @@ final class UnevenLatencyStore: StateStore {
     func purge(before: Timestamp) async throws(StoreError) -> Int { try await store.purge(before: before) }
 
     func analyze() async throws(StoreError) { try await store.analyze() }
-
-    func delivered(among notificationIDs: [String]) async throws(StoreError) -> Set<String> {
-        try await store.delivered(among: notificationIDs)
-    }
-
-    func recordDeliveries(_ deliveries: [DeliveryRecord]) async throws(StoreError) {
-        try await store.recordDeliveries(deliveries)
-    }
-
-    func addPendingReceipts(_ receipts: [PendingReceipt]) async throws(StoreError) {
-        try await store.addPendingReceipts(receipts)
-    }
-
-    func claimPendingReceipts(
-        now: Timestamp,
-        limit: Int,
-        lease: Duration
-    ) async throws(StoreError)
-        -> [PendingReceipt]
-    {
-        try await store.claimPendingReceipts(now: now, limit: limit, lease: lease)
-    }
-
-    func removePendingReceipts(_ ticketIDs: [String]) async throws(StoreError) {
-        try await store.removePendingReceipts(ticketIDs)
-    }
-
-    func purgeDeliveries(before: Timestamp) async throws(StoreError) -> Int {
-        try await store.purgeDeliveries(before: before)
-    }
 }
