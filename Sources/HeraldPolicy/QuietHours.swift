@@ -8,14 +8,13 @@ public struct QuietHours: Sendable, Hashable {
     /// Minutes after local midnight.
     public var start: Int
     public var end: Int
-    /// An IANA time zone.
-    public var timeZone: String {
-        didSet { zone = TimeZone(identifier: timeZone) }
-    }
+    /// An IANA time zone. Read-only, so that a period always holds a zone it can compute with:
+    /// ``inTimeZone(_:)`` gives a period in another zone, or `nil` for a name that is not one.
+    public private(set) var timeZone: String
     /// `timeZone`'s rules, found once: ``contains(_:)`` runs for every decision of a user who has
     /// quiet hours, and a calendar made for each (the zone looked up by name, then the date taken
     /// apart) cost about 4,000 instructions a call.
-    private var zone: TimeZone?
+    private var zone: TimeZone
 
     /// - Parameters:
     ///   - start: `HH:mm`.
@@ -23,12 +22,21 @@ public struct QuietHours: Sendable, Hashable {
     /// - Returns: `nil` if a time or the zone is invalid, or start equals end.
     public init?(start: String, end: String, timeZone: String) {
         guard let startMinutes = Self.minutes(start), let endMinutes = Self.minutes(end), startMinutes != endMinutes,
-            TimeZone(identifier: timeZone) != nil
+            let zone = TimeZone(identifier: timeZone)
         else { return nil }
         self.start = startMinutes
         self.end = endMinutes
         self.timeZone = timeZone
-        zone = TimeZone(identifier: timeZone)
+        self.zone = zone
+    }
+
+    /// The same period in the IANA zone `timeZone`, or `nil` if no zone has that name.
+    public func inTimeZone(_ timeZone: String) -> QuietHours? {
+        guard let zone = TimeZone(identifier: timeZone) else { return nil }
+        var moved = self
+        moved.timeZone = timeZone
+        moved.zone = zone
+        return moved
     }
 
     // Equal and hashed by what they say, not by the zone's rules found from it.
@@ -53,13 +61,13 @@ public struct QuietHours: Sendable, Hashable {
 
     private var calendar: Calendar {
         var calendar = Calendar(identifier: .gregorian)
-        calendar.timeZone = zone ?? TimeZone(identifier: timeZone)!
+        calendar.timeZone = zone
         return calendar
     }
 
     /// Whether `moment` falls within quiet hours (start inclusive, end exclusive), by local wall time.
     public func contains(_ moment: Timestamp) -> Bool {
-        let minute = Self.minuteOfDay(moment, in: zone ?? TimeZone(identifier: timeZone)!)
+        let minute = Self.minuteOfDay(moment, in: zone)
         return start < end ? (minute >= start && minute < end) : (minute >= start || minute < end)
     }
 

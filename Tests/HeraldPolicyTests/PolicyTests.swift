@@ -240,15 +240,23 @@ struct QuietHoursTests {
     }
 
     @Test("quiet periods are equal by their times and zone, also after the zone is changed")
-    func equality() {
-        var changed = QuietHours(start: "22:00", end: "07:00", timeZone: "Europe/Oslo")!
+    func equality() throws {
+        let oslo = QuietHours(start: "22:00", end: "07:00", timeZone: "Europe/Oslo")!
         let newYork = QuietHours(start: "22:00", end: "07:00", timeZone: "America/New_York")!
-        #expect(changed != newYork)
-        changed.timeZone = "America/New_York"
+        #expect(oslo != newYork)
+        let changed = try #require(oslo.inTimeZone("America/New_York"))
         #expect(changed == newYork && changed.hashValue == newYork.hashValue)
         // 23:30 in New York, 05:30 in Oslo: the changed period answers for its new zone.
         #expect(changed.contains(at("2026-11-22T04:30:00Z")))
         #expect(!changed.contains(at("2026-11-22T14:30:00Z")))
+        #expect(oslo.contains(at("2026-11-22T04:30:00Z")) && oslo.timeZone == "Europe/Oslo")
+    }
+
+    @Test("a period cannot be given a zone that does not exist: no value that would fail when asked")
+    func unknownZone() {
+        let oslo = QuietHours(start: "22:00", end: "07:00", timeZone: "Europe/Oslo")!
+        #expect(oslo.inTimeZone("Europe/Atlantis") == nil)
+        #expect(QuietHours(start: "22:00", end: "07:00", timeZone: "Europe/Atlantis") == nil)
     }
 
     @Test("a kept end answers exactly as the calendar search, in any order of moments, across DST changes")
