@@ -5,9 +5,10 @@ import Synchronization
 /// A daily quiet period in the recipient's own time zone, e.g. 22:00 to 08:00 in Europe/Oslo. It may
 /// wrap midnight, and is computed with the zone's rules, so it stays right across DST changes.
 public struct QuietHours: Sendable, Hashable {
-    /// Minutes after local midnight.
-    public var start: Int
-    public var end: Int
+    /// Minutes after local midnight, 0..<1440, and never equal. Read-only like the zone: an hour past
+    /// 23 set later would make ``endsAfter(_:)``'s calendar search find no date.
+    public private(set) var start: Int
+    public private(set) var end: Int
     /// An IANA time zone. Read-only, so that a period always holds a zone it can compute with:
     /// ``inTimeZone(_:)`` gives a period in another zone, or `nil` for a name that is not one.
     public private(set) var timeZone: String
