@@ -7,7 +7,7 @@ APT_PACKAGES := librdkafka-dev libicu-dev libsqlite3-dev zlib1g-dev libjemalloc-
 DEPLOY_TOOLS := prometheus docker-compose
 SUDO := $(shell [ "$$(id -u)" = "0" ] || echo sudo)
 
-.PHONY: run test build release deps format lint bench-kafka bench-decisions bench-pipeline bench-replay bench-sender bench-scale broker clean
+.PHONY: run test build release deps format lint bench-check bench-kafka bench-decisions bench-pipeline bench-replay bench-sender bench-scale broker clean
 
 ## run: build and run the whole pipeline on embedded defaults (`herald dev`): the sample events in,
 ## notifications out, as a phone would show them, then a summary.
@@ -39,6 +39,11 @@ build: deps
 ## what production runs.
 release: deps
 	$(SWIFT) build -c release --product herald --static-swift-stdlib
+
+## bench-check: instructions per event of replay and of the whole pipeline, counted with callgrind,
+## against Benchmarks/instruction-budgets: fails on a count over its budget. CI runs it after the tests.
+bench-check: release
+	scripts/check-instruction-budgets .build/release/herald
 
 ## bench-kafka: the Kafka passthrough baseline (release build, 3 rounds of 1,000,000 messages).
 bench-kafka: release
