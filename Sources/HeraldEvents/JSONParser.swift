@@ -343,6 +343,8 @@ private struct Cursor {
                 }
             }
         case UInt8(ascii: "\""): try skipString()
+        // A number is checked where it is, without making a string of its text.
+        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): try scanNumber()
         default:
             _ = try parseValue(depth: depth)
         }
@@ -352,6 +354,17 @@ private struct Cursor {
     mutating func skipString() throws(JSONParser.Failure) {
         index += 1
         let start = index
+        // Plain ASCII passed over eight bytes at a time, as in `parseString()`.
+        if let base = bytes.baseAddress {
+            while index &+ 8 <= bytes.count {
+                let special = Self.specialBytes(in: base.loadUnaligned(fromByteOffset: index, as: UInt64.self))
+                if special != 0 {
+                    index &+= special.trailingZeroBitCount &>> 3
+                    break
+                }
+                index &+= 8
+            }
+        }
         while index < bytes.count {
             let byte = bytes[index]
             switch byte {
@@ -424,6 +437,14 @@ private struct Cursor {
 
     mutating func parseNumber() throws(JSONParser.Failure) -> String {
         let start = index
+        try scanNumber()
+        let text = UnsafeRawBufferPointer(rebasing: bytes[start..<index])
+        if let strings, text.count <= 16 { return strings._withUnsafeGuaranteedRef { $0.string(ascii: text) } }
+        return String(decoding: text, as: UTF8.self)
+    }
+
+    /// Checks the number that starts here and reads past it.
+    mutating func scanNumber() throws(JSONParser.Failure) {
         if current == UInt8(ascii: "-") { index += 1 }
         guard let first = current, isDigit(first) else { throw failure("invalid number") }
         if first == UInt8(ascii: "0") {
@@ -442,9 +463,6 @@ private struct Cursor {
             guard let byte = current, isDigit(byte) else { throw failure("invalid number") }
             while let byte = current, isDigit(byte) { index += 1 }
         }
-        let text = UnsafeRawBufferPointer(rebasing: bytes[start..<index])
-        if let strings, text.count <= 16 { return strings._withUnsafeGuaranteedRef { $0.string(ascii: text) } }
-        return String(decoding: text, as: UTF8.self)
     }
 
     private func isDigit(_ byte: UInt8) -> Bool { byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9") }

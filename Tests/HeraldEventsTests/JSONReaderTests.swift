@@ -59,6 +59,8 @@ struct JSONReaderTests {
         arguments: [
             #"{"a":1,}"#, #"{"a":1 "b":2}"#, #"{,"a":1}"#, #"{"a" 1}"#, #"{"a":1} x"#, #"{"a":[1,]}"#,
             #"{"a":"\x"}"#, #"{"a":tru}"#, #"{"a":1"#, "",
+            // Numbers, which a skip checks without making their text.
+            #"{"a":01}"#, #"{"a":-}"#, #"{"a":1.}"#, #"{"a":1e}"#, #"{"a":1e+}"#, #"{"a":.5}"#, #"{"a":+1}"#,
         ]
     )
     func rejects(text: String) {
@@ -69,6 +71,44 @@ struct JSONReaderTests {
             }
         }
         #expect(throws: JSONParser.Failure.self) { try JSONParser().parse(Array(text.utf8)) }
+    }
+
+    @Test("a skipped string stops at every kind of byte, at every position, as the parser does")
+    func skippedStringScan() throws {
+        // Each special piece at each position of strings up to 24 bytes (skipped eight bytes at a
+        // time up to the first that is not plain ASCII), then more JSON: the skip accepts what the
+        // parser accepts, ends where it ends, and refuses what it refuses.
+        let pieces = [#"\""#, #"\\"#, #"\n"#, "é", "😀", #"\u00e9"#, "\u{01}", #"\x"#]
+        for length in 0...24 {
+            let plain = String(repeating: "a", count: length)
+            for position in 0...length {
+                for piece in pieces {
+                    let text = #"{"s":""# + plain.prefix(position) + piece + plain.dropFirst(position) + #"","t":7}"#
+                    let parsed = try? JSONParser().parse(Array(text.utf8))
+                    let skipped = try? read(text) { reader -> String? in
+                        _ = try reader.beginObject()
+                        _ = try reader.nextMember()
+                        try reader.skipValue()
+                        let next = try reader.nextMember()
+                        _ = try reader.number()
+                        _ = try reader.nextMember()
+                        return next
+                    }
+                    #expect((parsed != nil) == (skipped != nil), "\(text)")
+                    if parsed != nil { #expect(skipped == "t", "\(text)") }
+                }
+            }
+            // Bytes that are not UTF-8, at the end of a run of plain ones.
+            let invalid = Array(#"{"s":""#.utf8) + Array(plain.utf8) + [0xFF] + Array(#""}"#.utf8)
+            #expect(throws: JSONParser.Failure.self) {
+                try invalid.withUnsafeBytes { bytes in
+                    var reader = JSONReader(bytes)
+                    _ = try reader.beginObject()
+                    _ = try reader.nextMember()
+                    try reader.skipValue()
+                }
+            }
+        }
     }
 
     @Test("nesting deeper than the limit is refused, in objects opened and in values skipped")
