@@ -31,12 +31,19 @@ struct EncodedData: Sendable, Hashable {
 
         init(key: String) {
             var classes: KeyClass = []
-            if key.hasUTF8("deepLink") { classes.insert(.deepLink) }
-            if key.hasUTF8("aps") { classes.insert(.aps) }
-            if key.hasUTF8("imageUrl") { classes.insert(.imageURL) }
+            // By length first: every key of a rendering is classified, and most are none of these.
+            switch key.utf8.count {
+            case 3: if key.hasUTF8("aps") { classes.insert(.aps) }
+            case 8:
+                if key.hasUTF8("deepLink") { classes.insert(.deepLink) }
+                if key.hasUTF8("imageUrl") { classes.insert(.imageURL) }
+            case FCMPayloadBuilder.notificationIDLiteral.utf8CodeUnitCount:
+                if key.hasUTF8(FCMPayloadBuilder.notificationIDLiteral) { classes.insert(.notificationID) }
+            case FCMPayloadBuilder.badgeLiteral.utf8CodeUnitCount:
+                if key.hasUTF8(FCMPayloadBuilder.badgeLiteral) { classes.insert(.badge) }
+            default: break
+            }
             if FCMPayloadBuilder.isReserved(key) { classes.insert(.fcmReserved) }
-            if key.hasUTF8(FCMPayloadBuilder.notificationIDLiteral) { classes.insert(.notificationID) }
-            if key.hasUTF8(FCMPayloadBuilder.badgeLiteral) { classes.insert(.badge) }
             self = classes
         }
     }

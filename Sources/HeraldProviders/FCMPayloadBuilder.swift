@@ -66,22 +66,17 @@ public enum FCMPayloadBuilder {
     static let badgeLiteral: StaticString = "herald_badge"
 
     static func isReserved(_ key: String) -> Bool {
-        // Every reserved key starts with one of these letters; most data keys are decided by one byte.
+        // Every reserved key starts with one of these letters, each letter's keys one name or two
+        // prefixes: most data keys are decided by their first byte. Compared byte for byte, by
+        // length first: `==` and `hasPrefix` compare by canonical equivalence, a call into the
+        // standard library each (about 170 instructions a key).
         switch key.utf8.first {
-        case UInt8(ascii: "f"), UInt8(ascii: "n"), UInt8(ascii: "m"), UInt8(ascii: "c"), UInt8(ascii: "g"):
-            // Compared byte for byte, by length first: `==` and `hasPrefix` compare by canonical
-            // equivalence, a call into the standard library each (about 170 instructions a key).
-            switch key.utf8.count {
-            case 4: if key.hasUTF8("from") { return true }
-            case 12:
-                if key.hasUTF8("notification") || key.hasUTF8("message_type") || key.hasUTF8("collapse_key") {
-                    return true
-                }
-            default: break
-            }
-            return key.hasUTF8Prefix("google.") || key.hasUTF8Prefix("gcm.")
-        default:
-            return false
+        case UInt8(ascii: "f"): return key.hasUTF8("from")
+        case UInt8(ascii: "n"): return key.hasUTF8("notification")
+        case UInt8(ascii: "m"): return key.hasUTF8("message_type")
+        case UInt8(ascii: "c"): return key.hasUTF8("collapse_key")
+        case UInt8(ascii: "g"): return key.hasUTF8Prefix("google.") || key.hasUTF8Prefix("gcm.")
+        default: return false
         }
     }
 

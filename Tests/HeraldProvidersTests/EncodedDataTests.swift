@@ -97,7 +97,12 @@ struct EncodedDataTests {
         for reserved in ["from", "notification", "message_type", "collapse_key", "google.x", "gcm.n.e"] {
             #expect(EncodedData.KeyClass(key: reserved) == .fcmReserved, "\(reserved)")
         }
-        for own in ["deepLinks", "Aps", "imageURL", "fromUser", "googleish", "", "orderId"] {
+        // Near misses: the same length or first letter as a class's name.
+        for own in [
+            "deepLinks", "Aps", "imageURL", "fromUser", "googleish", "", "orderId", "deepLinx", "apz", "fro",
+            "herald_badgE", "herald_notification_iD", "notificatioN", "message_typo", "collapse_kez", "gcm", "google",
+            "nonsense", "mmmm",
+        ] {
             #expect(EncodedData.KeyClass(key: own) == [], "\(own)")
         }
     }
