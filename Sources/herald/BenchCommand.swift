@@ -548,7 +548,12 @@ struct PipelineBenchCommand: AsyncParsableCommand {
 
 /// The store options the benchmarks that decide share, with the worker's defaults.
 struct BenchStoreOptions: ParsableArguments {
-    @Option(help: "The state store (default: a temporary SQLite file, removed afterwards).")
+    @Option(
+        help: """
+            The state store: sqlite:PATH (or a path; :memory: for SQLite in memory) or \
+            postgres://user@host:port/db. Default: a temporary SQLite file, removed afterwards.
+            """
+    )
     var store: String?
 
     @Option(help: "Users whose recipient record SQLite keeps in memory (store.directory_cache; 0: none).")
@@ -570,7 +575,18 @@ struct BenchStoreOptions: ParsableArguments {
         guard directoryCache >= 0, sqliteMemoryMapMegabytes >= 0 else {
             throw ValidationError("--directory-cache and --sqlite-mmap-mb must not be negative")
         }
+        // `bench replay --store` names a kind of store (`memory`, `sqlite`); here it is a location,
+        // and either word would quietly become a SQLite file of that name in the working directory,
+        // which the next run then reuses, ledger and all (docs/benchmarks.md, the fourteenth session).
+        if let store, Self.storeKinds.contains(store) {
+            throw ValidationError(
+                "--store takes a location here, not a kind of store: sqlite:PATH (:memory: for SQLite in memory) or a postgres:// URL; sqlite:\(store) for a file named \(store)"
+            )
+        }
     }
+
+    /// What `bench replay --store` takes.
+    static let storeKinds: Set<String> = ["memory", "sqlite"]
 
     /// Runs `body` with the store named by `--store`, or with a temporary SQLite file that is
     /// removed afterwards.

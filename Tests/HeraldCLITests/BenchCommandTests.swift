@@ -151,6 +151,9 @@ struct BenchOptionTests {
             (["sender", "--connections", "1000000000000000000"], "--connections must be from 1 to 256"),
             (["sender", "--concurrency", "10001"], "--concurrency must be from 1 to 10000"),
             (["sender", "--calls", "0"], "--calls, --h2load-clients and --h2load-streams must be at least 1"),
+            // Replay's kinds of store, which a location would take for a file of that name.
+            (["pipeline", "--store", "memory"], "--store takes a location here, not a kind of store"),
+            (["decisions", "--store", "sqlite"], "sqlite:sqlite for a file named sqlite"),
         ]
     )
     func outOfRange(arguments: [String], message: String) async throws {
