@@ -578,15 +578,12 @@ struct BenchStoreOptions: ParsableArguments {
         // `bench replay --store` names a kind of store (`memory`, `sqlite`); here it is a location,
         // and either word would quietly become a SQLite file of that name in the working directory,
         // which the next run then reuses, ledger and all (docs/benchmarks.md, the fourteenth session).
-        if let store, Self.storeKinds.contains(store) {
+        if let store, ReplayBenchmark.Store(rawValue: store) != nil {
             throw ValidationError(
                 "--store takes a location here, not a kind of store: sqlite:PATH (:memory: for SQLite in memory) or a postgres:// URL; sqlite:\(store) for a file named \(store)"
             )
         }
     }
-
-    /// What `bench replay --store` takes.
-    static let storeKinds: Set<String> = ["memory", "sqlite"]
 
     /// Runs `body` with the store named by `--store`, or with a temporary SQLite file that is
     /// removed afterwards.

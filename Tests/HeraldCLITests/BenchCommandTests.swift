@@ -151,15 +151,45 @@ struct BenchOptionTests {
             (["sender", "--connections", "1000000000000000000"], "--connections must be from 1 to 256"),
             (["sender", "--concurrency", "10001"], "--concurrency must be from 1 to 10000"),
             (["sender", "--calls", "0"], "--calls, --h2load-clients and --h2load-streams must be at least 1"),
-            // Replay's kinds of store, which a location would take for a file of that name.
-            (["pipeline", "--store", "memory"], "--store takes a location here, not a kind of store"),
-            (["decisions", "--store", "sqlite"], "sqlite:sqlite for a file named sqlite"),
         ]
     )
     func outOfRange(arguments: [String], message: String) async throws {
         let result = try await run(try heraldExecutable().path, ["bench"] + arguments)
         #expect(result.status != 0)
         #expect(result.error.contains(message), "\(result.error)")
+    }
+
+    /// Small runs, so that without the refusal the command would finish soon, leaving the file.
+    @Test(
+        "replay's names for its stores are refused as a --store location, and no file of that name is made",
+        .timeLimit(.minutes(1)),
+        arguments: [
+            (
+                "memory",
+                [
+                    "pipeline", "--events", "1000", "--users", "100", "--partitions", "2", "--batch-size", "200",
+                    "--window", "1000", "--raw-messages", "0", "--catalog", "\(repositoryRoot)/catalog",
+                ]
+            ),
+            (
+                "sqlite",
+                ["decisions", "--devices", "200", "--decisions", "300", "--batch-size", "100", "--rounds", "1"]
+            ),
+        ]
+    )
+    func storeKindRefused(kind: String, arguments: [String]) async throws {
+        // The command runs in this process's working directory, where the file would be made.
+        let file = FileManager.default.currentDirectoryPath + "/" + kind
+        try #require(!FileManager.default.fileExists(atPath: file), "\(file) is there before the run")
+        let result = try await run(try heraldExecutable().path, ["bench"] + arguments + ["--store", kind])
+        #expect(result.status != 0)
+        #expect(
+            result.error.contains("--store takes a location here, not a kind of store"),
+            "\(result.error)"
+        )
+        #expect(result.error.contains("sqlite:\(kind) for a file named \(kind)"), "\(result.error)")
+        #expect(!FileManager.default.fileExists(atPath: file), "a SQLite file \(file) was made")
+        for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: file + suffix) }
     }
 }
 
