@@ -250,12 +250,14 @@ let package = Package(
         .testTarget(
             name: "HeraldCLITests",
             // HeraldCatalog: the bench test reads the example catalog's kinds as Herald does.
-            dependencies: ["herald", "HeraldCatalog"]
+            // HeraldWorker: `--version` prints the version dead letters carry.
+            dependencies: ["herald", "HeraldCatalog", "HeraldWorker"]
         ),
         .testTarget(
             name: "HeraldDeployTests",
             dependencies: [
-                "HeraldApp", "HeraldWorker", "HeraldSender", "HeraldPolicy", .product(name: "Yams", package: "Yams"),
+                "HeraldApp", "HeraldWorker", "HeraldSender", "HeraldPolicy", "HeraldKafka",
+                .product(name: "Yams", package: "Yams"),
             ]
         ),
         .testTarget(

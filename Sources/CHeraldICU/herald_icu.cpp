@@ -13,12 +13,15 @@
 #include <unicode/plurrule.h>
 #include <unicode/smpdtfmt.h>
 #include <unicode/timezone.h>
+#include <unicode/ulocdata.h>
+#include <unicode/uversion.h>
 #include <unicode/bytestream.h>
 #include <unicode/unistr.h>
 #include <unicode/utypes.h>
 
 #include <atomic>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -538,4 +541,20 @@ extern "C" int32_t herald_date_format(herald_date_formatter *formatter, double e
         formatter->format->format(static_cast<UDate>(epoch_milliseconds), result);
     }
     return copy_out(recent_dates.remember(formatter->id, key, result), output, capacity);
+}
+
+extern "C" void herald_icu_versions(char *icu, char *cldr, int32_t capacity) {
+    char text[U_MAX_VERSION_STRING_LENGTH];
+    UVersionInfo version;
+    u_getVersion(version);
+    u_versionToString(version, text);
+    std::snprintf(icu, static_cast<size_t>(capacity), "%s", text);
+    UErrorCode status = U_ZERO_ERROR;
+    ulocdata_getCLDRVersion(version, &status);
+    if (U_SUCCESS(status)) {
+        u_versionToString(version, text);
+    } else {
+        std::snprintf(text, sizeof(text), "unknown");
+    }
+    std::snprintf(cldr, static_cast<size_t>(capacity), "%s", text);
 }

@@ -1,3 +1,4 @@
+import HeraldKafka
 import HeraldPolicy
 import HeraldSender
 import HeraldWorker
@@ -55,6 +56,48 @@ public final class HTTPEndpoints: Service, Sendable {
         self.idleTimeout = idleTimeout
     }
 
+    /// What `/metrics` reports of a sender.
+    public struct SenderState: Sendable {
+        public var counters: SenderStatistics.Counters
+        public var circuits: [PushProvider: CircuitBreaker.State]
+        public var waitingRetries: Int
+        public var lag: [TopicPartition: Int64]
+
+        public init(
+            counters: SenderStatistics.Counters,
+            circuits: [PushProvider: CircuitBreaker.State],
+            waitingRetries: Int,
+            lag: [TopicPartition: Int64]
+        ) {
+            self.counters = counters
+            self.circuits = circuits
+            self.waitingRetries = waitingRetries
+            self.lag = lag
+        }
+    }
+
+    /// The `/metrics` body of a process running the roles given: `herald_build_info`, then each
+    /// role's families. `herald_consumer_lag` is one family for both consumers (their topics
+    /// differ), so a process running both roles reports the sender's backlog too.
+    public static func metrics(
+        worker: (counters: WorkerStatistics.Counters, lag: [TopicPartition: Int64])?,
+        sender: SenderState?
+    ) -> String {
+        var body = BuildInfo.metricLines
+        // Were a topic read by both (a configuration error), the larger backlog is the one to see.
+        let lag = (worker?.lag ?? [:]).merging(sender?.lag ?? [:]) { max($0, $1) }
+        if let worker { body += WorkerMetrics.exposition(worker.counters, lag: lag) }
+        if let sender {
+            body += SenderMetrics.exposition(
+                sender.counters,
+                circuits: sender.circuits,
+                waitingRetries: sender.waitingRetries
+            )
+            if worker == nil { body += WorkerMetrics.lagLines(lag) }
+        }
+        return body
+    }
+
     /// The endpoints of a process running a worker, a sender, or both.
     public convenience init(
         listen: String,
@@ -66,21 +109,21 @@ public final class HTTPEndpoints: Service, Sendable {
         try self.init(listen: listen, logger: logger, idleTimeout: idleTimeout) { path in
             switch path {
             case "/metrics":
-                var body = ""
-                if let worker {
-                    body += WorkerMetrics.exposition(worker.statistics.snapshot, lag: worker.lag())
-                }
-                if let sender {
-                    let circuits = Dictionary(
-                        uniqueKeysWithValues: [PushProvider.apns, .fcm, .expo].map { ($0, sender.circuitState(of: $0)) }
-                    )
-                    body += SenderMetrics.exposition(
-                        sender.statistics.snapshot,
-                        circuits: circuits,
-                        waitingRetries: sender.waitingRetries
-                    )
-                    if worker == nil { body += WorkerMetrics.lagLines(sender.lag()) }
-                }
+                let body = Self.metrics(
+                    worker: worker.map { ($0.statistics.snapshot, $0.lag()) },
+                    sender: sender.map { sender in
+                        SenderState(
+                            counters: sender.statistics.snapshot,
+                            circuits: Dictionary(
+                                uniqueKeysWithValues: [PushProvider.apns, .fcm, .expo].map {
+                                    ($0, sender.circuitState(of: $0))
+                                }
+                            ),
+                            waitingRetries: sender.waitingRetries,
+                            lag: sender.lag()
+                        )
+                    }
+                )
                 return Response(status: .ok, contentType: WorkerMetrics.contentType, body: body)
             case "/health/live":
                 return Response(status: .ok, body: "live\n")

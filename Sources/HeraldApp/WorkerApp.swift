@@ -138,13 +138,12 @@ public enum WorkerApp {
                 roles.contains(.sender) ? configuration.sender.shutdownDeadline : .zero
             )
             let group = ServiceGroup(configuration: groupConfiguration)
-            logger.info(
-                "herald starting",
-                metadata: [
-                    "roles": "\(roles.map(\.rawValue).sorted())", "store": "\(location)",
-                    "topics": "\(configuration.worker.domainTopics)", "allocator": "\(MemoryAllocator.description)",
-                ]
-            )
+            var started: Logger.Metadata = [
+                "roles": "\(roles.map(\.rawValue).sorted())", "store": "\(location)",
+                "topics": "\(configuration.worker.domainTopics)", "allocator": "\(MemoryAllocator.description)",
+            ]
+            for (name, version) in BuildInfo.components { started[name] = "\(version)" }
+            logger.info("herald starting", metadata: started)
             try await group.run()
         }
     }

@@ -7,6 +7,8 @@ struct Herald: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "herald",
         abstract: "Herald turns domain events on Kafka into push notifications.",
+        // `herald --version`: Herald's and the system libraries' versions, for bug reports.
+        version: BuildInfo.summary,
         subcommands: [
             BrokerCommand.self, CatalogCommand.self, RenderCommand.self, PayloadCommand.self, DirectoryCommand.self,
             BenchCommand.self, RunCommand.self, SimulateProvidersCommand.self, DeadLetterCommand.self, DevCommand.self,

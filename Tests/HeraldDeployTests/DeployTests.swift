@@ -1,5 +1,6 @@
 import Foundation
 import HeraldApp
+import HeraldKafka
 import HeraldPolicy
 import HeraldSender
 import HeraldWorker
@@ -31,7 +32,8 @@ func documents(_ path: String) throws -> [Any] {
 func tool(
     _ name: String,
     _ arguments: [String],
-    in directory: String = repositoryRoot
+    in directory: String = repositoryRoot,
+    input: String? = nil
 ) throws -> (
     status: Int32, output: String
 )? {
@@ -42,10 +44,20 @@ func tool(
     process.arguments = arguments
     process.currentDirectoryURL = URL(fileURLWithPath: directory)
     let output = Pipe()
+    let stdin = Pipe()
     process.standardOutput = output
     process.standardError = output
-    process.standardInput = FileHandle.nullDevice
+    process.standardInput = input == nil ? FileHandle.nullDevice : stdin
     try process.run()
+    // Written on a thread of its own, so that a tool answering as it reads cannot fill its output
+    // pipe while the input waits to be written.
+    if let input {
+        let handle = stdin.fileHandleForWriting
+        Thread {
+            handle.write(Data(input.utf8))
+            try? handle.close()
+        }.start()
+    }
     let data = output.fileHandleForReading.readDataToEndOfFile()
     process.waitUntilExit()
     return (process.terminationStatus, String(decoding: data, as: UTF8.self))
@@ -144,9 +156,15 @@ struct DeployTests {
     static func exportedMetrics() -> Set<String> {
         var counters = WorkerStatistics.Counters()
         counters.eventsByType["order.confirmed"] = 1
-        let text =
-            WorkerMetrics.exposition(counters, lag: [:]) + WorkerMetrics.lagLines([:])
-            + SenderMetrics.exposition(SenderStatistics.Counters(), circuits: [.apns: .closed], waitingRetries: 0)
+        let text = HTTPEndpoints.metrics(
+            worker: (counters, [:]),
+            sender: HTTPEndpoints.SenderState(
+                counters: SenderStatistics.Counters(),
+                circuits: [.apns: .closed],
+                waitingRetries: 0,
+                lag: [:]
+            )
+        )
         var names: Set<String> = ["up"]
         for line in text.split(separator: "\n") where line.hasPrefix("# TYPE ") {
             let words = line.split(separator: " ")
@@ -215,6 +233,63 @@ struct DeployTests {
         )
         #expect(tests.status == 0, "\(tests.output)")
         #expect(tests.output.contains("SUCCESS"))
+    }
+
+    @Test(
+        "/metrics of a process running both roles passes promtool's check: build info once, each family once, both consumers' lag"
+    )
+    func exposition() throws {
+        var worker = WorkerStatistics.Counters()
+        worker.eventsByType["order.confirmed"] = 3
+        // A producer's type with the characters the format escapes.
+        worker.eventsByType["odd\"type\\with\nnewline"] = 1
+        worker.decisionsByReason["sent"] = 2
+        worker.outboundByProvider["apns"] = 2
+        worker.deadLettersByCode["event.not_json"] = 1
+        worker.latencies.observe(0.2)
+        var sender = SenderStatistics.Counters()
+        sender.callsByOutcome["apns delivered"] = 2
+        sender.answersByReason["apns.Unregistered"] = 1
+        sender.retriesByStep["1"] = 1
+        sender.latencies["apns"] = worker.latencies
+        let text = HTTPEndpoints.metrics(
+            worker: (worker, [TopicPartition("orders.events", 0): 5]),
+            sender: HTTPEndpoints.SenderState(
+                counters: sender,
+                circuits: [.apns: .closed, .fcm: .open, .expo: .closed],
+                waitingRetries: 1,
+                lag: [TopicPartition("herald.outbound", 3): 7]
+            )
+        )
+        let check = try #require(
+            try tool("promtool", ["check", "metrics"], input: text),
+            "promtool is not installed (make deps installs Debian's prometheus)"
+        )
+        #expect(check.status == 0, "\(check.output)\n\(text)")
+        let types = text.split(separator: "\n").filter { $0.hasPrefix("# TYPE ") }.map { $0.split(separator: " ")[2] }
+        #expect(Set(types).count == types.count, "a family is declared twice: \(types)")
+        let info = text.split(separator: "\n").filter { $0.hasPrefix("herald_build_info{") }
+        #expect(info.count == 1)
+        #expect(info.first?.hasSuffix(" 1") == true)
+        for (name, version) in BuildInfo.components {
+            #expect(info.first?.contains("\(name)=\"\(version)\"") == true, "\(name) in \(info)")
+        }
+        #expect(text.contains(#"herald_consumer_lag{topic="orders.events",partition="0"} 5"#))
+        #expect(text.contains(#"herald_consumer_lag{topic="herald.outbound",partition="3"} 7"#))
+        // The sender alone reports its own lag too.
+        let alone = HTTPEndpoints.metrics(
+            worker: nil,
+            sender: HTTPEndpoints.SenderState(
+                counters: sender,
+                circuits: [:],
+                waitingRetries: 0,
+                lag: [TopicPartition("herald.outbound", 3): 7]
+            )
+        )
+        #expect(alone.contains(#"herald_consumer_lag{topic="herald.outbound",partition="3"} 7"#))
+        #expect(alone.components(separatedBy: "# TYPE herald_consumer_lag").count == 2)
+        let aloneCheck = try #require(try tool("promtool", ["check", "metrics"], input: alone))
+        #expect(aloneCheck.status == 0, "\(aloneCheck.output)")
     }
 
     @Test("docker-compose validates the compose file")

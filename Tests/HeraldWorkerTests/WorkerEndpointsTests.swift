@@ -89,6 +89,7 @@ struct WorkerEndpointsTests {
                     "herald_decisions_purged_total 3",
                     "# TYPE herald_event_processing_seconds histogram",
                     #"herald_consumer_lag{topic="orders.events",partition="0"}"#,
+                    #"herald_build_info{version=""# + DeadLetter.heraldVersion + "\"",
                 ]
                 // Events are counted when decided, decisions and outbound when built (a moment later, on
                 // another core): wait for all of them.

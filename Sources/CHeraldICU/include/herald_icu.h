@@ -107,6 +107,13 @@ void herald_date_formatter_close(herald_date_formatter *formatter);
 int32_t herald_date_format(herald_date_formatter *formatter, double epoch_milliseconds, char *output,
                            int32_t capacity, herald_icu_error *error);
 
+// MARK: Versions
+
+/// The ICU library's version ("72.1") and the version of the CLDR data it carries ("42.0"), each
+/// written NUL-terminated into a buffer of `capacity` bytes (U_MAX_VERSION_STRING_LENGTH, 20, is
+/// enough): formats and plural rules follow that data, so a bug report needs both.
+void herald_icu_versions(char *icu, char *cldr, int32_t capacity);
+
 #ifdef __cplusplus
 }
 #endif

@@ -279,3 +279,8 @@ final class SQLiteConnection: @unchecked Sendable {
         func isNull(_ column: Int32) -> Bool { sqlite3_column_type(statement, column) == SQLITE_NULL }
     }
 }
+
+extension SQLiteStore {
+    /// The SQLite library the store runs with (the system's, found at load time), such as `3.40.1`.
+    public static var libraryVersion: String { String(cString: sqlite3_libversion()) }
+}
