@@ -853,7 +853,17 @@ public struct HeraldConfiguration: Sendable {
             guard let data = FileManager.default.contents(atPath: path) else {
                 throw ConfigurationError("\(source("providers.trust_roots_file")): cannot read \(path)")
             }
-            providers.trustRootsPEM = String(decoding: data, as: UTF8.self)
+            let pem = String(decoding: data, as: UTF8.self)
+            // Checked where it is used, by the sender: as TLS would read it when the first
+            // provider connection opens.
+            do {
+                if readsCredentials { _ = try ProviderTransport.trustRootCount(pem: pem) }
+            } catch {
+                throw ConfigurationError(
+                    "\(source("providers.trust_roots_file")): \(path) holds no PEM certificate that can be read"
+                )
+            }
+            providers.trustRootsPEM = pem
         }
         if let pem = try Self.secret(
             inline: "providers.apns.key",

@@ -41,16 +41,7 @@ public enum WorkerApp {
                 "log.user_hash_key_file is not set: user ids in logs \(also)are hashed without a key, which hides little of ids that can be guessed"
             )
         }
-        var catalog: Catalog?
-        if roles.contains(.worker) {
-            do {
-                catalog = try CatalogLoader.load(directory: configuration.catalogDirectory).catalog
-            } catch {
-                throw ConfigurationError(
-                    "catalog.directory: \(error.description)\ncatalog check failed: fix the catalog first"
-                )
-            }
-        }
+        let catalog = roles.contains(.worker) ? try loadCatalog(configuration) : nil
         let location = try StoreLocation(configuration.store).withCallTimeout(configuration.storeTimeout)
         var services: [any Service] = []
         var bootstrap = configuration.kafka.bootstrapServers

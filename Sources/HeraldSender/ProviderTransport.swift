@@ -38,7 +38,7 @@ struct ProviderAnswer: Sendable {
 
 /// HTTP to providers: one `HTTPClient` per credential (so each APNs key or Firebase project has its
 /// own connections), HTTP/2 where the provider offers it, a deadline per request.
-enum ProviderTransport {
+public enum ProviderTransport {
     /// The largest answer read; providers' answers are a few hundred bytes.
     static let maximumAnswerBytes = 64 * 1024
 
@@ -51,6 +51,17 @@ enum ProviderTransport {
             tls.additionalTrustRoots = [.certificates(certificates)]
         }
         return tls
+    }
+
+    /// How many certificates `pem` (the text of `providers.trust_roots_file`) holds: checked when
+    /// the configuration is read, so that a file of something else is refused naming its key,
+    /// rather than stopping the sender later with TLS's own error.
+    ///
+    /// - Throws: if a certificate in it cannot be read, or it holds none.
+    public static func trustRootCount(pem: String) throws -> Int {
+        let certificates = try NIOSSLCertificate.fromPEMBytes(Array(pem.utf8))
+        guard !certificates.isEmpty else { throw NIOSSLError.failedToLoadCertificate }
+        return certificates.count
     }
 
     static func makeClient(extraTrustRootsPEM: String?, connectTimeout: Duration) throws -> HTTPClient {

@@ -39,6 +39,14 @@ struct RunCommand: AsyncParsableCommand {
     )
     var config: [String] = []
 
+    @Flag(
+        help: """
+            Check the configuration (and the catalog, and the provider credentials) as start-up would, print what \
+            the role would run with, and exit: 0 if it would start, 78 naming the key if not. Connects to nothing.
+            """
+    )
+    var check = false
+
     func run() async throws {
         let configuration: HeraldConfiguration
         do {
@@ -46,6 +54,15 @@ struct RunCommand: AsyncParsableCommand {
         } catch {
             printError("herald: \(error)")
             throw ExitCode(78)  // EX_CONFIG
+        }
+        if check {
+            do {
+                print(try await WorkerApp.check(configuration: configuration, roles: role.roles))
+            } catch {
+                printError("herald: \(error)")
+                throw ExitCode(78)
+            }
+            return
         }
         let logger = try bootstrapLogging(configuration)
         do {

@@ -1,6 +1,7 @@
 import Foundation
 import HeraldApp
 import HeraldAuth
+import HeraldSimulator
 import HeraldTestSupport
 import Testing
 
@@ -10,6 +11,44 @@ struct SenderConfigurationTests {
 
     func file(_ name: String, _ text: String) throws -> String {
         try scratch.file(name, text)
+    }
+
+    @Test(
+        "providers.trust_roots_file must hold a PEM certificate: anything else is refused naming the key, for the sender"
+    )
+    func trustRoots() throws {
+        let authority = try ThrowawayAuthority(name: "Herald test roots", validFor: 1)
+        let valid = try file("roots.pem", try authority.pem())
+        let loaded = try HeraldConfiguration.load(
+            path: try file("valid.yaml", "providers:\n  trust_roots_file: \(valid)\n"),
+            environment: [:],
+            roles: [.sender]
+        )
+        #expect(loaded.providers.trustRootsPEM == (try authority.pem()))
+        // Not a certificate: a private key, text, nothing. Before, the sender started reading them
+        // and stopped at its first provider client with TLS's `failedToLoadCertificate`, exit 1.
+        let (_, key) = APNsSigningKey.generate(keyID: "KEY1234567", teamID: "TEAM123456")
+        for (name, content) in [("key.pem", key), ("text.pem", "secret-looking text\n"), ("empty.pem", "")] {
+            let path = try file(name, content)
+            let config = try file("\(name).yaml", "providers:\n  trust_roots_file: \(path)\n")
+            for roles: Set<HeraldRole> in [[.sender], [.worker, .sender]] {
+                do {
+                    _ = try HeraldConfiguration.load(path: config, environment: [:], roles: roles)
+                    Issue.record("\(name), \(roles): accepted")
+                } catch {
+                    let message = "\(error)"
+                    #expect(
+                        message.contains("providers.trust_roots_file: \(path) holds no PEM certificate"),
+                        "\(message)"
+                    )
+                    #expect(!message.contains("secret-looking") && !message.contains("PRIVATE KEY"))
+                }
+            }
+            // A worker does not use the roots, and does not check what they hold.
+            #expect(throws: Never.self) {
+                try HeraldConfiguration.load(path: config, environment: [:], roles: [.worker])
+            }
+        }
     }
 
     @Test("credentials from files, retry delays, layered files, and the worker's topics by default")

@@ -1,0 +1,93 @@
+import Foundation
+import HeraldCatalog
+import Testing
+
+@Suite("herald run --check")
+struct RunCheckCommandTests {
+    /// The repository's root, where `catalog/` and `herald.yaml` are.
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().path
+
+    @Test("a valid configuration: what the roles would run with, exit 0, and nothing connected to or opened")
+    func valid() async throws {
+        let herald = try heraldExecutable().path
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "herald-check-\(UUID().uuidString)"
+        )
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let database = directory.appendingPathComponent("never-made.sqlite").path
+        let config = directory.appendingPathComponent("herald.yaml").path
+        // Port 1 answers nobody: a check that connected would fail or hang.
+        try """
+        kafka:
+          bootstrap_servers: [127.0.0.1:1]
+        store:
+          url: sqlite:\(database)
+        catalog:
+          directory: \(Self.root)/catalog
+        """.write(toFile: config, atomically: true, encoding: .utf8)
+        let started = ContinuousClock.now
+        let checked = try await run(herald, ["run", "--check", "--role", "all", "--config", config])
+        #expect(checked.status == 0, "\(checked.error)")
+        #expect(ContinuousClock.now - started < .seconds(30))
+        let catalog = try CatalogLoader.load(directory: "\(Self.root)/catalog").catalog
+        let lines = checked.output.split(separator: "\n").map(String.init)
+        #expect(lines.first == "configuration valid for worker and sender")
+        for expected in [
+            "  kafka: 127.0.0.1:1 over plaintext (not connected)",
+            "  store: sqlite:\(database) (not opened)",
+            "  catalog: \(catalog.kinds.count) kinds in \(Self.root)/catalog, locales "
+                + catalog.settings.locales.joined(separator: ", "),
+            "  providers: Expo",
+            "  not configured: APNs, FCM (such calls are dead-lettered as configuration errors)",
+            "  http: /metrics and /health on 127.0.0.1:9464",
+        ] {
+            #expect(lines.contains(expected), "\(expected) in\n\(checked.output)")
+        }
+        #expect(!FileManager.default.fileExists(atPath: database), "the store was opened")
+    }
+
+    @Test("what stops start-up stops the check, naming the key or the catalog's file and message: exit 78")
+    func invalid() async throws {
+        let herald = try heraldExecutable().path
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "herald-check-\(UUID().uuidString)"
+        )
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        // A catalog whose English order message has a broken MessageFormat.
+        let catalog = directory.appendingPathComponent("catalog")
+        try FileManager.default.copyItem(atPath: "\(Self.root)/catalog", toPath: catalog.path)
+        let english = catalog.appendingPathComponent("messages/en.json")
+        let messages = try String(contentsOf: english, encoding: .utf8)
+        try messages.replacingOccurrences(of: "{orderId}", with: "{orderId").write(
+            to: english,
+            atomically: true,
+            encoding: .utf8
+        )
+        let broken = directory.appendingPathComponent("broken.yaml").path
+        try "catalog:\n  directory: \(catalog.path)\n".write(toFile: broken, atomically: true, encoding: .utf8)
+        let refused = try await run(herald, ["run", "--check", "--config", broken])
+        #expect(refused.status == 78)
+        #expect(refused.output.isEmpty, "\(refused.output)")
+        #expect(
+            refused.error.contains("catalog.directory") && refused.error.contains("messages/en.json"),
+            "\(refused.error)"
+        )
+        // A sender alone does not load the catalog.
+        let sender = try await run(herald, ["run", "--check", "--role", "sender", "--config", broken])
+        #expect(sender.status == 0, "\(sender.error)")
+        // A mistyped key and a bad value, as start-up names them.
+        let typo = directory.appendingPathComponent("typo.yaml").path
+        try "worker:\n  batch_sise: 10\n".write(toFile: typo, atomically: true, encoding: .utf8)
+        let typed = try await run(herald, ["run", "--check", "--config", typo])
+        #expect(typed.status == 78 && typed.error.contains("unknown key 'worker.batch_sise'"), "\(typed.error)")
+        let listen = try await run(
+            herald,
+            ["run", "--check", "--config", broken],
+            environment: ["HERALD_HTTP_LISTEN": "nowhere"]
+        )
+        #expect(listen.status == 78 && listen.error.contains("HERALD_HTTP_LISTEN"), "\(listen.error)")
+    }
+}
