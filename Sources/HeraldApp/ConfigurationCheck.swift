@@ -1,3 +1,4 @@
+import Foundation
 import HeraldCatalog
 import HeraldPolicy
 
@@ -22,7 +23,9 @@ extension WorkerApp {
                 ? "  kafka: embedded (a development cluster in the process)"
                 : "  kafka: \(bootstrap.joined(separator: ", ")) over \(configuration.kafka.securityProtocol) (not connected)"
         )
-        lines.append("  store: \(try StoreLocation(configuration.store)) (not opened)")
+        let location = try StoreLocation(configuration.store)
+        if case .sqlite(let path) = location { try checkSQLitePath(path) }
+        lines.append("  store: \(location) (not opened)")
         if roles.contains(.worker) {
             let catalog = try loadCatalog(configuration)
             let worker = configuration.worker
@@ -72,6 +75,29 @@ extension WorkerApp {
                 ? "  http: not served" : "  http: /metrics and /health on \(configuration.httpListen)"
         )
         return lines.joined(separator: "\n")
+    }
+
+    /// Whether SQLite could open or make its file at `path`: the directory exists and may be
+    /// written (SQLite writes its journal beside the file), and a file already there may be read
+    /// and written. What the check can tell without opening the database.
+    static func checkSQLitePath(_ path: String) throws {
+        guard path != ":memory:", !path.isEmpty else { return }
+        let file = URL(fileURLWithPath: path)
+        let directory = file.deletingLastPathComponent().path
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else {
+            throw ConfigurationError("store.url: the directory of \(path) does not exist")
+        }
+        guard access(directory, W_OK | X_OK) == 0 else {
+            throw ConfigurationError(
+                "store.url: this process may not write in \(directory), where \(path) and its journal go"
+            )
+        }
+        if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) {
+            guard !isDirectory.boolValue, access(path, R_OK | W_OK) == 0 else {
+                throw ConfigurationError("store.url: \(path) is not a file this process may read and write")
+            }
+        }
     }
 
     /// The catalog a worker renders with, or the ``ConfigurationError`` that stops it from starting.

@@ -78,6 +78,19 @@ struct RunCheckCommandTests {
         // A sender alone does not load the catalog.
         let sender = try await run(herald, ["run", "--check", "--role", "sender", "--config", broken])
         #expect(sender.status == 0, "\(sender.error)")
+        // A SQLite file the store could not make or open: start-up would stop with SQLite's own
+        // "unable to open database file".
+        for (url, message) in [
+            ("sqlite:\(directory.path)/missing/herald.sqlite", "store.url: the directory of"),
+            ("sqlite:\(directory.path)", "store.url: \(directory.path) is not a file"),
+        ] {
+            let store = try await run(
+                herald,
+                ["run", "--check", "--role", "sender"],
+                environment: ["HERALD_STORE_URL": url]
+            )
+            #expect(store.status == 78 && store.error.contains(message), "\(url): \(store.error)")
+        }
         // A mistyped key and a bad value, as start-up names them.
         let typo = directory.appendingPathComponent("typo.yaml").path
         try "worker:\n  batch_sise: 10\n".write(toFile: typo, atomically: true, encoding: .utf8)

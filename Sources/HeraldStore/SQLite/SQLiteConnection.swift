@@ -36,7 +36,7 @@ final class SQLiteConnection: @unchecked Sendable {
         guard sqlite3_open_v2(path, &handle, flags, nil) == SQLITE_OK, let handle else {
             let message = handle.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
             if let handle { sqlite3_close_v2(handle) }
-            throw StoreError(code: .storeOpen, message: "cannot open the SQLite database: \(message)")
+            throw StoreError(code: .storeOpen, message: "cannot open the SQLite database \(path): \(message)")
         }
         self.handle = handle
         // Readers do not block the writer. How durable a commit is: see SQLiteStore.Synchronous.
