@@ -65,9 +65,14 @@ extension WorkerApp {
                 )
             }
             let sender = configuration.sender
+            let retries =
+                sender.retryDelays.isEmpty
+                ? "no retry topics"
+                : "\(sender.retryTopicPrefix).1…\(sender.retryDelays.count) (retries after "
+                    + sender.retryDelays.map(HeraldConfiguration.text(of:)).joined(separator: ", ") + ")"
             lines.append(
-                "  sender: group \(sender.groupID), reads \(sender.outboundTopic) and \(sender.retryDelays.count) retry "
-                    + "topics (\(sender.retryTopicPrefix).1…), dead letters to \(sender.deadLetterTopic)"
+                "  sender: group \(sender.groupID), reads \(sender.outboundTopic) and \(retries), "
+                    + "dead letters to \(sender.deadLetterTopic)"
             )
         }
         lines.append(

@@ -159,17 +159,24 @@ public final class HTTPEndpoints: Service, Sendable {
         // connection closed on time) however busy they are.
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         do {
-            let channel = try await ServerBootstrap(group: group)
-                .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
-                .childChannelInitializer { channel in
-                    channel.eventLoop.makeCompletedFuture {
-                        try channel.pipeline.syncOperations.addHandler(IdleStateHandler(readTimeout: idleTimeout))
-                        try channel.pipeline.syncOperations.configureHTTPServerPipeline()
-                        try channel.pipeline.syncOperations.addHandler(RequestHandler(respond: respond))
+            let channel: any Channel
+            do {
+                channel = try await ServerBootstrap(group: group)
+                    .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
+                    .childChannelInitializer { channel in
+                        channel.eventLoop.makeCompletedFuture {
+                            try channel.pipeline.syncOperations.addHandler(IdleStateHandler(readTimeout: idleTimeout))
+                            try channel.pipeline.syncOperations.configureHTTPServerPipeline()
+                            try channel.pipeline.syncOperations.addHandler(RequestHandler(respond: respond))
+                        }
                     }
-                }
-                .bind(host: host, port: port)
-                .get()
+                    .bind(host: host, port: port)
+                    .get()
+            } catch {
+                // The address is the configuration's: say which key, not NIO's call and errno.
+                let reason = (error as? IOError).map { String(cString: strerror($0.errnoCode)) } ?? "\(error)"
+                throw ConfigurationError("http.listen: cannot listen on \(host):\(port): \(reason)")
+            }
             let port = channel.localAddress?.port ?? self.port
             bound.set(port)
             logger.info("serving /metrics and /health", metadata: ["address": "\(host):\(port)"])

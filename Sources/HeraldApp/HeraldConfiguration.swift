@@ -953,13 +953,23 @@ public struct HeraldConfiguration: Sendable {
     /// batch up front and buffers ten; a batch size beyond any use (10^18) trapped at start-up.
     public static let batchSizes = 1...100_000
 
+    /// The units a duration is written in, and their milliseconds.
+    static let durationUnits: [(suffix: String, milliseconds: Int64)] = [
+        ("ms", 1), ("s", 1000), ("m", 60_000), ("h", 3_600_000), ("d", 86_400_000),
+    ]
+
+    /// `duration` as the configuration would write it, in the largest unit that divides it:
+    /// `10s`, `10m`, `1h`, `1500ms`.
+    public static func text(of duration: Duration) -> String {
+        let milliseconds = duration.milliseconds
+        let unit = durationUnits.last { milliseconds % $0.milliseconds == 0 && milliseconds > 0 } ?? durationUnits[0]
+        return "\(milliseconds / unit.milliseconds)\(unit.suffix)"
+    }
+
     /// `500ms`, `5s`, `2m`, `1h`, `7d`, or a plain number of seconds; `nil` for anything else,
     /// including a number too large for 64 bits of milliseconds (which trapped at start-up).
     public static func duration(_ text: String) -> Duration? {
-        let units: [(String, Int64)] = [
-            ("ms", 1), ("s", 1000), ("m", 60_000), ("h", 3_600_000), ("d", 86_400_000),
-        ]
-        for (suffix, milliseconds) in units where text.hasSuffix(suffix) {
+        for (suffix, milliseconds) in durationUnits where text.hasSuffix(suffix) {
             guard let number = Int64(text.dropLast(suffix.count)), number >= 0 else { return nil }
             let (total, overflow) = number.multipliedReportingOverflow(by: milliseconds)
             return overflow ? nil : .milliseconds(total)

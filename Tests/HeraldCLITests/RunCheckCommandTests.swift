@@ -41,6 +41,8 @@ struct RunCheckCommandTests {
                 + catalog.settings.locales.joined(separator: ", "),
             "  providers: Expo",
             "  not configured: APNs, FCM (such calls are dead-lettered as configuration errors)",
+            "  sender: group herald-sender, reads herald.outbound and herald.outbound.retry.1…4 (retries after 10s, 1m, "
+                + "10m, 1h), dead letters to herald.outbound.dlq",
             "  http: /metrics and /health on 127.0.0.1:9464",
         ] {
             #expect(lines.contains(expected), "\(expected) in\n\(checked.output)")

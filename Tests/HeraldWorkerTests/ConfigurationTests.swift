@@ -218,6 +218,19 @@ struct ConfigurationTests {
         #expect(HeraldConfiguration().kafka.properties.isEmpty)
     }
 
+    @Test("a duration is written back in the largest unit that divides it, and reads back as itself")
+    func durationText() {
+        let cases = [
+            ("10s", "10s"), ("60s", "1m"), ("600", "10m"), ("3600s", "1h"), ("1500ms", "1500ms"), ("2d", "2d"),
+            ("0s", "0ms"),
+        ]
+        for (written, expected) in cases {
+            let duration = HeraldConfiguration.duration(written)
+            #expect(duration.map(HeraldConfiguration.text(of:)) == expected, "\(written)")
+            #expect(HeraldConfiguration.duration(expected) == duration, "\(expected) reads back")
+        }
+    }
+
     @Test("provider credentials are read only by a process that runs the sender")
     func credentialsOnlyForTheSender() throws {
         let path = try file(

@@ -113,6 +113,29 @@ struct WorkerEndpointsTests {
         }
     }
 
+    @Test("an address already taken stops the endpoints with an error naming http.listen, not a socket call")
+    func addressTaken() async throws {
+        let first = try HTTPEndpoints(listen: "127.0.0.1:0", worker: nil, sender: nil, logger: Logger(label: "test"))
+        try await withRunningServices([first]) {
+            let port = await first.port()
+            let second = try HTTPEndpoints(
+                listen: "127.0.0.1:\(port)",
+                worker: nil,
+                sender: nil,
+                logger: Logger(label: "test")
+            )
+            do {
+                try await second.run()
+                Issue.record("a second server listened on \(port)")
+            } catch let error as ConfigurationError {
+                #expect(
+                    "\(error)"
+                        == "configuration: http.listen: cannot listen on 127.0.0.1:\(port): Address already in use"
+                )
+            }
+        }
+    }
+
     @Test("a connection that sends nothing, or half a request, is closed after the idle timeout")
     func idleConnections() async throws {
         let endpoints = try HTTPEndpoints(
