@@ -37,6 +37,10 @@ public struct HeraldConfiguration: Sendable {
     /// `analytics.recipient`: how `herald.decisions` and `herald.deliveries` name users, the log
     /// hash's key included.
     public var analyticsRecipients = AnalyticsRecipients.hashed(UserHash(key: nil))
+    /// What was read but not used, for the caller to log once logging is set up: a `HERALD_*`
+    /// variable a letter or two from a setting's name (a typo, which would otherwise change
+    /// nothing without a word). Never a value.
+    public var warnings: [String] = []
 
     public struct Kafka: Sendable {
         /// `embedded`: an in-process mock cluster (development and tests only).
@@ -343,7 +347,48 @@ public struct HeraldConfiguration: Sendable {
         for key in keys {
             if let value = environment[key.environmentName] { values[key.path] = .environment(value) }
         }
-        return try HeraldConfiguration(values: values, origins: origins, readsCredentials: roles.contains(.sender))
+        var configuration = try HeraldConfiguration(
+            values: values,
+            origins: origins,
+            readsCredentials: roles.contains(.sender)
+        )
+        configuration.warnings = misspelledVariables(in: environment)
+        return configuration
+    }
+
+    /// `HERALD_*` variables that name no setting but are a letter or two from one's: most likely
+    /// that setting, misspelled. Other `HERALD_*` variables (the test scripts' own) pass unremarked.
+    static func misspelledVariables(in environment: [String: String]) -> [String] {
+        let names = Set(keys.map(\.environmentName))
+        return environment.keys.filter { $0.hasPrefix("HERALD_") && !names.contains($0) }.sorted().compactMap {
+            variable in
+            closest(to: variable, among: names).map {
+                "\(variable) is not a setting Herald reads: did you mean \($0)? It is ignored"
+            }
+        }
+    }
+
+    /// The one of `candidates` within two edits of `name` (letters added, removed or changed), the
+    /// nearest first; nil if none is that near.
+    static func closest(to name: String, among candidates: some Sequence<String>) -> String? {
+        candidates.map { (candidate: $0, distance: editDistance(name, $0)) }.filter { $0.distance <= 2 }
+            .min { ($0.distance, $0.candidate) < ($1.distance, $1.candidate) }?.candidate
+    }
+
+    /// Levenshtein distance between the bytes of two short names.
+    static func editDistance(_ a: String, _ b: String) -> Int {
+        let a = Array(a.utf8)
+        let b = Array(b.utf8)
+        var previous = Array(0...b.count)
+        var current = previous
+        for i in 1...max(a.count, 1) where !a.isEmpty {
+            current[0] = i
+            for j in 1...max(b.count, 1) where !b.isEmpty {
+                current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1))
+            }
+            swap(&previous, &current)
+        }
+        return previous[b.count]
     }
 
     /// A value as found: from YAML (a scalar or a list of scalars) or from an environment variable.
@@ -381,8 +426,9 @@ public struct HeraldConfiguration: Sendable {
             }
             guard keys.contains(where: { $0.path == path }) else {
                 let known = keys.map(\.path).filter { $0.hasPrefix(prefix.isEmpty ? "" : prefix + ".") }
+                let suggestion = closest(to: path, among: keys.map(\.path)).map { " (did you mean '\($0)'?)" } ?? ""
                 throw ConfigurationError(
-                    "\(file): unknown key '\(path)'"
+                    "\(file): unknown key '\(path)'" + suggestion
                         + (known.isEmpty ? "" : "; known here: " + known.joined(separator: ", "))
                 )
             }

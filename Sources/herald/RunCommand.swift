@@ -56,6 +56,7 @@ struct RunCommand: AsyncParsableCommand {
             throw ExitCode(78)  // EX_CONFIG
         }
         if check {
+            for warning in configuration.warnings { printError("herald: warning: \(warning)") }
             do {
                 print(try await WorkerApp.check(configuration: configuration, roles: role.roles))
             } catch {
@@ -65,6 +66,7 @@ struct RunCommand: AsyncParsableCommand {
             return
         }
         let logger = try bootstrapLogging(configuration)
+        for warning in configuration.warnings { logger.warning("\(warning)") }
         do {
             try await WorkerApp.run(configuration: configuration, roles: role.roles, logger: logger)
         } catch let error as ConfigurationError {

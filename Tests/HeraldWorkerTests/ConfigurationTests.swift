@@ -218,6 +218,45 @@ struct ConfigurationTests {
         #expect(HeraldConfiguration().kafka.properties.isEmpty)
     }
 
+    @Test(
+        "a misspelled key is named with the key it most likely meant; a misspelled HERALD_ variable is warned of, not its value"
+    )
+    func misspellings() throws {
+        for (text, suggestion) in [
+            (
+                "worker:\n  batch_sise: 10\n",
+                "unknown key 'worker.batch_sise' (did you mean 'worker.batch_size'?); known here:"
+            ),
+            ("store:\n  urll: x\n", "unknown key 'store.urll' (did you mean 'store.url'?)"),
+            ("worker:\n  colour: blue\n", "unknown key 'worker.colour'; known here:"),
+        ] {
+            do {
+                _ = try HeraldConfiguration.load(path: try file(text), environment: [:])
+                Issue.record("\(text): accepted")
+            } catch {
+                #expect("\(error)".contains(suggestion), "\(error)")
+            }
+        }
+        let configuration = try HeraldConfiguration.load(
+            path: nil,
+            environment: [
+                "HERALD_WORKER_BATCH_SISE": "10", "HERALD_STORE_URLL": "postgres://herald:hunter2@db/herald",
+                // Not settings, and not near one: the scripts' and tests' own variables.
+                "HERALD_STORE": "postgres://x@y/z", "HERALD_TEST_PHASE_LIMIT": "3", "HERALD_UPDATE_GOLDENS": "1",
+                // A setting: read, not warned of.
+                "HERALD_WORKER_BATCH_SIZE": "20",
+            ]
+        )
+        #expect(configuration.worker.batchSize == 20)
+        #expect(
+            configuration.warnings == [
+                "HERALD_STORE_URLL is not a setting Herald reads: did you mean HERALD_STORE_URL? It is ignored",
+                "HERALD_WORKER_BATCH_SISE is not a setting Herald reads: did you mean HERALD_WORKER_BATCH_SIZE? It is ignored",
+            ]
+        )
+        #expect(!configuration.warnings.joined().contains("hunter2"))
+    }
+
     @Test("a duration is written back in the largest unit that divides it, and reads back as itself")
     func durationText() {
         let cases = [
