@@ -215,6 +215,9 @@ public struct HeraldConfiguration: Sendable {
     /// what the README's configuration reference must list.
     public static var documentedKeys: [String] { keys.filter { !$0.secret }.map(\.path) }
 
+    /// The `HERALD_*` variable of every setting, secrets' included.
+    public static var variableNames: Set<String> { Set(keys.map(\.environmentName)) }
+
     static let keys: [Key] = [
         Key(path: "kafka.bootstrap_servers", kind: .list),
         Key(path: "kafka.client_id", kind: .string),
@@ -359,7 +362,7 @@ public struct HeraldConfiguration: Sendable {
     /// `HERALD_*` variables that name no setting but are a letter or two from one's: most likely
     /// that setting, misspelled. Other `HERALD_*` variables (the test scripts' own) pass unremarked.
     static func misspelledVariables(in environment: [String: String]) -> [String] {
-        let names = Set(keys.map(\.environmentName))
+        let names = variableNames
         return environment.keys.filter { $0.hasPrefix("HERALD_") && !names.contains($0) }.sorted().compactMap {
             variable in
             closest(to: variable, among: names).map {

@@ -292,6 +292,23 @@ struct DeployTests {
         #expect(aloneCheck.status == 0, "\(aloneCheck.output)")
     }
 
+    @Test(
+        "every HERALD_ variable the compose file and the manifests set is a setting's: a misspelled one would be ignored"
+    )
+    func variables() throws {
+        var named: [String: String] = [:]
+        for file in try FileManager.default.subpathsOfDirectory(atPath: deploy)
+        where file.hasSuffix(".yaml") || file.hasSuffix(".yml") || file.hasSuffix(".sh") || file.hasSuffix("Dockerfile")
+        {
+            let text = try String(contentsOfFile: "\(deploy)/\(file)", encoding: .utf8)
+            for match in text.matches(of: /HERALD_[A-Z0-9_]+/) { named[String(match.output)] = file }
+        }
+        #expect(named.count >= 5, "\(named)")
+        for (variable, file) in named.sorted(by: { $0.key < $1.key }) {
+            #expect(HeraldConfiguration.variableNames.contains(variable), "\(file): \(variable) is no setting's")
+        }
+    }
+
     @Test("docker-compose validates the compose file")
     func compose() throws {
         let result = try #require(
