@@ -251,12 +251,12 @@ let package = Package(
             name: "HeraldCLITests",
             // HeraldCatalog: the bench test reads the example catalog's kinds as Herald does.
             // HeraldWorker: `--version` prints the version dead letters carry.
-            dependencies: ["herald", "HeraldCatalog", "HeraldWorker"]
+            dependencies: ["herald", "HeraldCatalog", "HeraldWorker", "HeraldTestSupport"]
         ),
         .testTarget(
             name: "HeraldDeployTests",
             dependencies: [
-                "HeraldApp", "HeraldWorker", "HeraldSender", "HeraldPolicy", "HeraldKafka",
+                "HeraldApp", "HeraldWorker", "HeraldSender", "HeraldPolicy", "HeraldKafka", "HeraldTestSupport",
                 .product(name: "Yams", package: "Yams"),
             ]
         ),

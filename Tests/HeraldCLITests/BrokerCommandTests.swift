@@ -48,15 +48,7 @@ private func runWaiting(
     process.standardOutput = output
     process.standardError = error
     try process.run()
-    // Input is written on a thread of its own: a process that answers as it reads fills its output
-    // pipe while the rest of a long input waits to be written, and neither side would move.
-    if let input {
-        let handle = stdin.fileHandleForWriting
-        Thread {
-            handle.write(Data(input.utf8))
-            try? handle.close()
-        }.start()
-    }
+    if let input { stdin.writeInBackground(input) }
     // Read standard error on another thread so that neither pipe can fill up and block the process.
     let errorData = SharedData()
     let reader = Thread { errorData.value = error.fileHandleForReading.readDataToEndOfFile() }

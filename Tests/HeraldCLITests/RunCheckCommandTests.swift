@@ -1,9 +1,12 @@
 import Foundation
 import HeraldCatalog
+import HeraldTestSupport
 import Testing
 
 @Suite("herald run --check")
 struct RunCheckCommandTests {
+    let scratch = ScratchDirectory()
+
     /// The repository's root, where `catalog/` and `herald.yaml` are.
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().path
@@ -11,11 +14,7 @@ struct RunCheckCommandTests {
     @Test("a valid configuration: what the roles would run with, exit 0, and nothing connected to or opened")
     func valid() async throws {
         let herald = try heraldExecutable().path
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "herald-check-\(UUID().uuidString)"
-        )
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let directory = URL(fileURLWithPath: scratch.path)
         let database = directory.appendingPathComponent("never-made.sqlite").path
         let config = directory.appendingPathComponent("herald.yaml").path
         // Port 1 answers nobody: a check that connected would fail or hang.
@@ -53,11 +52,7 @@ struct RunCheckCommandTests {
     @Test("what stops start-up stops the check, naming the key or the catalog's file and message: exit 78")
     func invalid() async throws {
         let herald = try heraldExecutable().path
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "herald-check-\(UUID().uuidString)"
-        )
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let directory = URL(fileURLWithPath: scratch.path)
         // A catalog whose English order message has a broken MessageFormat.
         let catalog = directory.appendingPathComponent("catalog")
         try FileManager.default.copyItem(atPath: "\(Self.root)/catalog", toPath: catalog.path)

@@ -3,6 +3,7 @@ import HeraldApp
 import HeraldKafka
 import HeraldPolicy
 import HeraldSender
+import HeraldTestSupport
 import HeraldWorker
 import Testing
 import Yams
@@ -49,15 +50,7 @@ func tool(
     process.standardError = output
     process.standardInput = input == nil ? FileHandle.nullDevice : stdin
     try process.run()
-    // Written on a thread of its own, so that a tool answering as it reads cannot fill its output
-    // pipe while the input waits to be written.
-    if let input {
-        let handle = stdin.fileHandleForWriting
-        Thread {
-            handle.write(Data(input.utf8))
-            try? handle.close()
-        }.start()
-    }
+    if let input { stdin.writeInBackground(input) }
     let data = output.fileHandleForReading.readDataToEndOfFile()
     process.waitUntilExit()
     return (process.terminationStatus, String(decoding: data, as: UTF8.self))
