@@ -45,12 +45,17 @@ public enum StoreLocation: Sendable, CustomStringConvertible {
     /// - Parameter sqliteMemoryMapMegabytes: how much of a SQLite file is read through a memory map.
     /// - Parameter sqliteSynchronous: when a SQLite commit reaches the disk.
     /// - Parameter maximumDevicesPerUser: the most devices the directory keeps for one user.
+    /// - Parameter waitNotice: how often a warning says that the schema migration has not finished:
+    ///   it waits up to 5 minutes for a PostgreSQL that does not answer (its client retries a
+    ///   refused connection with no word of its own above `info`) or for another process's
+    ///   migration.
     public func withStore<R: Sendable>(
         logger: Logger,
         directoryCache: Int = SQLiteStore.defaultDirectoryCacheCapacity,
         sqliteMemoryMapMegabytes: Int = SQLiteStore.defaultMemoryMapMegabytes,
         sqliteSynchronous: SQLiteStore.Synchronous = .full,
         maximumDevicesPerUser: Int = DirectoryLimits.maximumDevicesPerUser,
+        waitNotice: Duration = .seconds(10),
         _ body: (any StateStore) async throws -> R
     ) async throws -> R {
         switch self {
@@ -66,10 +71,28 @@ public enum StoreLocation: Sendable, CustomStringConvertible {
         case .postgres(var configuration):
             configuration.maximumDevicesPerUser = maximumDevicesPerUser
             let store = PostgresStore(configuration: configuration, logger: logger)
+            let name = description
             return try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask { await store.run() }
                 defer { group.cancelAll() }
-                try await store.migrate()
+                let waiting = Task {
+                    var waited = Duration.zero
+                    while true {
+                        try await Task.sleep(for: waitNotice)
+                        waited += waitNotice
+                        logger.warning(
+                            "waiting for the store: its schema migration has not finished (PostgreSQL not answering, or another process migrating)",
+                            metadata: ["store": "\(name)", "waited_s": "\(Int(waited.inSeconds))"]
+                        )
+                    }
+                }
+                do {
+                    try await store.migrate()
+                } catch {
+                    waiting.cancel()
+                    throw error
+                }
+                waiting.cancel()
                 return try await body(store)
             }
         }
