@@ -863,14 +863,17 @@ public struct HeraldConfiguration: Sendable {
         }
     }
 
-    /// Reads a secret: the value of `inline` (set by its environment variable), or the contents of
-    /// the file `file` names. Errors name the key, never the contents.
-    /// The provider credentials a worker-only process does not read.
-    static let credentialKeys: Set<String> = [
+    /// What only the sender reads: the provider credentials and the trust roots file. A worker-only
+    /// process leaves them unread, so that a worker's pod needs neither the secrets nor the file
+    /// mounted (a configuration shared by both roles names them).
+    static let senderOnlyKeys: Set<String> = [
         "providers.apns.key", "providers.apns.key_file", "providers.fcm.service_account",
         "providers.fcm.service_account_file", "providers.expo.access_token", "providers.expo.access_token_file",
+        "providers.trust_roots_file",
     ]
 
+    /// Reads a secret: the value of `inline` (set by its environment variable), or the contents of
+    /// the file `file` names. Errors name the key, never the contents.
     private static func secret(
         inline: String,
         file: String,
@@ -892,10 +895,10 @@ public struct HeraldConfiguration: Sendable {
         source: (String) -> String,
         readsCredentials: Bool
     ) throws(ConfigurationError) {
-        // Without the sender, the credentials are left unread: only their keys are checked (known,
-        // of the right type), like every other key.
+        // Without the sender, its credentials and files are left unread: only their keys are
+        // checked (known, of the right type), like every other key.
         func string(_ path: String) throws(ConfigurationError) -> String? {
-            guard readsCredentials || !Self.credentialKeys.contains(path) else { return nil }
+            guard readsCredentials || !Self.senderOnlyKeys.contains(path) else { return nil }
             return try read(path)
         }
         if let path = try string("providers.trust_roots_file"), !path.isEmpty {
@@ -903,10 +906,9 @@ public struct HeraldConfiguration: Sendable {
                 throw ConfigurationError("\(source("providers.trust_roots_file")): cannot read \(path)")
             }
             let pem = String(decoding: data, as: UTF8.self)
-            // Checked where it is used, by the sender: as TLS would read it when the first
-            // provider connection opens.
+            // Checked as TLS would read it when the first provider connection opens.
             do {
-                if readsCredentials { _ = try ProviderTransport.trustRootCount(pem: pem) }
+                _ = try ProviderTransport.trustRootCount(pem: pem)
             } catch {
                 throw ConfigurationError(
                     "\(source("providers.trust_roots_file")): \(path) holds no PEM certificate that can be read"

@@ -14,7 +14,7 @@ struct SenderConfigurationTests {
     }
 
     @Test(
-        "providers.trust_roots_file must hold a PEM certificate: anything else is refused naming the key, for the sender"
+        "providers.trust_roots_file must hold a PEM certificate, for the sender: anything else is refused naming the key; a worker does not read it"
     )
     func trustRoots() throws {
         let authority = try ThrowawayAuthority(name: "Herald test roots", validFor: 1)
@@ -48,6 +48,15 @@ struct SenderConfigurationTests {
             #expect(throws: Never.self) {
                 try HeraldConfiguration.load(path: config, environment: [:], roles: [.worker])
             }
+        }
+        // Nor does it read them: a configuration shared by both roles names a file that only the
+        // sender's pod mounts. Before, a worker stopped at start-up with `cannot read`.
+        let unmounted = scratch.path + "/sender-only/roots.pem"
+        let shared = try file("shared.yaml", "providers:\n  trust_roots_file: \(unmounted)\n")
+        let worker = try HeraldConfiguration.load(path: shared, environment: [:], roles: [.worker])
+        #expect(worker.providers.trustRootsPEM == nil)
+        #expect(throws: ConfigurationError.self) {
+            try HeraldConfiguration.load(path: shared, environment: [:], roles: [.sender])
         }
     }
 
