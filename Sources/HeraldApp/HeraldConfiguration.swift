@@ -315,8 +315,9 @@ public struct HeraldConfiguration: Sendable {
     /// applies `HERALD_*` overrides from `environment`, and validates.
     ///
     /// - Parameter roles: the roles the process runs. The provider credentials (APNs key, FCM
-    ///   service account, Expo token) are read and checked only with the sender: one configuration
-    ///   file serves both roles, and a worker needs, and is given, no provider secret.
+    ///   service account, Expo token) and the trust roots file are read and checked only with the
+    ///   sender: one configuration file serves both roles, and a worker needs, and is given, no
+    ///   provider secret.
     public static func load(
         paths: [String],
         environment: [String: String] = ProcessInfo.processInfo.environment,

@@ -20,6 +20,91 @@ struct ConfigurationTests {
         try scratch.file(UUID().uuidString + ".yaml", text)
     }
 
+    /// The README's configuration reference: each key's default cell, without its backticks
+    /// (empty for none).
+    static func documentedDefaults() throws -> [(key: String, value: String)] {
+        let readme = try String(contentsOf: repositoryRoot.appendingPathComponent("README.md"), encoding: .utf8)
+        return readme.split(separator: "\n").compactMap { line -> (key: String, value: String)? in
+            let cells = line.split(separator: "|", omittingEmptySubsequences: false).map {
+                $0.trimmingCharacters(in: .whitespaces)
+            }
+            guard cells.count >= 4, cells[1].hasPrefix("`"), cells[1].hasSuffix("`") else { return nil }
+            let key = String(cells[1].dropFirst().dropLast())
+            guard HeraldConfiguration.documentedKeys.contains(key) else { return nil }
+            let cell = cells[2]
+            let value =
+                cell.hasPrefix("`") && cell.hasSuffix("`") && cell.count > 1 ? String(cell.dropFirst().dropLast()) : ""
+            return (key, value)
+        }
+    }
+
+    /// The whole configuration as text: two loads that differ in any setting differ here.
+    static func text(_ configuration: HeraldConfiguration) -> String {
+        var text = ""
+        dump(configuration, to: &text)
+        return text
+    }
+
+    /// `key: value` as YAML, nested by the key's dots; a list as written, a scalar quoted so that
+    /// YAML keeps it a string, as an environment variable would give it.
+    static func yaml(_ key: String, _ value: String) -> String {
+        let parts = key.split(separator: ".")
+        var text = ""
+        for (depth, part) in parts.enumerated() {
+            text += String(repeating: "  ", count: depth) + part + ":"
+            text += depth == parts.count - 1 ? " " : "\n"
+        }
+        return text + (value.hasPrefix("[") ? value : "'\(value)'") + "\n"
+    }
+
+    /// A valid value other than `value`, to show that the key is read.
+    static func other(than value: String) -> String {
+        let alternatives = [
+            "plaintext": "ssl", "dead_letter": "ignore", "frames": "async-http-client", "full": "normal",
+            "info": "debug",
+            "json": "text", "hashed": "clear", "true": "false", "0.1": "0.2", "127.0.0.1:9464": "127.0.0.1:9465",
+            "[embedded]": "[kafka-1:9092]",
+        ]
+        if let alternative = alternatives[value] { return alternative }
+        if value.hasPrefix("["), let comma = value.firstIndex(of: ",") {
+            return "[" + value[value.index(after: comma)...].drop { $0 == " " }
+        }
+        if let number = Int(value) { return String(number + 1) }
+        if let unit = value.firstIndex(where: \.isLetter), let number = Int(value[..<unit]) {
+            return "\(number + 1)\(value[unit...])"
+        }
+        return value + "-x"
+    }
+
+    @Test(
+        "the README's defaults are the ones Herald runs with: each, set as written, changes nothing; set otherwise, it does"
+    )
+    func documentedDefaults() throws {
+        let defaults = try Self.documentedDefaults()
+        #expect(defaults.count == HeraldConfiguration.documentedKeys.count, "a row for every key")
+        let written = Dictionary(defaults.map { ($0.key, $0.value) }, uniquingKeysWith: { first, _ in first })
+        let unset = Self.text(try HeraldConfiguration.load(path: try file(""), environment: [:]))
+        var checked = 0
+        for (key, documented) in defaults where !documented.isEmpty {
+            // A default that names another key (`sender.outbound_topic`: `worker.outbound_topic`)
+            // is that key's value.
+            let value = written[documented].map { $0 } ?? documented
+            guard !value.isEmpty else { continue }
+            let same = try HeraldConfiguration.load(path: try file(Self.yaml(key, value)), environment: [:])
+            // Compared first: the expectation would print both dumps whole.
+            let unchanged = Self.text(same) == unset
+            #expect(unchanged, "\(key): the README's default `\(documented)` is not the one it runs with")
+            let changed = try HeraldConfiguration.load(
+                path: try file(Self.yaml(key, Self.other(than: value))),
+                environment: [:]
+            )
+            let read = Self.text(changed) != unset
+            #expect(read, "\(key): set to another value, nothing changed")
+            checked += 1
+        }
+        #expect(checked >= 50, "only \(checked) defaults checked")
+    }
+
     @Test("a file's values are read, and HERALD_* variables override them")
     func fileAndEnvironment() throws {
         let path = try file(
