@@ -79,9 +79,13 @@ public final class HTTPEndpoints: Service, Sendable {
     /// The `/metrics` body of a process running the roles given: `herald_build_info`, then each
     /// role's families. `herald_consumer_lag` is one family for both consumers (their topics
     /// differ), so a process running both roles reports the sender's backlog too.
+    ///
+    /// - Parameter brokers: each consumer's broker connections, by its name (`worker`, `sender`),
+    ///   where its statistics have come: `herald_kafka_brokers_up`.
     public static func metrics(
         worker: (counters: WorkerStatistics.Counters, lag: [TopicPartition: Int64])?,
-        sender: SenderState?
+        sender: SenderState?,
+        brokers: [(consumer: String, connections: KafkaBrokerConnections)] = []
     ) -> String {
         var body = BuildInfo.metricLines
         // Were a topic read by both (a configuration error), the larger backlog is the one to see.
@@ -94,6 +98,14 @@ public final class HTTPEndpoints: Service, Sendable {
                 waitingRetries: sender.waitingRetries
             )
             if worker == nil { body += WorkerMetrics.lagLines(lag) }
+        }
+        if !brokers.isEmpty {
+            body += "# HELP herald_kafka_brokers_up Kafka brokers the consumer holds a working connection to, "
+            body += "from librdkafka's statistics (0: it reaches no broker).\n"
+            body += "# TYPE herald_kafka_brokers_up gauge\n"
+            for (consumer, connections) in brokers {
+                body += "herald_kafka_brokers_up{consumer=\"\(consumer)\"} \(connections.up)\n"
+            }
         }
         return body
     }
@@ -122,7 +134,11 @@ public final class HTTPEndpoints: Service, Sendable {
                             waitingRetries: sender.waitingRetries,
                             lag: sender.lag()
                         )
-                    }
+                    },
+                    brokers: [
+                        worker?.brokerConnections.map { ("worker", $0) },
+                        sender?.brokerConnections.map { ("sender", $0) },
+                    ].compactMap { $0 }
                 )
                 return Response(status: .ok, contentType: WorkerMetrics.contentType, body: body)
             case "/health/live":

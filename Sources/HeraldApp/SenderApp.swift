@@ -64,6 +64,7 @@ public enum SenderApp {
         consumer.maxBufferedMessages = max(10 * settings.batchSize, 10_000)
         var producer = KafkaProducerConfiguration()
         producer.client = consumer.client
+        consumer.client.statisticsInterval = WorkerApp.consumerStatisticsInterval
         var senderConfiguration = Sender.Configuration(consumer: consumer, producer: producer)
         senderConfiguration.topics.outbound = settings.outboundTopic
         senderConfiguration.topics.directory = settings.directoryTopic

@@ -110,15 +110,19 @@ public enum WorkerApp {
                     logger: logger
                 )
             }
-            var endpoints: [any Service] = []
+            var watched: [KafkaReachability.Consumer] = []
+            if let worker { watched.append(.init(name: "worker") { worker.brokerConnections }) }
+            if let sender { watched.append(.init(name: "sender") { sender.brokerConnections }) }
+            // Beside the roles: stopped after them.
+            var observers: [any Service] = [KafkaReachability(consumers: watched, servers: servers, logger: logger)]
             if !configuration.httpListen.isEmpty {
-                endpoints.append(
+                observers.append(
                     try HTTPEndpoints(listen: configuration.httpListen, worker: worker, sender: sender, logger: logger)
                 )
             }
             let roleServices: [any Service] = [worker as (any Service)?, sender].compactMap { $0 }
             var groupConfiguration = ServiceGroupConfiguration(
-                services: (services + endpoints).map { .init(service: $0) }
+                services: (services + observers).map { .init(service: $0) }
                     + roleServices.map { .init(service: $0, successTerminationBehavior: .gracefullyShutdownGroup) },
                 gracefulShutdownSignals: [.sigterm, .sigint],
                 cancellationSignals: [],
@@ -159,6 +163,7 @@ public enum WorkerApp {
         consumer.maxBufferedMessages = max(10 * worker.batchSize, 10_000)
         var producer = KafkaProducerConfiguration()
         producer.client = consumer.client
+        consumer.client.statisticsInterval = consumerStatisticsInterval
         var workerConfiguration = Worker.Configuration(consumer: consumer, producer: producer)
         workerConfiguration.dueWorkInterval = worker.dueWorkInterval
         workerConfiguration.purge = configuration.purge
@@ -176,6 +181,10 @@ public enum WorkerApp {
         )
         return try Worker(configuration: workerConfiguration, processor: processor, logger: logger)
     }
+
+    /// How often the worker's and the sender's consumers report their librdkafka statistics: what
+    /// `herald_kafka_brokers_up` and ``KafkaReachability`` read.
+    static let consumerStatisticsInterval: Duration = .seconds(5)
 
     /// The options every Kafka client of the worker and the sender gets from `kafka.*`.
     public static func clientOptions(

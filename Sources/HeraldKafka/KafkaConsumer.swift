@@ -208,6 +208,13 @@ public final class KafkaConsumer: Service, Sendable {
     /// The latest librdkafka statistics JSON, when ``KafkaClientOptions/statisticsInterval`` is set.
     public var statisticsJSON: String? { state.withLock { $0.statisticsJSON } }
 
+    /// The consumer's broker connections as its latest statistics tell (see
+    /// ``KafkaBrokerConnections``); `nil` until the first statistics arrive, and always without
+    /// ``KafkaClientOptions/statisticsInterval``.
+    public var brokerConnections: KafkaBrokerConnections? {
+        statisticsJSON.flatMap { KafkaBrokerConnections(statistics: $0) }
+    }
+
     /// The lag of each assigned partition: the high watermark minus the offset up to which this
     /// consumer's messages are done (messages received but unfinished count as lag), or minus the
     /// fetch position before any message arrived. Uses cached watermarks; non-blocking.

@@ -121,6 +121,10 @@ public final class Sender: Service, Sendable {
     /// Partitions of the outbound and retry topics this sender holds.
     public var assignedPartitions: Int { consumer.assignment.count }
 
+    /// The consumer's broker connections, from its latest librdkafka statistics (`nil` without
+    /// `statistics.interval.ms`, or before the first).
+    public var brokerConnections: KafkaBrokerConnections? { consumer.brokerConnections }
+
     /// Messages behind the end of each assigned partition.
     public func lag() -> [TopicPartition: Int64] { consumer.lag() }
 

@@ -77,6 +77,10 @@ public final class Worker: Service, Sendable {
 
     public var statistics: WorkerStatistics { processor.statistics }
 
+    /// The consumer's broker connections, from its latest librdkafka statistics (`nil` without
+    /// `statistics.interval.ms`, or before the first).
+    public var brokerConnections: KafkaBrokerConnections? { consumer.brokerConnections }
+
     public func run() async throws {
         let producer = producer
         // The producer must outlive the consumer's last batch: it is shut down by this method,

@@ -156,7 +156,8 @@ struct DeployTests {
                 circuits: [.apns: .closed],
                 waitingRetries: 0,
                 lag: [:]
-            )
+            ),
+            brokers: [("worker", KafkaBrokerConnections(up: 1, known: 1))]
         )
         var names: Set<String> = ["up"]
         for line in text.split(separator: "\n") where line.hasPrefix("# TYPE ") {
@@ -208,7 +209,7 @@ struct DeployTests {
         // The issue's alerts: dead letters, lag, provider errors, circuit, no events consumed.
         for name in [
             "herald_dead_letters_total", "herald_consumer_lag", "herald_provider_calls_total", "herald_circuit_open",
-            "herald_events_consumed_total",
+            "herald_events_consumed_total", "herald_kafka_brokers_up",
         ] {
             #expect(used.contains(name), "nothing watches \(name)")
         }
@@ -252,7 +253,11 @@ struct DeployTests {
                 circuits: [.apns: .closed, .fcm: .open, .expo: .closed],
                 waitingRetries: 1,
                 lag: [TopicPartition("herald.outbound", 3): 7]
-            )
+            ),
+            brokers: [
+                ("worker", KafkaBrokerConnections(up: 3, known: 3)),
+                ("sender", KafkaBrokerConnections(up: 0, known: 3)),
+            ]
         )
         let check = try #require(
             try tool("promtool", ["check", "metrics"], input: text),
@@ -269,6 +274,11 @@ struct DeployTests {
         }
         #expect(text.contains(#"herald_consumer_lag{topic="orders.events",partition="0"} 5"#))
         #expect(text.contains(#"herald_consumer_lag{topic="herald.outbound",partition="3"} 7"#))
+        #expect(
+            text.contains(
+                "herald_kafka_brokers_up{consumer=\"worker\"} 3\nherald_kafka_brokers_up{consumer=\"sender\"} 0\n"
+            )
+        )
         // The sender alone reports its own lag too.
         let alone = HTTPEndpoints.metrics(
             worker: nil,

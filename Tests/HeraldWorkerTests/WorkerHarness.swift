@@ -47,6 +47,7 @@ struct Pipeline {
         batchSize: Int = 100,
         crashAfterBatches: Int? = nil,
         deliveryTimeout: Duration? = nil,
+        statisticsInterval: Duration? = nil,
         settings: (inout HeraldConfiguration) -> Void = { _ in }
     ) throws -> Worker {
         var configuration = HeraldConfiguration()
@@ -64,6 +65,7 @@ struct Pipeline {
             var consumer = environment.consumerConfiguration(group: group, topics: worker.consumer.topics)
             consumer.maxBatchSize = worker.consumer.maxBatchSize
             consumer.fetchMaxWait = .milliseconds(50)
+            consumer.client.statisticsInterval = statisticsInterval
             worker.consumer = consumer
             worker.producer = environment.producerConfiguration()
             if let deliveryTimeout { worker.producer.deliveryTimeout = deliveryTimeout }
