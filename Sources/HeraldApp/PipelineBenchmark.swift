@@ -169,8 +169,8 @@ public struct PipelineBenchmark: Sendable {
             // wait instead of answering when data arrives.
             worker.consumer.fetchMaxWait = KafkaBenchmark.fetchMaxWait
             // No statistics: nothing here reads them, and librdkafka writes them on the wall clock
-            // (a few million instructions each, every 5 s), which callgrind slows fifty-fold: they
-            // added 2% to `scripts/instructions-per-event pipeline` that a real run does not pay.
+            // (every 5 s), which callgrind slows many times over: they added 2% to
+            // `scripts/instructions-per-event pipeline` that a real run does not pay.
             worker.consumer.client.statisticsInterval = nil
         }
         let statistics = worker.statistics
