@@ -106,22 +106,25 @@ struct KafkaReachabilityTests {
             threshold: .seconds(2),
             logger: capture.logger(label: "test")
         )
-        func metrics() -> String {
-            HTTPEndpoints.metrics(
+        /// The worker's `herald_kafka_brokers_up` on `/metrics`, if there is one. The bootstrap
+        /// server and the broker learned from it are one broker at one address, with a connection
+        /// each: 1 or 2 while it is up.
+        func brokersUp() -> Int? {
+            let body = HTTPEndpoints.metrics(
                 worker: (worker.statistics.snapshot, [:]),
                 sender: nil,
                 brokers: worker.brokerConnections.map { [("worker", $0)] } ?? []
             )
+            let prefix = "herald_kafka_brokers_up{consumer=\"worker\"} "
+            return body.split(separator: "\n").first { $0.hasPrefix(prefix) }.flatMap {
+                Int($0.dropFirst(prefix.count))
+            }
         }
         try await withRunningServices([worker, watch]) {
-            try await eventually("the worker's consumer reaches its broker") {
-                metrics().contains("herald_kafka_brokers_up{consumer=\"worker\"} 1\n")
-            }
+            try await eventually("the worker's consumer reaches its broker") { (brokersUp() ?? 0) >= 1 }
             #expect(!capture.recent.contains { $0.contains("Kafka") })
             try pipeline.environment.cluster.setBrokerDown(1)
-            try await eventually("no broker up") {
-                metrics().contains("herald_kafka_brokers_up{consumer=\"worker\"} 0\n")
-            }
+            try await eventually("no broker up") { brokersUp() == 0 }
             try await eventually("the warning") {
                 capture.recent.contains { $0.contains("warning cannot reach Kafka") }
             }
@@ -129,7 +132,7 @@ struct KafkaReachabilityTests {
             try await eventually("the notice") {
                 capture.recent.contains { $0.contains("notice Kafka reachable again") }
             }
-            #expect(metrics().contains("herald_kafka_brokers_up{consumer=\"worker\"} 1\n"))
+            #expect((brokersUp() ?? 0) >= 1)
         }
     }
 }
