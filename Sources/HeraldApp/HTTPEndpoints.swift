@@ -100,8 +100,9 @@ public final class HTTPEndpoints: Service, Sendable {
             if worker == nil { body += WorkerMetrics.lagLines(lag) }
         }
         if !brokers.isEmpty {
-            body += "# HELP herald_kafka_brokers_up Kafka brokers the consumer holds a working connection to, "
-            body += "from librdkafka's statistics (0: it reaches no broker).\n"
+            body += "# HELP herald_kafka_brokers_up Connections to Kafka brokers the consumer holds up, "
+            body += "from librdkafka's statistics (a bootstrap server has one beside its broker's; "
+            body += "0: it reaches no broker).\n"
             body += "# TYPE herald_kafka_brokers_up gauge\n"
             for (consumer, connections) in brokers {
                 body += "herald_kafka_brokers_up{consumer=\"\(consumer)\"} \(connections.up)\n"

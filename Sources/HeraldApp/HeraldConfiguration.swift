@@ -89,6 +89,8 @@ public struct HeraldConfiguration: Sendable {
             "enable.auto.commit": "Herald commits the offsets it stores",
             "enable.partition.eof": "Herald's consumer does not handle end-of-partition events",
             "enable.idempotence": "the outbound producer must not reorder or duplicate a partition's records",
+            "statistics.interval.ms":
+                "Herald reads its consumers' statistics every 5 s for herald_kafka_brokers_up and the 'cannot reach Kafka' warning",
         ]
 
         /// The librdkafka properties these settings give every client, Herald's own first.

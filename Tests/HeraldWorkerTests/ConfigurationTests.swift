@@ -88,7 +88,7 @@ struct ConfigurationTests {
         for (key, documented) in defaults where !documented.isEmpty {
             // A default that names another key (`sender.outbound_topic`: `worker.outbound_topic`)
             // is that key's value.
-            let value = written[documented].map { $0 } ?? documented
+            let value = written[documented] ?? documented
             guard !value.isEmpty else { continue }
             let same = try HeraldConfiguration.load(path: try file(Self.yaml(key, value)), environment: [:])
             // Compared first: the expectation would print both dumps whole.
@@ -200,6 +200,12 @@ struct ConfigurationTests {
             (
                 "kafka:\n  properties:\n    enable.auto.offset.store: true\n", [:],
                 "kafka.properties: 'enable.auto.offset.store' is not set here: Herald stores an offset only once"
+            ),
+            (
+                // Turned off (or slowed) here, the consumers' statistics would stop, and with them
+                // the gauge, and the watch would warn that Kafka is unreachable every minute.
+                "kafka:\n  properties:\n    statistics.interval.ms: 0\n", [:],
+                "kafka.properties: 'statistics.interval.ms' is not set here: Herald reads its consumers' statistics"
             ),
             (
                 "kafka:\n  properties:\n    bootstrap.servers: kafka:9092\n", [:],
