@@ -20,9 +20,15 @@ test: deps
 	$(SWIFT) build --build-tests
 	# The worker's, the sender's and `herald dev`'s end-to-end tests load both cores; they run after the
 	# timing-sensitive consumer-group tests rather than beside them.
-	SWIFT=$(SWIFT) scripts/test-phase --skip HeraldWorkerTests --skip HeraldSenderTests --skip DevCommandTests
-	SWIFT=$(SWIFT) scripts/test-phase --filter HeraldWorkerTests --skip ScaleOutTests
-	SWIFT=$(SWIFT) scripts/test-phase --filter HeraldSenderTests
+	SWIFT=$(SWIFT) scripts/test-phase --skip HeraldWorkerTests --skip HeraldSenderTests --skip DevCommandTests --skip /BrokerOutage/
+	SWIFT=$(SWIFT) scripts/test-phase --filter HeraldWorkerTests --skip ScaleOutTests --skip /BrokerOutage/
+	SWIFT=$(SWIFT) scripts/test-phase --filter HeraldSenderTests --skip /BrokerOutage/
+	# Tests that take the embedded broker down (the suites named BrokerOutage), alone and one at a time.
+	# librdkafka's mock broker, taken down, closes its listening socket and binds a new one to the same
+	# port at once, and asserts (aborting the whole test process) that the bind worked. It failed once,
+	# in 2753218's CI, most likely because a socket of one of the tests running beside it took the port
+	# in between, the process being stalled under load. Alone, nothing else binds a port meanwhile.
+	SWIFT=$(SWIFT) scripts/test-phase --filter /BrokerOutage/ --no-parallel
 	# `herald dev` runs the whole pipeline in a process of its own: beside the sender's 10,000-call
 	# chaos test it slowed that test's retries past its wait.
 	SWIFT=$(SWIFT) scripts/test-phase --filter DevCommandTests

@@ -32,6 +32,11 @@ public final class EmbeddedKafkaCluster: Sendable {
     }
 
     /// Takes a broker down: its connections close and new ones are refused until ``setBrokerUp(_:)``.
+    ///
+    /// - Important: librdkafka closes the broker's listening socket and binds a new one to the same
+    ///   port at once, and aborts the process if that bind fails, which it can when another socket
+    ///   takes the port in between. Herald's tests that call this are in suites named `BrokerOutage`,
+    ///   which `make test` runs alone, one at a time.
     public func setBrokerDown(_ id: Int32) throws(KafkaError) {
         try mock.setBroker(id, up: false)
     }

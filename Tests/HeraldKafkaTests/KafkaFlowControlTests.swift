@@ -5,50 +5,6 @@ import Testing
 
 @Suite("Kafka failures and flow control", .serialized, .timeLimit(.minutes(3)))
 struct KafkaFlowControlTests {
-    @Test("a broker going down and coming back: the producer retries and nothing is lost or duplicated")
-    func brokerDownAndUp() async throws {
-        let env = try KafkaTestEnvironment(topics: ["outage": 3])
-        let producer = try env.makeProducer()
-        let consumer = try env.makeConsumer(group: "outage", topics: ["outage"])
-        let received = ReceivedMessages()
-        try await withRunningServices([producer, consumer]) {
-            let consuming = consume(consumer, into: received)
-            try await produce(producer, topic: "outage", count: 100, partitions: 3, prefix: "before")
-            #expect(await eventually { received.count == 100 })
-
-            try env.cluster.setBrokerDown(1)
-            let records = (0..<300).map { index in
-                KafkaProducerRecord(topic: "outage", key: KafkaBytes("k\(index)"), value: KafkaBytes("during-\(index)"))
-            }
-            let deliveries = try await producer.enqueue(records)
-            let pending = Task { await deliveries.wait() }
-            try await Task.sleep(for: .seconds(3))
-            #expect(received.count == 100, "nothing can arrive while the only broker is down")
-            try env.cluster.setBrokerUp(1)
-            let results = try await withTimeout(.seconds(60), "deliveries after the outage") { await pending.value }
-            #expect(results.allSatisfy { (try? $0.get()) != nil })
-            #expect(await eventually(within: .seconds(60)) { received.count >= 400 })
-            try await Task.sleep(for: .milliseconds(500))
-            consumer.triggerShutdown()
-            await consuming.value
-        }
-        // What the topic holds: each value at exactly one (partition, offset). A value at two offsets
-        // would be a duplicate written by the producer's retries, which idempotence rules out.
-        // (The consumer may legitimately see a record twice: the group lost its coordinator too.)
-        var positionsByValue: [String: Set<PartitionOffset>] = [:]
-        for message in received.all {
-            positionsByValue[message.value!.string, default: []].insert(
-                PartitionOffset(partition: message.partition, offset: message.offset)
-            )
-        }
-        let expected = Set((0..<100).map { "before-\($0)" } + (0..<300).map { "during-\($0)" })
-        #expect(
-            Set(positionsByValue.keys) == expected,
-            "lost: \(expected.subtracting(positionsByValue.keys).sorted().prefix(5))"
-        )
-        let written = positionsByValue.filter { $0.value.count > 1 }
-        #expect(written.isEmpty, "written twice: \(written.prefix(5))")
-    }
 
     @Test("pausing one partition does not stop the others, and resuming continues where it left off")
     func pauseOnePartition() async throws {
@@ -147,104 +103,6 @@ struct KafkaFlowControlTests {
         }
     }
 
-    @Test("librdkafka reads values in place: records the caller dropped at enqueue arrive intact after an outage")
-    func valuesLentUntilDelivered() async throws {
-        let env = try KafkaTestEnvironment(topics: ["lent": 2])
-        let producer = try env.makeProducer()
-        let consumer = try env.makeConsumer(group: "lent", topics: ["lent"])
-        let received = ReceivedMessages()
-        // Values of 1–3 KiB written into shared arenas as the worker writes them, so that a value
-        // freed too early is overwritten by the churn below rather than left as it was.
-        func value(_ index: Int) -> [UInt8] {
-            let text = "lent-\(index)-"
-            return Array(String(repeating: text, count: (1024 + index % 2048) / text.utf8.count + 1).utf8)
-        }
-        try await withRunningServices([producer, consumer]) {
-            let consuming = consume(consumer, into: received)
-            try env.cluster.setBrokerDown(1)
-            // Made and handed over in a function of its own: only the producer keeps them afterwards.
-            func enqueue() async throws -> KafkaDeliveries {
-                var records: [KafkaProducerRecord] = []
-                var arena: [UInt8] = []
-                var ranges: [Range<Int>] = []
-                for index in 0..<400 {
-                    let bytes = value(index)
-                    ranges.append(arena.count..<(arena.count + bytes.count))
-                    arena += bytes
-                    if arena.count >= 8192 || index == 399 {
-                        for range in ranges {
-                            records.append(
-                                KafkaProducerRecord(
-                                    topic: "lent",
-                                    key: KafkaBytes("k\(records.count)"),
-                                    value: KafkaBytes(arena, range)
-                                )
-                            )
-                        }
-                        arena = []
-                        ranges = []
-                    }
-                }
-                return try await producer.enqueue(records)
-            }
-            let deliveries = try await enqueue()
-            // Churn the heap while the messages wait for the broker: freed buffers get reused.
-            var churn: [[UInt8]] = []
-            for round in 0..<2_000 {
-                churn.append([UInt8](repeating: UInt8(truncatingIfNeeded: round) | 0x80, count: 1024 + round % 8192))
-                if churn.count > 64 { churn.removeFirst(32) }
-            }
-            try await Task.sleep(for: .seconds(1))
-            try env.cluster.setBrokerUp(1)
-            let results = try await withTimeout(.seconds(60), "deliveries after the outage") { await deliveries.wait() }
-            #expect(results.allSatisfy { (try? $0.get()) != nil })
-            #expect(await eventually(within: .seconds(60)) { received.count >= 400 })
-            consumer.triggerShutdown()
-            await consuming.value
-        }
-        var byKey: [String: [UInt8]] = [:]
-        for message in received.all { byKey[message.key!.string] = message.value.map { Array($0) } }
-        try #require(byKey.count == 400)
-        let damaged = (0..<400).filter { byKey["k\($0)"] != value($0) }
-        #expect(damaged.isEmpty, "values that arrived changed: \(damaged.prefix(5))")
-    }
-
-    @Test("a full producer queue makes enqueue wait, neither failing nor growing without bound")
-    func producerBackpressure() async throws {
-        let env = try KafkaTestEnvironment(topics: ["pressure": 1])
-        let producer = try env.makeProducer { $0.maxQueuedMessages = 50 }
-        let consumer = try env.makeConsumer(group: "pressure", topics: ["pressure"])
-        let received = ReceivedMessages()
-        try await withRunningServices([producer, consumer]) {
-            let consuming = consume(consumer, into: received)
-            try env.cluster.setBrokerDown(1)
-            let records = (0..<500).map { KafkaProducerRecord(topic: "pressure", value: KafkaBytes("p-\($0)")) }
-            let enqueued = SharedValue(false)
-            let sending = Task {
-                let deliveries = try await producer.enqueue(records)
-                enqueued.update { $0 = true }
-                return await deliveries.wait()
-            }
-            var peakQueued = 0
-            for _ in 0..<100 {
-                peakQueued = max(peakQueued, producer.queuedMessageCount)
-                try await Task.sleep(for: .milliseconds(20))
-            }
-            #expect(!enqueued.value, "enqueue must wait while the queue is full")
-            #expect(peakQueued == 50)
-
-            try env.cluster.setBrokerUp(1)
-            let results = try await withTimeout(.seconds(60), "deliveries") { try await sending.value }
-            #expect(enqueued.value)
-            #expect(results.count == 500)
-            #expect(results.allSatisfy { (try? $0.get()) != nil })
-            #expect(await eventually(within: .seconds(60)) { received.count == 500 })
-            consumer.triggerShutdown()
-            await consuming.value
-        }
-        #expect(received.all.compactMap { $0.value?.string } == (0..<500).map { "p-\($0)" })
-    }
-
     @Test("a slow application: the consumer buffers no more than its limit, and loses nothing")
     func boundedBuffer() async throws {
         let env = try KafkaTestEnvironment(topics: ["slow": 4])
@@ -294,6 +152,164 @@ struct KafkaFlowControlTests {
             #expect(statistics?["client_id"] as? String == "herald-test-consumer")
             consumer.triggerShutdown()
             await consuming.value
+        }
+    }
+}
+
+extension KafkaFlowControlTests {
+    /// Tests that take the embedded broker down: they run in a phase of their own (see `BrokerOutage`
+    /// in the Makefile).
+    @Suite("Kafka broker outages", .serialized)
+    struct BrokerOutage {
+        @Test("a broker going down and coming back: the producer retries and nothing is lost or duplicated")
+        func brokerDownAndUp() async throws {
+            let env = try KafkaTestEnvironment(topics: ["outage": 3])
+            let producer = try env.makeProducer()
+            let consumer = try env.makeConsumer(group: "outage", topics: ["outage"])
+            let received = ReceivedMessages()
+            try await withRunningServices([producer, consumer]) {
+                let consuming = consume(consumer, into: received)
+                try await produce(producer, topic: "outage", count: 100, partitions: 3, prefix: "before")
+                #expect(await eventually { received.count == 100 })
+
+                try env.cluster.setBrokerDown(1)
+                let records = (0..<300).map { index in
+                    KafkaProducerRecord(
+                        topic: "outage",
+                        key: KafkaBytes("k\(index)"),
+                        value: KafkaBytes("during-\(index)")
+                    )
+                }
+                let deliveries = try await producer.enqueue(records)
+                let pending = Task { await deliveries.wait() }
+                try await Task.sleep(for: .seconds(3))
+                #expect(received.count == 100, "nothing can arrive while the only broker is down")
+                try env.cluster.setBrokerUp(1)
+                let results = try await withTimeout(.seconds(60), "deliveries after the outage") { await pending.value }
+                #expect(results.allSatisfy { (try? $0.get()) != nil })
+                #expect(await eventually(within: .seconds(60)) { received.count >= 400 })
+                try await Task.sleep(for: .milliseconds(500))
+                consumer.triggerShutdown()
+                await consuming.value
+            }
+            // What the topic holds: each value at exactly one (partition, offset). A value at two offsets
+            // would be a duplicate written by the producer's retries, which idempotence rules out.
+            // (The consumer may legitimately see a record twice: the group lost its coordinator too.)
+            var positionsByValue: [String: Set<PartitionOffset>] = [:]
+            for message in received.all {
+                positionsByValue[message.value!.string, default: []].insert(
+                    PartitionOffset(partition: message.partition, offset: message.offset)
+                )
+            }
+            let expected = Set((0..<100).map { "before-\($0)" } + (0..<300).map { "during-\($0)" })
+            #expect(
+                Set(positionsByValue.keys) == expected,
+                "lost: \(expected.subtracting(positionsByValue.keys).sorted().prefix(5))"
+            )
+            let written = positionsByValue.filter { $0.value.count > 1 }
+            #expect(written.isEmpty, "written twice: \(written.prefix(5))")
+        }
+
+        @Test("librdkafka reads values in place: records the caller dropped at enqueue arrive intact after an outage")
+        func valuesLentUntilDelivered() async throws {
+            let env = try KafkaTestEnvironment(topics: ["lent": 2])
+            let producer = try env.makeProducer()
+            let consumer = try env.makeConsumer(group: "lent", topics: ["lent"])
+            let received = ReceivedMessages()
+            // Values of 1–3 KiB written into shared arenas as the worker writes them, so that a value
+            // freed too early is overwritten by the churn below rather than left as it was.
+            func value(_ index: Int) -> [UInt8] {
+                let text = "lent-\(index)-"
+                return Array(String(repeating: text, count: (1024 + index % 2048) / text.utf8.count + 1).utf8)
+            }
+            try await withRunningServices([producer, consumer]) {
+                let consuming = consume(consumer, into: received)
+                try env.cluster.setBrokerDown(1)
+                // Made and handed over in a function of its own: only the producer keeps them afterwards.
+                func enqueue() async throws -> KafkaDeliveries {
+                    var records: [KafkaProducerRecord] = []
+                    var arena: [UInt8] = []
+                    var ranges: [Range<Int>] = []
+                    for index in 0..<400 {
+                        let bytes = value(index)
+                        ranges.append(arena.count..<(arena.count + bytes.count))
+                        arena += bytes
+                        if arena.count >= 8192 || index == 399 {
+                            for range in ranges {
+                                records.append(
+                                    KafkaProducerRecord(
+                                        topic: "lent",
+                                        key: KafkaBytes("k\(records.count)"),
+                                        value: KafkaBytes(arena, range)
+                                    )
+                                )
+                            }
+                            arena = []
+                            ranges = []
+                        }
+                    }
+                    return try await producer.enqueue(records)
+                }
+                let deliveries = try await enqueue()
+                // Churn the heap while the messages wait for the broker: freed buffers get reused.
+                var churn: [[UInt8]] = []
+                for round in 0..<2_000 {
+                    churn.append(
+                        [UInt8](repeating: UInt8(truncatingIfNeeded: round) | 0x80, count: 1024 + round % 8192)
+                    )
+                    if churn.count > 64 { churn.removeFirst(32) }
+                }
+                try await Task.sleep(for: .seconds(1))
+                try env.cluster.setBrokerUp(1)
+                let results = try await withTimeout(.seconds(60), "deliveries after the outage") {
+                    await deliveries.wait()
+                }
+                #expect(results.allSatisfy { (try? $0.get()) != nil })
+                #expect(await eventually(within: .seconds(60)) { received.count >= 400 })
+                consumer.triggerShutdown()
+                await consuming.value
+            }
+            var byKey: [String: [UInt8]] = [:]
+            for message in received.all { byKey[message.key!.string] = message.value.map { Array($0) } }
+            try #require(byKey.count == 400)
+            let damaged = (0..<400).filter { byKey["k\($0)"] != value($0) }
+            #expect(damaged.isEmpty, "values that arrived changed: \(damaged.prefix(5))")
+        }
+
+        @Test("a full producer queue makes enqueue wait, neither failing nor growing without bound")
+        func producerBackpressure() async throws {
+            let env = try KafkaTestEnvironment(topics: ["pressure": 1])
+            let producer = try env.makeProducer { $0.maxQueuedMessages = 50 }
+            let consumer = try env.makeConsumer(group: "pressure", topics: ["pressure"])
+            let received = ReceivedMessages()
+            try await withRunningServices([producer, consumer]) {
+                let consuming = consume(consumer, into: received)
+                try env.cluster.setBrokerDown(1)
+                let records = (0..<500).map { KafkaProducerRecord(topic: "pressure", value: KafkaBytes("p-\($0)")) }
+                let enqueued = SharedValue(false)
+                let sending = Task {
+                    let deliveries = try await producer.enqueue(records)
+                    enqueued.update { $0 = true }
+                    return await deliveries.wait()
+                }
+                var peakQueued = 0
+                for _ in 0..<100 {
+                    peakQueued = max(peakQueued, producer.queuedMessageCount)
+                    try await Task.sleep(for: .milliseconds(20))
+                }
+                #expect(!enqueued.value, "enqueue must wait while the queue is full")
+                #expect(peakQueued == 50)
+
+                try env.cluster.setBrokerUp(1)
+                let results = try await withTimeout(.seconds(60), "deliveries") { try await sending.value }
+                #expect(enqueued.value)
+                #expect(results.count == 500)
+                #expect(results.allSatisfy { (try? $0.get()) != nil })
+                #expect(await eventually(within: .seconds(60)) { received.count == 500 })
+                consumer.triggerShutdown()
+                await consuming.value
+            }
+            #expect(received.all.compactMap { $0.value?.string } == (0..<500).map { "p-\($0)" })
         }
     }
 }

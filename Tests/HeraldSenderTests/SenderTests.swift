@@ -357,87 +357,6 @@ struct SenderTests {
         }
     }
 
-    @Test(
-        "Kafka down mid-stream: for seconds the sender waits and carries on; past the delivery timeout it stops with that error and a new sender does the rest; each notification accepted once or dead-lettered",
-        arguments: [false, true]
-    )
-    func kafkaOutage(pastDeliveryTimeout: Bool) async throws {
-        let environment = try KafkaTestEnvironment(topics: Self.topics)
-        // One call in ten answered 500: some of the calls made around the outage need a retry
-        // record, which cannot be written until the broker is back.
-        let faults = try FaultProfile(parsing: "500=0.10,retry-after=0,seed=7")
-        // A file, for a second sender to find what the first delivered.
-        let ledgerPath = scratch.path + "/ledger-\(pastDeliveryTimeout).sqlite"
-        try await SimulatorFixture.with(faults: faults) { fixture in
-            let messages = try (0..<400).map { index in
-                var message = try SimulatorFixture.message(.fcm, id: "n-\(index)")
-                message.recipient = "user-\(index)"
-                return message
-            }
-            try await environment.withCollector(["herald.outbound.dlq"]) { deadLetters in
-                let first = try Self.makeSender(
-                    environment,
-                    fixture,
-                    ledger: try SQLiteStore(path: ledgerPath),
-                    deliveryTimeout: pastDeliveryTimeout ? .seconds(2) : nil
-                )
-                let (running, ended) = startService(first)
-                try await environment.produce(messages[..<200].map(Self.record))
-                #expect(await eventually { fixture.simulator.statistics.accepted >= 50 })
-
-                try environment.cluster.setBrokerDown(1)
-                // Produced while the broker is down: delivered when it is back.
-                let producing = Task { try await environment.produce(messages[200...].map(Self.record)) }
-                if pastDeliveryTimeout {
-                    // A retry record librdkafka gave up on stops the sender rather than let its
-                    // message be marked done: the message comes back to the next sender.
-                    #expect(await eventually(within: .seconds(60)) { ended.value != nil }, "the sender stops")
-                    let failure: (any Error)? = if case .failure(let error) = ended.value { error } else { nil }
-                    #expect(
-                        (failure as? KafkaError)?.code == .deliveryTimedOut,
-                        "stopped by the delivery that timed out, not by \(String(describing: failure))"
-                    )
-                } else {
-                    try await Task.sleep(for: .seconds(4))
-                    #expect(ended.value == nil, "the sender waits for the broker instead of stopping")
-                }
-                try environment.cluster.setBrokerUp(1)
-                _ = try await producing.value
-                let second =
-                    pastDeliveryTimeout
-                    ? try Self.makeSender(environment, fixture, ledger: try SQLiteStore(path: ledgerPath)) : nil
-                let secondRun = second.map { sender in Task { try await sender.run() } }
-
-                let settled = await eventually(within: .seconds(120)) {
-                    fixture.simulator.statistics.accepted + deadLetters.count >= messages.count
-                }
-                #expect(settled, "accepted \(fixture.simulator.statistics.accepted), dead letters \(deadLetters.count)")
-                if !settled {
-                    let lost = messages.map(\.notificationID).filter { fixture.simulator.acceptedCount(id: $0) == 0 }
-                    for sender in [first, second].compactMap({ $0 }) {
-                        print(try await Self.whereLost(lost, environment: environment, sender: sender))
-                    }
-                }
-                // A moment more, to catch anything sent twice.
-                try await Task.sleep(for: .milliseconds(500))
-                if !pastDeliveryTimeout { #expect(ended.value == nil, "the same sender did the rest") }
-                let dead = try deadLetters.all.map {
-                    try OutboundMessage(decoding: $0.value ?? KafkaBytes([])).notificationID
-                }
-                let wrong = messages.map(\.notificationID).filter { id in
-                    fixture.simulator.acceptedCount(id: id) + dead.filter { $0 == id }.count != 1
-                }
-                #expect(wrong.count == 0, "not accepted or dead-lettered exactly once: \(wrong.prefix(5))")
-                let retries = [first, second].compactMap { $0?.statistics.snapshot.retriesByStep["1", default: 0] }
-                #expect(retries.reduce(0, +) > 0, "some calls were retried")
-                running.cancel()
-                secondRun?.cancel()
-                _ = try? await running.value
-                try await secondRun?.value
-            }
-        }
-    }
-
     /// Ten APNs messages (ids `<ids>-0`…) whose calls `fixture` answers 503 until the test unscripts
     /// their tokens: fewer than the circuit breaker's threshold, whose circuit would put them back
     /// itself. Also the calls' apns-ids, by which the simulator knows them.
@@ -881,5 +800,102 @@ final class LateAnsweringLedger: ForwardingDeliveryLedger {
     func recordDeliveries(_ deliveries: [DeliveryRecord]) async throws(StoreError) {
         try await store.recordDeliveries(deliveries)
         if !deliveries.isEmpty { recorded.store(true, ordering: .releasing) }
+    }
+}
+
+extension SenderTests {
+    /// Tests that take the embedded broker down: they run in a phase of their own (see `BrokerOutage`
+    /// in the Makefile).
+    @Suite("Kafka broker outages", .serialized)
+    struct BrokerOutage {
+        /// The ledgers' SQLite files.
+        let scratch = ScratchDirectory()
+
+        @Test(
+            "Kafka down mid-stream: for seconds the sender waits and carries on; past the delivery timeout it stops with that error and a new sender does the rest; each notification accepted once or dead-lettered",
+            arguments: [false, true]
+        )
+        func kafkaOutage(pastDeliveryTimeout: Bool) async throws {
+            let environment = try KafkaTestEnvironment(topics: SenderTests.topics)
+            // One call in ten answered 500: some of the calls made around the outage need a retry
+            // record, which cannot be written until the broker is back.
+            let faults = try FaultProfile(parsing: "500=0.10,retry-after=0,seed=7")
+            // A file, for a second sender to find what the first delivered.
+            let ledgerPath = scratch.path + "/ledger-\(pastDeliveryTimeout).sqlite"
+            try await SimulatorFixture.with(faults: faults) { fixture in
+                let messages = try (0..<400).map { index in
+                    var message = try SimulatorFixture.message(.fcm, id: "n-\(index)")
+                    message.recipient = "user-\(index)"
+                    return message
+                }
+                try await environment.withCollector(["herald.outbound.dlq"]) { deadLetters in
+                    let first = try SenderTests.makeSender(
+                        environment,
+                        fixture,
+                        ledger: try SQLiteStore(path: ledgerPath),
+                        deliveryTimeout: pastDeliveryTimeout ? .seconds(2) : nil
+                    )
+                    let (running, ended) = startService(first)
+                    try await environment.produce(messages[..<200].map(SenderTests.record))
+                    #expect(await eventually { fixture.simulator.statistics.accepted >= 50 })
+
+                    try environment.cluster.setBrokerDown(1)
+                    // Produced while the broker is down: delivered when it is back.
+                    let producing = Task { try await environment.produce(messages[200...].map(SenderTests.record)) }
+                    if pastDeliveryTimeout {
+                        // A retry record librdkafka gave up on stops the sender rather than let its
+                        // message be marked done: the message comes back to the next sender.
+                        #expect(await eventually(within: .seconds(60)) { ended.value != nil }, "the sender stops")
+                        let failure: (any Error)? = if case .failure(let error) = ended.value { error } else { nil }
+                        #expect(
+                            (failure as? KafkaError)?.code == .deliveryTimedOut,
+                            "stopped by the delivery that timed out, not by \(String(describing: failure))"
+                        )
+                    } else {
+                        try await Task.sleep(for: .seconds(4))
+                        #expect(ended.value == nil, "the sender waits for the broker instead of stopping")
+                    }
+                    try environment.cluster.setBrokerUp(1)
+                    _ = try await producing.value
+                    let second =
+                        pastDeliveryTimeout
+                        ? try SenderTests.makeSender(environment, fixture, ledger: try SQLiteStore(path: ledgerPath))
+                        : nil
+                    let secondRun = second.map { sender in Task { try await sender.run() } }
+
+                    let settled = await eventually(within: .seconds(120)) {
+                        fixture.simulator.statistics.accepted + deadLetters.count >= messages.count
+                    }
+                    #expect(
+                        settled,
+                        "accepted \(fixture.simulator.statistics.accepted), dead letters \(deadLetters.count)"
+                    )
+                    if !settled {
+                        let lost = messages.map(\.notificationID).filter {
+                            fixture.simulator.acceptedCount(id: $0) == 0
+                        }
+                        for sender in [first, second].compactMap({ $0 }) {
+                            print(try await SenderTests.whereLost(lost, environment: environment, sender: sender))
+                        }
+                    }
+                    // A moment more, to catch anything sent twice.
+                    try await Task.sleep(for: .milliseconds(500))
+                    if !pastDeliveryTimeout { #expect(ended.value == nil, "the same sender did the rest") }
+                    let dead = try deadLetters.all.map {
+                        try OutboundMessage(decoding: $0.value ?? KafkaBytes([])).notificationID
+                    }
+                    let wrong = messages.map(\.notificationID).filter { id in
+                        fixture.simulator.acceptedCount(id: id) + dead.filter { $0 == id }.count != 1
+                    }
+                    #expect(wrong.count == 0, "not accepted or dead-lettered exactly once: \(wrong.prefix(5))")
+                    let retries = [first, second].compactMap { $0?.statistics.snapshot.retriesByStep["1", default: 0] }
+                    #expect(retries.reduce(0, +) > 0, "some calls were retried")
+                    running.cancel()
+                    secondRun?.cancel()
+                    _ = try? await running.value
+                    try await secondRun?.value
+                }
+            }
+        }
     }
 }

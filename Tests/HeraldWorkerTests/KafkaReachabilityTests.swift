@@ -86,56 +86,63 @@ struct KafkaReachabilityTests {
         watch.check(now: start + .seconds(256))
         #expect(lines().last?.contains("unreachable_s=31") == true, "\(lines())")
     }
+}
 
-    @Test(
-        "a worker whose broker goes down: herald_kafka_brokers_up falls to 0, a warning says so, a notice when it is back"
-    )
-    func brokerDown() async throws {
-        let pipeline = try Pipeline()
-        let capture = LogCapture()
-        let store = try SQLiteStore(path: ":memory:")
-        let worker = try pipeline.worker(
-            store: store,
-            clock: TestClock("2026-11-21T08:00:00Z"),
-            statisticsInterval: .milliseconds(200)
+extension KafkaReachabilityTests {
+    /// Tests that take the embedded broker down: they run in a phase of their own (see `BrokerOutage`
+    /// in the Makefile).
+    @Suite("Kafka broker outages", .serialized)
+    struct BrokerOutage {
+        @Test(
+            "a worker whose broker goes down: herald_kafka_brokers_up falls to 0, a warning says so, a notice when it is back"
         )
-        /// The worker's `herald_kafka_brokers_up` on `/metrics`, if there is one. The bootstrap
-        /// server and the broker learned from it are one broker at one address, with a connection
-        /// each: 1 or 2 while it is up.
-        func brokersUp() -> Int? {
-            let body = HTTPEndpoints.metrics(
-                worker: (worker.statistics.snapshot, [:]),
-                sender: nil,
-                brokers: worker.brokerConnections.map { [("worker", $0)] } ?? []
+        func brokerDown() async throws {
+            let pipeline = try Pipeline()
+            let capture = LogCapture()
+            let store = try SQLiteStore(path: ":memory:")
+            let worker = try pipeline.worker(
+                store: store,
+                clock: TestClock("2026-11-21T08:00:00Z"),
+                statisticsInterval: .milliseconds(200)
             )
-            let prefix = "herald_kafka_brokers_up{consumer=\"worker\"} "
-            return body.split(separator: "\n").first { $0.hasPrefix(prefix) }.flatMap {
-                Int($0.dropFirst(prefix.count))
+            /// The worker's `herald_kafka_brokers_up` on `/metrics`, if there is one. The bootstrap
+            /// server and the broker learned from it are one broker at one address, with a connection
+            /// each: 1 or 2 while it is up.
+            func brokersUp() -> Int? {
+                let body = HTTPEndpoints.metrics(
+                    worker: (worker.statistics.snapshot, [:]),
+                    sender: nil,
+                    brokers: worker.brokerConnections.map { [("worker", $0)] } ?? []
+                )
+                let prefix = "herald_kafka_brokers_up{consumer=\"worker\"} "
+                return body.split(separator: "\n").first { $0.hasPrefix(prefix) }.flatMap {
+                    Int($0.dropFirst(prefix.count))
+                }
             }
-        }
-        try await withRunningServices([worker]) {
-            try await eventually("the worker's consumer reaches its broker") { (brokersUp() ?? 0) >= 1 }
-            // Watched from here: how long a loaded host takes to start the worker is not the test.
-            let watch = KafkaReachability(
-                consumers: [.init(name: "worker") { worker.brokerConnections }],
-                servers: [pipeline.environment.cluster.bootstrapServers],
-                interval: .milliseconds(100),
-                threshold: .seconds(2),
-                logger: capture.logger(label: "test")
-            )
-            try await withRunningServices([watch]) {
-                try await Task.sleep(for: .milliseconds(300))
-                #expect(!capture.recent.contains { $0.contains("Kafka") }, "\(capture.recent)")
-                try pipeline.environment.cluster.setBrokerDown(1)
-                try await eventually("no broker up") { brokersUp() == 0 }
-                try await eventually("the warning") {
-                    capture.recent.contains { $0.contains("warning cannot reach Kafka") }
+            try await withRunningServices([worker]) {
+                try await eventually("the worker's consumer reaches its broker") { (brokersUp() ?? 0) >= 1 }
+                // Watched from here: how long a loaded host takes to start the worker is not the test.
+                let watch = KafkaReachability(
+                    consumers: [.init(name: "worker") { worker.brokerConnections }],
+                    servers: [pipeline.environment.cluster.bootstrapServers],
+                    interval: .milliseconds(100),
+                    threshold: .seconds(2),
+                    logger: capture.logger(label: "test")
+                )
+                try await withRunningServices([watch]) {
+                    try await Task.sleep(for: .milliseconds(300))
+                    #expect(!capture.recent.contains { $0.contains("Kafka") }, "\(capture.recent)")
+                    try pipeline.environment.cluster.setBrokerDown(1)
+                    try await eventually("no broker up") { brokersUp() == 0 }
+                    try await eventually("the warning") {
+                        capture.recent.contains { $0.contains("warning cannot reach Kafka") }
+                    }
+                    try pipeline.environment.cluster.setBrokerUp(1)
+                    try await eventually("the notice") {
+                        capture.recent.contains { $0.contains("notice Kafka reachable again") }
+                    }
+                    #expect((brokersUp() ?? 0) >= 1)
                 }
-                try pipeline.environment.cluster.setBrokerUp(1)
-                try await eventually("the notice") {
-                    capture.recent.contains { $0.contains("notice Kafka reachable again") }
-                }
-                #expect((brokersUp() ?? 0) >= 1)
             }
         }
     }

@@ -214,102 +214,112 @@ struct WorkerResilienceTests {
             }
         }
     }
+}
 
-    @Test(
-        "Kafka down mid-stream and back: the worker waits instead of stopping, then carries on, and every event's notification is out"
-    )
-    func brokerOutage() async throws {
-        let pipeline = try Pipeline()
-        // Decisions past the first 300 events wait until the broker is down: the outage comes while
-        // most of the events are still to do. (Timing alone was not enough: a CI run's worker was
-        // done before the collector had seen the first outbound messages.)
-        let store = UnevenLatencyStore(
-            try SQLiteStore(path: scratch.path + "/outage.sqlite"),
-            holdingAfter: Self.decidesBeforeOutage
+extension WorkerResilienceTests {
+    /// Tests that take the embedded broker down: they run in a phase of their own (see `BrokerOutage`
+    /// in the Makefile).
+    @Suite("Kafka broker outages", .serialized)
+    struct BrokerOutage {
+        /// The SQLite files of the tests.
+        let scratch = ScratchDirectory()
+
+        /// The decisions (one per order event) the outage tests' store makes before the broker goes
+        /// down: enough for the first 100 events' outbound messages the tests wait for, and far from
+        /// all 2,000.
+        static let decidesBeforeOutage = 300
+
+        @Test(
+            "Kafka down mid-stream and back: the worker waits instead of stopping, then carries on, and every event's notification is out"
         )
-        let clock = TestClock("2026-11-21T08:00:00Z")
-        let total = 2000
-        try await pipeline.withCollector(["herald.outbound"]) { received in
-            let worker = try pipeline.worker(store: store, clock: clock, batchSize: 20)
-            let (running, ended) = try await takeKafkaDownMidStream(pipeline, worker, store, received, total: total)
-            try await Task.sleep(for: .seconds(4))
-            #expect(ended.value == nil, "the worker waits for the broker instead of stopping")
-            #expect(worker.statistics.handledEvents < total, "nothing is done without its records acknowledged")
-
-            try pipeline.environment.cluster.setBrokerUp(1)
-            try await eventually(within: .seconds(90), "every event's outbound message") {
-                outboundEvents(received) >= total
-            }
-            #expect(ended.value == nil, "the same worker did the rest")
-            running.cancel()
-            try await running.value
-            _ = checkOutbound(received.all, expected: total)
-        }
-    }
-
-    @Test(
-        "Kafka down past the delivery timeout: the worker stops with the delivery's error instead of hanging, and a new worker loses nothing"
-    )
-    func brokerOutagePastDeliveryTimeout() async throws {
-        let pipeline = try Pipeline()
-        let path = scratch.path + "/outage.sqlite"
-        let clock = TestClock("2026-11-21T08:00:00Z")
-        let total = 2000
-        try await pipeline.withCollector(["herald.outbound"]) { received in
-            let store = UnevenLatencyStore(try SQLiteStore(path: path), holdingAfter: Self.decidesBeforeOutage)
-            let first = try pipeline.worker(store: store, clock: clock, batchSize: 20, deliveryTimeout: .seconds(2))
-            let (_, ended) = try await takeKafkaDownMidStream(pipeline, first, store, received, total: total)
-            // Its records cannot be delivered: once librdkafka gives them up, the worker stops (a
-            // process exits, and its orchestrator restarts it) rather than mark their events done.
-            // (Polled: a task's value cannot be given up on when it never comes.)
-            let outage = ContinuousClock.now
-            try await eventually(within: .seconds(60), "the worker stops") { ended.value != nil }
-            let failure: (any Error)? = if case .failure(let error) = ended.value { error } else { nil }
-            #expect(
-                (failure as? KafkaError)?.code == .deliveryTimedOut,
-                "stopped by the delivery that timed out, not by \(String(describing: failure))"
+        func brokerOutage() async throws {
+            let pipeline = try Pipeline()
+            // Decisions past the first 300 events wait until the broker is down: the outage comes while
+            // most of the events are still to do. (Timing alone was not enough: a CI run's worker was
+            // done before the collector had seen the first outbound messages.)
+            let store = UnevenLatencyStore(
+                try SQLiteStore(path: scratch.path + "/outage.sqlite"),
+                holdingAfter: Self.decidesBeforeOutage
             )
-            #expect(ContinuousClock.now - outage < .seconds(30), "stopped within the consumer's close deadlines")
+            let clock = TestClock("2026-11-21T08:00:00Z")
+            let total = 2000
+            try await pipeline.withCollector(["herald.outbound"]) { received in
+                let worker = try pipeline.worker(store: store, clock: clock, batchSize: 20)
+                let (running, ended) = try await takeKafkaDownMidStream(pipeline, worker, store, received, total: total)
+                try await Task.sleep(for: .seconds(4))
+                #expect(ended.value == nil, "the worker waits for the broker instead of stopping")
+                #expect(worker.statistics.handledEvents < total, "nothing is done without its records acknowledged")
 
-            // Back up: another worker on the same file does everything the first did not finish.
-            try pipeline.environment.cluster.setBrokerUp(1)
-            let second = try pipeline.worker(store: try SQLiteStore(path: path), clock: clock, batchSize: 20)
-            try await withRunningServices([second]) {
+                try pipeline.environment.cluster.setBrokerUp(1)
                 try await eventually(within: .seconds(90), "every event's outbound message") {
                     outboundEvents(received) >= total
                 }
+                #expect(ended.value == nil, "the same worker did the rest")
+                running.cancel()
+                try await running.value
+                _ = checkOutbound(received.all, expected: total)
             }
-            _ = checkOutbound(received.all, expected: total)
         }
-    }
 
-    /// The decisions (one per order event) the outage tests' store makes before the broker goes
-    /// down: enough for the first 100 events' outbound messages the tests wait for, and far from
-    /// all 2,000.
-    static let decidesBeforeOutage = 300
+        @Test(
+            "Kafka down past the delivery timeout: the worker stops with the delivery's error instead of hanging, and a new worker loses nothing"
+        )
+        func brokerOutagePastDeliveryTimeout() async throws {
+            let pipeline = try Pipeline()
+            let path = scratch.path + "/outage.sqlite"
+            let clock = TestClock("2026-11-21T08:00:00Z")
+            let total = 2000
+            try await pipeline.withCollector(["herald.outbound"]) { received in
+                let store = UnevenLatencyStore(try SQLiteStore(path: path), holdingAfter: Self.decidesBeforeOutage)
+                let first = try pipeline.worker(store: store, clock: clock, batchSize: 20, deliveryTimeout: .seconds(2))
+                let (_, ended) = try await takeKafkaDownMidStream(pipeline, first, store, received, total: total)
+                // Its records cannot be delivered: once librdkafka gives them up, the worker stops (a
+                // process exits, and its orchestrator restarts it) rather than mark their events done.
+                // (Polled: a task's value cannot be given up on when it never comes.)
+                let outage = ContinuousClock.now
+                try await eventually(within: .seconds(60), "the worker stops") { ended.value != nil }
+                let failure: (any Error)? = if case .failure(let error) = ended.value { error } else { nil }
+                #expect(
+                    (failure as? KafkaError)?.code == .deliveryTimedOut,
+                    "stopped by the delivery that timed out, not by \(String(describing: failure))"
+                )
+                #expect(ContinuousClock.now - outage < .seconds(30), "stopped within the consumer's close deadlines")
 
-    /// Runs `worker` over `store`, loads the example users and produces `total` order events; once
-    /// the first are out, takes the broker down, with events still to do (the store holds the rest
-    /// of the decisions until then). Returns the worker's task and how its run ended (`nil` while it
-    /// runs).
-    private func takeKafkaDownMidStream(
-        _ pipeline: Pipeline,
-        _ worker: Worker,
-        _ store: UnevenLatencyStore,
-        _ received: ReceivedMessages,
-        total: Int
-    ) async throws -> (running: Task<Void, any Error>, ended: SharedValue<Result<Void, any Error>?>) {
-        let (running, ended) = startService(worker)
-        try await registerExampleUsers(pipeline, store)
-        try await eventually("the directory is loaded") {
-            try await store.recipients(exampleUsers.map(\.user)).count == 3
+                // Back up: another worker on the same file does everything the first did not finish.
+                try pipeline.environment.cluster.setBrokerUp(1)
+                let second = try pipeline.worker(store: try SQLiteStore(path: path), clock: clock, batchSize: 20)
+                try await withRunningServices([second]) {
+                    try await eventually(within: .seconds(90), "every event's outbound message") {
+                        outboundEvents(received) >= total
+                    }
+                }
+                _ = checkOutbound(received.all, expected: total)
+            }
         }
-        try await pipeline.produce(orderEvents(0..<total))
-        try await eventually("the first events are out") { outboundEvents(received) >= 100 }
-        try pipeline.environment.cluster.setBrokerDown(1)
-        let handled = worker.statistics.handledEvents
-        #expect(handled < total, "the outage came with events still to do (\(handled) handled)")
-        store.release()
-        return (running, ended)
+
+        /// Runs `worker` over `store`, loads the example users and produces `total` order events; once
+        /// the first are out, takes the broker down, with events still to do (the store holds the rest
+        /// of the decisions until then). Returns the worker's task and how its run ended (`nil` while it
+        /// runs).
+        private func takeKafkaDownMidStream(
+            _ pipeline: Pipeline,
+            _ worker: Worker,
+            _ store: UnevenLatencyStore,
+            _ received: ReceivedMessages,
+            total: Int
+        ) async throws -> (running: Task<Void, any Error>, ended: SharedValue<Result<Void, any Error>?>) {
+            let (running, ended) = startService(worker)
+            try await registerExampleUsers(pipeline, store)
+            try await eventually("the directory is loaded") {
+                try await store.recipients(exampleUsers.map(\.user)).count == 3
+            }
+            try await pipeline.produce(orderEvents(0..<total))
+            try await eventually("the first events are out") { outboundEvents(received) >= 100 }
+            try pipeline.environment.cluster.setBrokerDown(1)
+            let handled = worker.statistics.handledEvents
+            #expect(handled < total, "the outage came with events still to do (\(handled) handled)")
+            store.release()
+            return (running, ended)
+        }
     }
 }
