@@ -293,6 +293,9 @@ struct SenderBenchCommand: AsyncParsableCommand {
     @Option(help: "h2load concurrent streams per connection.")
     var h2loadStreams = 256
 
+    @Flag(inversion: .prefixedNo, help: "Drive the simulator with h2load first, for the ratio.")
+    var h2load = true
+
     @Option(help: "The APNs transport (providers.apns.transport): frames or async-http-client.")
     var transport = "frames"
 
@@ -327,6 +330,7 @@ struct SenderBenchCommand: AsyncParsableCommand {
         benchmark.calls = calls
         benchmark.h2loadClients = h2loadClients
         benchmark.h2loadStreams = h2loadStreams
+        benchmark.runsH2load = h2load
         if let concurrency { benchmark.concurrency = concurrency }
         if let connections { benchmark.connections = connections }
         benchmark.usesFrameConnections = transport == "frames"
@@ -346,8 +350,10 @@ struct SenderBenchCommand: AsyncParsableCommand {
                     + " \(perCall(report.h2loadSimulatorCPUSeconds + report.h2loadCPUSeconds)) µs in the h2load run"
                     + " (simulator \(perCall(report.h2loadSimulatorCPUSeconds)), h2load \(perCall(report.h2loadCPUSeconds)))"
             )
-        } else {
+        } else if h2load {
             print("  h2load: not measured (install nghttp2-client)")
+        } else {
+            print("  h2load: not run (--no-h2load)")
         }
         print(
             "  peak RSS \(String(format: "%.0f", report.peakResidentMegabytes)) MB; non-success answers: \(report.failures); "

@@ -227,3 +227,21 @@ struct DecisionBenchCommandTests {
         #expect(milliseconds.first ?? 0 > 0 && milliseconds == milliseconds.sorted(), "\(result.output)")
     }
 }
+
+@Suite("herald bench sender", .timeLimit(.minutes(2)))
+struct SenderBenchCommandTests {
+    @Test("--no-h2load measures the sender alone: every call made, h2load neither started nor named, no ratio")
+    func withoutH2load() async throws {
+        let result = try await run(try heraldExecutable().path, ["bench", "sender", "--calls", "500", "--no-h2load"])
+        #expect(result.status == 0, "\(result.error)")
+        #expect(result.output.contains("herald bench sender: 500 APNs calls"), "\(result.output)")
+        let rate = result.output.split(separator: "\n").first { $0.hasPrefix("  sender: ") }
+            .flatMap { $0.split(separator: " ").dropFirst().first.flatMap { Double($0) } }
+        #expect((rate ?? 0) > 0, "\(result.output)")
+        #expect(result.output.contains("h2load: not run (--no-h2load)"), "\(result.output)")
+        #expect(!result.output.contains("ratio:"), "\(result.output)")
+        #expect(result.output.contains("non-success answers: [:]"), "\(result.output)")
+        // Not started, so not shown starting either (with h2load it logs its command line first).
+        #expect(!result.error.contains("h2load -n"), "\(result.error)")
+    }
+}
