@@ -25,9 +25,9 @@ public struct SenderBenchmark: Sendable {
     /// h2load's connections and streams per connection.
     public var h2loadClients = 2
     public var h2loadStreams = 256
-    /// Whether h2load drives the simulator first. Off for a count of the sender's instructions
-    /// (scripts/instructions-per-event), where the simulator's answers to h2load would be counted
-    /// with the sender's, and valgrind cannot start it anyway.
+    /// Whether h2load drives the simulator first. Off to profile the sender alone: the simulator
+    /// runs in this process, so its answers to h2load would be counted with the sender's work, and
+    /// valgrind cannot start h2load anyway.
     public var runsH2load = true
     /// The APNs client's frame-level transport (the default), or async-http-client.
     public var usesFrameConnections = true

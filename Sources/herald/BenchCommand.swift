@@ -341,10 +341,10 @@ struct SenderBenchCommand: AsyncParsableCommand {
         print(
             "  sender: \(String(format: "%.0f", report.senderCallsPerSecond)) calls/s (\(String(format: "%.1f", report.senderSeconds)) s)"
         )
+        let perCall = { (seconds: Double) in String(format: "%.0f", seconds / Double(report.calls) * 1e6) }
         if let h2load = report.h2loadRequestsPerSecond, let ratio = report.ratio {
             print("  h2load: \(String(format: "%.0f", h2load)) requests/s")
             print("  ratio: \(String(format: "%.2f", ratio)) of h2load")
-            let perCall = { (seconds: Double) in String(format: "%.0f", seconds / Double(report.calls) * 1e6) }
             print(
                 "  CPU per call: \(perCall(report.senderCPUSeconds)) µs in the sender run (sender, simulator and broker);"
                     + " \(perCall(report.h2loadSimulatorCPUSeconds + report.h2loadCPUSeconds)) µs in the h2load run"
@@ -354,6 +354,7 @@ struct SenderBenchCommand: AsyncParsableCommand {
             print("  h2load: not measured (install nghttp2-client)")
         } else {
             print("  h2load: not run (--no-h2load)")
+            print("  CPU per call: \(perCall(report.senderCPUSeconds)) µs (sender, simulator and broker)")
         }
         print(
             "  peak RSS \(String(format: "%.0f", report.peakResidentMegabytes)) MB; non-success answers: \(report.failures); "

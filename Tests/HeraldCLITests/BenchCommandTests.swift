@@ -241,6 +241,10 @@ struct SenderBenchCommandTests {
         #expect(result.output.contains("h2load: not run (--no-h2load)"), "\(result.output)")
         #expect(!result.output.contains("ratio:"), "\(result.output)")
         #expect(result.output.contains("non-success answers: [:]"), "\(result.output)")
+        // The sender's CPU is still reported, the run's only measure of its cost without h2load.
+        let cpu = result.output.split(separator: "\n").first { $0.hasPrefix("  CPU per call: ") }
+            .flatMap { $0.split(separator: " ").dropFirst(3).first.flatMap { Double($0) } }
+        #expect((cpu ?? 0) > 0, "\(result.output)")
         // Not started, so not shown starting either (with h2load it logs its command line first).
         #expect(!result.error.contains("h2load -n"), "\(result.error)")
     }
