@@ -40,8 +40,10 @@ public struct SenderBenchmark: Sendable {
     public struct Report: Sendable {
         public var calls: Int
         public var senderSeconds: Double
+        /// nil if h2load was not run, not installed or failed.
         public var h2loadRequestsPerSecond: Double?
-        public var h2loadCommand: String
+        /// The h2load command line (its token elided), nil if h2load was not run.
+        public var h2loadCommand: String?
         public var peakResidentMegabytes: Double
         public var failures: [String: Int]
         /// CPU seconds (user + system) while the sender ran: this process, simulator and embedded
@@ -98,34 +100,8 @@ public struct SenderBenchmark: Sendable {
         defer { serving.cancel() }
         let baseURL = await server.baseURL()
 
-        // h2load first, against the same simulator, with a real provider token and payload.
-        let sample = try Self.message(0)
-        let bodyFile = FileManager.default.temporaryDirectory.appendingPathComponent("herald-bench-\(getpid()).json")
-        try Data(sample.request.body).write(to: bodyFile)
-        defer { try? FileManager.default.removeItem(at: bodyFile) }
-        let token = try providers.apnsKey.token(issuedAt: WallClock().now())
-        var arguments = [
-            "-n", String(calls), "-c", String(h2loadClients), "-m", String(h2loadStreams), "-d", bodyFile.path,
-            "-H", "authorization: bearer \(token)",
-        ]
-        for header in sample.request.headers where header.name != "apns-id" {
-            arguments += ["-H", "\(header.name): \(header.value)"]
-        }
-        arguments.append(baseURL + sample.request.path)
-        let shown = (["h2load"] + arguments).map { $0.hasPrefix("authorization") ? "'authorization: bearer …'" : $0 }
-            .joined(separator: " ")
-        if runsH2load { log("h2load: \(shown)") }
-        let (processBefore, childrenBefore) = (
-            ProcessUsage.cpuSeconds(RUSAGE_SELF), ProcessUsage.cpuSeconds(RUSAGE_CHILDREN)
-        )
-        let h2load = runsH2load ? try Self.h2load(arguments) : nil
-        let h2loadSimulatorCPU = ProcessUsage.cpuSeconds(RUSAGE_SELF) - processBefore
-        let h2loadCPU = ProcessUsage.cpuSeconds(RUSAGE_CHILDREN) - childrenBefore
-        if let h2load {
-            log("h2load: \(Int(h2load)) requests/s")
-        } else if runsH2load {
-            log("h2load: not installed or failed")
-        }
+        // h2load first, against the same simulator, unless the sender is measured alone.
+        let h2load = runsH2load ? try runH2load(providers: providers, baseURL: baseURL, log: log) : nil
 
         // The sender on the embedded broker.
         let cluster = try EmbeddedKafkaCluster(logger: logger)
@@ -157,13 +133,15 @@ public struct SenderBenchmark: Sendable {
                 ledger: ledger,
                 configuration: configuration,
                 providers: providers,
-                h2load: h2load,
-                shown: shown,
                 log: log,
                 logger: logger
             )
-            report.h2loadSimulatorCPUSeconds = h2loadSimulatorCPU
-            report.h2loadCPUSeconds = h2loadCPU
+            if let h2load {
+                report.h2loadRequestsPerSecond = h2load.requestsPerSecond
+                report.h2loadCommand = h2load.command
+                report.h2loadSimulatorCPUSeconds = h2load.simulatorCPUSeconds
+                report.h2loadCPUSeconds = h2load.cpuSeconds
+            }
             return report
         } catch {
             await clients.shutdown()
@@ -177,8 +155,6 @@ public struct SenderBenchmark: Sendable {
         ledger: SQLiteStore,
         configuration: HeraldConfiguration,
         providers: SimulatedProviders,
-        h2load: Double?,
-        shown: String,
         log: @escaping @Sendable (String) -> Void,
         logger: Logger
     ) async throws -> Report {
@@ -255,12 +231,55 @@ public struct SenderBenchmark: Sendable {
         return Report(
             calls: calls,
             senderSeconds: elapsed,
-            h2loadRequestsPerSecond: h2load,
-            h2loadCommand: shown,
             peakResidentMegabytes: ProcessUsage.peakResidentMegabytes(),
             failures: counters.answersByReason,
             senderCPUSeconds: cpu
         )
+    }
+
+    /// What h2load made of the simulator: its command line, shown without the token; its rate, nil
+    /// if it is not installed or failed; and the CPU it and the simulator spent.
+    struct H2loadRun {
+        var command: String
+        var requestsPerSecond: Double?
+        var simulatorCPUSeconds: Double
+        var cpuSeconds: Double
+    }
+
+    /// Drives the simulator with h2load, with a real provider token and the sender's payload.
+    private func runH2load(
+        providers: SimulatedProviders,
+        baseURL: String,
+        log: @Sendable (String) -> Void
+    ) throws -> H2loadRun {
+        let sample = try Self.message(0)
+        let bodyFile = FileManager.default.temporaryDirectory.appendingPathComponent("herald-bench-\(getpid()).json")
+        try Data(sample.request.body).write(to: bodyFile)
+        defer { try? FileManager.default.removeItem(at: bodyFile) }
+        let token = try providers.apnsKey.token(issuedAt: WallClock().now())
+        var arguments = [
+            "-n", String(calls), "-c", String(h2loadClients), "-m", String(h2loadStreams), "-d", bodyFile.path,
+            "-H", "authorization: bearer \(token)",
+        ]
+        for header in sample.request.headers where header.name != "apns-id" {
+            arguments += ["-H", "\(header.name): \(header.value)"]
+        }
+        arguments.append(baseURL + sample.request.path)
+        let shown = (["h2load"] + arguments).map { $0.hasPrefix("authorization") ? "'authorization: bearer …'" : $0 }
+            .joined(separator: " ")
+        log("h2load: \(shown)")
+        let (processBefore, childrenBefore) = (
+            ProcessUsage.cpuSeconds(RUSAGE_SELF), ProcessUsage.cpuSeconds(RUSAGE_CHILDREN)
+        )
+        let rate = try Self.h2load(arguments)
+        let run = H2loadRun(
+            command: shown,
+            requestsPerSecond: rate,
+            simulatorCPUSeconds: ProcessUsage.cpuSeconds(RUSAGE_SELF) - processBefore,
+            cpuSeconds: ProcessUsage.cpuSeconds(RUSAGE_CHILDREN) - childrenBefore
+        )
+        if let rate { log("h2load: \(Int(rate)) requests/s") } else { log("h2load: not installed or failed") }
+        return run
     }
 
     /// Runs h2load and reads its `finished in …, N req/s` line; nil if it is missing or failed.
