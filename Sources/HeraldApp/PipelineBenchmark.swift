@@ -53,6 +53,10 @@ public struct PipelineBenchmark: Sendable {
     /// (`compression.type`, `linger.ms`, ...): to try a setting on this machine. The feeder and the
     /// passthroughs the ratios are taken against keep their own.
     public var kafkaProperties: [String: String] = [:]
+    /// The feeder's events without CloudEvents' `time` (see ``EventGenerator/untimed``).
+    public var untimedEvents = false
+    /// The feeder's event ids as random UUIDs (see ``EventGenerator/randomIDs``).
+    public var randomEventIDs = false
 
     public init() {}
 
@@ -175,7 +179,10 @@ public struct PipelineBenchmark: Sendable {
         }
         let statistics = worker.statistics
         let (events, window, bootstrap) = (events, window, cluster.bootstrapServers)
-        let generator = EventGenerator(users: users, partitions: Int32(partitions))
+        var configured = EventGenerator(users: users, partitions: Int32(partitions))
+        configured.untimed = untimedEvents
+        configured.randomIDs = randomEventIDs
+        let generator = configured
         let totalBytes = ProgressCounter()
 
         let (seconds, cpuSeconds, counters) = try await withThrowingTaskGroup(of: Void.self) { group in
@@ -452,6 +459,12 @@ public struct PipelineBenchmark: Sendable {
 struct EventGenerator: Sendable {
     let users: Int
     let partitions: Int32
+    /// Events without CloudEvents' `time` (an optional attribute), unless ``write(_:time:key:value:using:)``
+    /// is given one.
+    var untimed = false
+    /// Event ids as random UUIDs (version 4, as most CloudEvents SDKs make them) instead of
+    /// `bench-N`, which sort almost in the order they are made.
+    var randomIDs = false
 
     static let profiles: [(locale: String, timeZone: String)] = [
         ("nb-NO", "Europe/Oslo"), ("en-GB", "Europe/London"), ("de-DE", "Europe/Berlin"),
@@ -479,7 +492,7 @@ struct EventGenerator: Sendable {
     /// writes every event of `herald bench pipeline` on the cores the worker is measured on.
     ///
     /// - Parameter time: the event's time; default: now, so that expiry and quiet hours follow the
-    ///   wall clock.
+    ///   wall clock (none if the generator is ``untimed``).
     func write(_ number: Int, time: Timestamp? = nil, key: inout [UInt8], value: inout [UInt8]) -> Int32 {
         var json = JSONStreamWriter(capacity: 512)
         return write(number, time: time, key: &key, value: &value, using: &json)
@@ -511,10 +524,16 @@ struct EventGenerator: Sendable {
         json.beginObject()
         json.member("specversion", "1.0")
         json.key("id")
-        Self.string("bench-", number, into: &json)
+        if randomIDs {
+            // Drawn from the event's number, so that the same event has the same id in every run.
+            var ids = SeededRandom(seed: UInt64(truncatingIfNeeded: number) ^ 0x1D5_EED5)
+            json.string(DecisionBenchmark.uuid(ids.next(), ids.next()))
+        } else {
+            Self.string("bench-", number, into: &json)
+        }
         json.member("source", kind.source)
         json.member("type", kind.type)
-        json.member("time", timestamp: time ?? WallClock().now())
+        if let time = time ?? (untimed ? nil : WallClock().now()) { json.member("time", timestamp: time) }
         json.member("datacontenttype", "application/json")
         json.key("data")
         json.beginObject()

@@ -44,7 +44,7 @@ extension EventProcessor {
                     recipient: key.recipient,
                     deviceCount: recipient?.devices.count ?? 0,
                     preferences: recipient?.preferences ?? Preferences(),
-                    expiresAt: OutboundBuilder.expiry(of: kind, createdAt: event.time ?? now),
+                    expiresAt: OutboundBuilder.expiry(of: kind, createdAt: Self.occurrence(of: event, key: key) ?? now),
                     silent: !kind.presentation.showsText
                 ),
                 now: now
@@ -66,6 +66,7 @@ extension EventProcessor {
                     kind: kind,
                     for: recipient,
                     eventID: event.id,
+                    occurredAt: Self.occurrence(of: event, key: decision.key),
                     now: now,
                     plans: plans,
                     into: &records,
@@ -102,6 +103,7 @@ extension EventProcessor {
                     kind: kind,
                     for: recipient,
                     eventID: "digest:\(window.rule):\(window.windowStart.epochMilliseconds):\(first.key.eventID)",
+                    occurredAt: nil,
                     now: now,
                     digestOf: events,
                     plans: plans,
@@ -117,6 +119,13 @@ extension EventProcessor {
         let finished = counters
         statistics.update { $0.add(finished) }
         return (records.finish(), claimed)
+    }
+
+    /// When the event of a deferred notification occurred: its own time, or the time its ledger key
+    /// holds, which for an event without one is its record's (``occurrence(of:in:)``). Keys decided
+    /// before the ledger held event times hold none.
+    static func occurrence(of event: CloudEvent, key: DecisionKey) -> Timestamp? {
+        event.time ?? key.eventTime
     }
 
     /// The event kept with due work, and its kind; a dead letter if either is gone (the catalog

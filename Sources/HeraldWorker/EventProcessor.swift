@@ -93,6 +93,8 @@ public final class EventProcessor: Sendable {
     struct Routed: Sendable {
         var index: Int
         var event: CloudEvent
+        /// When the event occurred (``occurrence(of:in:)``), if the worker can tell.
+        var occurredAt: Timestamp?
         var kind: NotificationKind
         var recipients: [String]
         /// The event's fields, checked before deciding and rendered from in each locale.
@@ -214,7 +216,16 @@ public final class EventProcessor: Sendable {
                 // Fields are checked before anything is decided, so a malformed event counts
                 // against no limit.
                 let fields = try renderer.checkedFields(of: event, kind: kind)
-                routed.append(Routed(index: index, event: event, kind: kind, recipients: recipients, fields: fields))
+                routed.append(
+                    Routed(
+                        index: index,
+                        event: event,
+                        occurredAt: Self.occurrence(of: event, in: message),
+                        kind: kind,
+                        recipients: recipients,
+                        fields: fields
+                    )
+                )
             } catch {
                 records.append(deadLetter(message, DeadLetterReason(error), now: now, counters: &counters))
             }
@@ -321,7 +332,7 @@ public final class EventProcessor: Sendable {
         requests.reserveCapacity(recipients.count)
         var position = 0
         for item in routed {
-            let createdAt = item.event.time ?? now
+            let createdAt = item.occurredAt ?? now
             let expiresAt = OutboundBuilder.expiry(of: item.kind, createdAt: createdAt)
             let event = item.event
             // An event with several recipients is written out once for all of them, when a store
@@ -352,7 +363,7 @@ public final class EventProcessor: Sendable {
                             eventID: item.event.id,
                             kind: item.kind.name,
                             recipient: userID,
-                            eventTime: item.event.time
+                            eventTime: item.occurredAt
                         ),
                         plan: plan,
                         decidedAt: now,
@@ -362,6 +373,19 @@ public final class EventProcessor: Sendable {
             }
         }
         return requests
+    }
+
+    /// When `event` occurred, as far as the worker can tell: its own time (CloudEvents `time`), or
+    /// for an event without one the timestamp of its record `message` (when it was produced, or
+    /// appended for a topic with `LogAppendTime`), which a redelivery of the record carries too.
+    ///
+    /// It keys the decision ledger (``DecisionKey/eventTime``) and dates the outbound messages and
+    /// their expiry. Keyed by their ids alone, events without a `time` put each ledger insert on a
+    /// page of its own when their ids are random (UUIDv4): 32,773 events/s end to end against 64,446
+    /// with a `time` (docs/benchmarks.md). An event published again as a new record is then another
+    /// event to the ledger, as one re-sent with another `time` is; its notification ids are the same.
+    static func occurrence(of event: CloudEvent, in message: KafkaMessage) -> Timestamp? {
+        event.time ?? message.timestampMilliseconds.map { Timestamp(epochMilliseconds: $0) }
     }
 
     /// Renders and builds the records of a decided batch: pure work, no store.
@@ -443,6 +467,7 @@ public final class EventProcessor: Sendable {
                         kind: item.kind,
                         for: recipient,
                         eventID: item.event.id,
+                        occurredAt: item.occurredAt,
                         now: batch.prepared.now,
                         fields: item.fields,
                         plans: plans,
@@ -482,6 +507,8 @@ public final class EventProcessor: Sendable {
     /// outbound record per device.
     ///
     /// - Parameters:
+    ///   - occurredAt: when `event` occurred (``occurrence(of:in:)``); the outbound messages'
+    ///     creation time, or `now` if nil. Not read for a digest, which is created `now`.
     ///   - fields: `event`'s fields as checked before deciding, if they were (not for a digest,
     ///     which renders from its events).
     ///   - plans: the calling run's render plans (see ``RenderPlans``), if it keeps them.
@@ -491,6 +518,7 @@ public final class EventProcessor: Sendable {
         kind: NotificationKind,
         for recipient: Recipient,
         eventID: String,
+        occurredAt: Timestamp?,
         now: Timestamp,
         digestOf digest: [CloudEvent]? = nil,
         fields: Renderer.CheckedFields? = nil,
@@ -498,7 +526,7 @@ public final class EventProcessor: Sendable {
         into records: inout RecordWriter,
         counters: inout WorkerStatistics.Counters
     ) throws(DeadLetterReason) {
-        let createdAt = digest == nil ? (event.time ?? now) : now
+        let createdAt = digest == nil ? (occurredAt ?? now) : now
         let expiresAt = OutboundBuilder.expiry(of: kind, createdAt: createdAt)
         let timeZone = recipient.timeZone ?? "UTC"
         // A user's devices mostly share one locale: a short list searched in order, not a dictionary.

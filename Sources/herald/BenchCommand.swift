@@ -412,6 +412,15 @@ struct PipelineBenchCommand: AsyncParsableCommand {
     )
     var brokerInProcess = false
 
+    @Flag(help: "Events without CloudEvents' optional `time` attribute.")
+    var untimedEvents = false
+
+    @Flag(
+        name: .customLong("random-event-ids"),
+        help: "Random event ids (UUIDv4, as most CloudEvents SDKs make them) instead of sequential ones."
+    )
+    var randomEventIDs = false
+
     @Option(
         name: .customLong("kafka-property"),
         help: ArgumentHelp(
@@ -469,6 +478,8 @@ struct PipelineBenchCommand: AsyncParsableCommand {
         benchmark.rawRounds = rawRounds
         benchmark.catalogDirectory = catalog
         benchmark.kafkaProperties = try workerKafkaProperties()
+        benchmark.untimedEvents = untimedEvents
+        benchmark.randomEventIDs = randomEventIDs
         if !brokerInProcess {
             benchmark.brokerExecutable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().path
         }
@@ -478,8 +489,9 @@ struct PipelineBenchCommand: AsyncParsableCommand {
             }
         }
         let counters = report.counters
+        let eventShape = (untimedEvents ? ", without `time`" : "") + (randomEventIDs ? ", random ids" : "")
         print(
-            "herald bench pipeline: \(report.events) events (\(report.averageEventBytes) bytes on average), \(report.users) users, \(report.devices) devices, \(report.store)"
+            "herald bench pipeline: \(report.events) events (\(report.averageEventBytes) bytes on average\(eventShape)), \(report.users) users, \(report.devices) devices, \(report.store)"
         )
         print(
             "  pipeline: \(String(format: "%.0f", report.eventsPerSecond)) events/s, \(String(format: "%.0f", report.outboundPerSecond)) outbound messages/s (\(report.outbound) in \(String(format: "%.1f", report.seconds)) s)"

@@ -1,3 +1,4 @@
+import Foundation
 import HeraldEvents
 import Testing
 
@@ -31,5 +32,32 @@ struct EventGeneratorTests {
             if let order = event.data?["orderId"]?.stringValue { #expect(order == "ord-\(number)") }
             if let chat = event.data?["chatId"]?.stringValue { #expect(chat == "chat-\(number % 997)") }
         }
+    }
+
+    @Test(
+        "untimed events carry no `time` unless given one; random ids are version 4 UUIDs, the same for an event in every run"
+    )
+    func untimedRandomIDs() throws {
+        var generator = EventGenerator(users: 1000, partitions: 4)
+        generator.untimed = true
+        generator.randomIDs = true
+        var ids: Set<String> = []
+        for number in 0..<200 {
+            var (key, value) = ([UInt8](), [UInt8]())
+            _ = generator.write(number, key: &key, value: &value)
+            let event = try EventDecoder().decode(value: value)
+            #expect(event.time == nil)
+            let id = event.id
+            #expect(id.count == 36 && Array(id)[14] == "4" && "89ab".contains(Array(id)[19]), "\(id)")
+            #expect(UUID(uuidString: id) != nil, "\(id)")
+            ids.insert(id)
+            var (againKey, again) = ([UInt8](), [UInt8]())
+            _ = generator.write(number, key: &againKey, value: &again)
+            #expect(try EventDecoder().decode(value: again).id == id)
+            let time = Timestamp(epochMilliseconds: 1_795_000_000_000)
+            _ = generator.write(number, time: time, key: &againKey, value: &again)
+            #expect(try EventDecoder().decode(value: again).time == time)
+        }
+        #expect(ids.count == 200)
     }
 }

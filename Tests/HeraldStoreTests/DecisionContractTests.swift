@@ -374,6 +374,76 @@ struct DecisionContractTests {
         }
     }
 
+    @Test(
+        "SQLite: entries of events without a time, decided at time 0, answer redeliveries keyed by their record's time until purged"
+    )
+    func untimedLedgerSQLite() async throws {
+        let connection = try SQLiteConnection(path: ":memory:")
+        try SQLiteStore.migrate(connection, to: 14)
+        try connection.execute(
+            """
+            INSERT INTO decisions VALUES (0, 'old-1', 'message.received', 'ana', 'sent', NULL, \(noon.epochMilliseconds));
+            INSERT INTO decisions VALUES (\(noon.epochMilliseconds), 'timed', 'message.received', 'ana', 'sent', NULL, \(noon.epochMilliseconds));
+            INSERT INTO due_work (type, due_at, recipient, event_time, event_id, kind, payload)
+                VALUES ('deferred', \(noon.epochMilliseconds), 'ana', 0, 'old-2', 'message.received', '{"id":"old-2"}');
+            INSERT INTO decisions VALUES (0, 'old-2', 'message.received', 'ana', 'deferred.quiet_hours', \(noon.epochMilliseconds), 0);
+            """
+        )
+        let store = try SQLiteStore(connection: connection)
+        try await legacyLedger(store) { count in
+            try connection.query("SELECT count(*) FROM decisions_legacy_horizon") { count = Int($0.integer(0)) }
+        }
+
+        // A ledger with no entry at time 0 gets no horizon, and so no look-up at time 0.
+        let timedOnly = try SQLiteConnection(path: ":memory:")
+        try SQLiteStore.migrate(timedOnly, to: 14)
+        try timedOnly.execute(
+            "INSERT INTO decisions VALUES (\(noon.epochMilliseconds), 'timed', 'message.received', 'ana', 'sent', NULL, \(noon.epochMilliseconds));"
+        )
+        _ = try SQLiteStore(connection: timedOnly)
+        var horizons = -1
+        try timedOnly.query("SELECT count(*) FROM decisions_legacy_horizon") { horizons = Int($0.integer(0)) }
+        #expect(horizons == 0)
+    }
+
+    @Test(
+        "PostgreSQL: entries of events without a time, decided at time 0, answer redeliveries keyed by their record's time until purged"
+    )
+    func untimedLedgerPostgres() async throws {
+        try await withPostgresStore { store in
+            // A version 9 ledger with an entry of an event without a time, one with, and a deferral
+            // at time 0; migration 10 then runs again.
+            try await store.client.query(
+                """
+                INSERT INTO decisions (event_time, event_id, kind, recipient, reason, due_at, decided_at) VALUES
+                    (0, 'old-1', 'message.received', 'ana', 'sent', NULL, \(noon.epochMilliseconds)),
+                    (\(noon.epochMilliseconds), 'timed', 'message.received', 'ana', 'sent', NULL, \(noon.epochMilliseconds)),
+                    (0, 'old-2', 'message.received', 'ana', 'deferred.quiet_hours', \(noon.epochMilliseconds), 0)
+                """
+            )
+            try await store.client.query(
+                """
+                INSERT INTO due_work (type, due_at, recipient, event_time, event_id, kind, payload)
+                VALUES ('deferred', \(noon.epochMilliseconds), 'ana', 0, 'old-2', 'message.received', '{"id":"old-2"}')
+                """
+            )
+            func horizonRows(_ count: inout Int) async throws {
+                for try await (rows, ) in try await store.client.query(
+                    "SELECT count(*) FROM decisions_legacy_horizon"
+                ).decode((Int64,).self) {
+                    count = Int(rows)
+                }
+            }
+            var before = -1
+            try await horizonRows(&before)
+            #expect(before == 0, "the rows above came after the migration")
+            try await store.client.query("UPDATE herald_schema_version SET version = 9")
+            try await store.migrate()
+            #expect(try await store.schemaVersion() == PostgresSchema.migrations.count)
+            try await legacyLedger(store) { try await horizonRows(&$0) }
+        }
+    }
+
     /// An entry `old-1` decided at noon before the upgrade, and `old-2` deferred until noon.
     private func legacyLedger(
         _ store: any StateStore,

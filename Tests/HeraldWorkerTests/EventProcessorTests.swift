@@ -60,7 +60,7 @@ struct EventProcessorTests {
     mutating func chat(
         _ id: String,
         from sender: String = "Ana",
-        at time: String = "2026-11-21T12:00:00Z"
+        at time: String? = "2026-11-21T12:00:00Z"
     ) -> KafkaMessage {
         message(
             cloudEvent(
@@ -164,6 +164,54 @@ struct EventProcessorTests {
         let records = try await processor.process(more)
         #expect(records.filter { $0.topic == "herald.outbound" }.count == 97)
         #expect(statistics.snapshot.decisionsByReason["throttled.digested"] == 1)
+    }
+
+    @Test(
+        "an event without a `time` is keyed and dated by its record's timestamp: a redelivery of the record is a duplicate with the same records, the same event in a new record is decided again with the same notification ids"
+    )
+    mutating func untimedEvent() async throws {
+        try await register()
+        let processor = processor { $0.decisions = "herald.decisions" }
+        clock.set("2026-11-21T12:05:00Z")
+        let untimed = chat("u1", at: nil)  // produced at 12:05
+        let timed = chat("t1")  // occurred at 12:00, produced at 12:05
+        clock.set("2026-11-21T12:20:00Z")  // the worker reaches them a quarter of an hour later
+        let first = try await processor.process([untimed, timed])
+        func outbound(_ records: [KafkaProducerRecord]) throws -> [JSONValue] {
+            try records.filter { $0.topic == "herald.outbound" }.map { try JSONParser().parse(Array($0.value!)) }
+        }
+        func reasons(_ records: [KafkaProducerRecord]) throws -> [String] {
+            try records.filter { $0.topic == "herald.decisions" }.map {
+                try JSONParser().parse(Array($0.value!))["reason"]?.stringValue ?? ""
+            }
+        }
+        let sent = try outbound(first)
+        #expect(sent.map { $0["createdAt"]?.stringValue } == ["2026-11-21T12:05:00.000Z", "2026-11-21T12:00:00.000Z"])
+        #expect(try reasons(first) == ["sent", "sent"])
+        // The ledger holds the untimed event at its record's time, not at 0.
+        let times = try await store.run { connection throws(StoreError) in
+            var times: [String: Int64] = [:]
+            try connection.query("SELECT event_id, event_time FROM decisions") {
+                times[$0.text(0) ?? ""] = $0.integer(1)
+            }
+            return times
+        }
+        #expect(times == ["u1": untimed.timestampMilliseconds!, "t1": timed.timestampMilliseconds! - 300_000])
+
+        // Redelivered an hour later (a worker that died before committing): the same records.
+        clock.set("2026-11-21T13:20:00Z")
+        let again = try await processor.process([untimed])
+        #expect(try reasons(again) == ["duplicate"])
+        #expect(try outbound(again) == [sent[0]])
+
+        // Published again as a new record: another event to the ledger, dated by the new record,
+        // with the same notification id, which the sender's delivery ledger tells apart.
+        let republished = chat("u1", at: nil)
+        let second = try await processor.process([republished])
+        #expect(try reasons(second) == ["sent"])
+        let resent = try outbound(second)
+        #expect(resent.map { $0["createdAt"]?.stringValue } == ["2026-11-21T13:20:00.000Z"])
+        #expect(resent.map { $0["notificationId"] } == [sent[0]["notificationId"]])
     }
 
     @Test(

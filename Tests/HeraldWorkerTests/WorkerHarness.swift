@@ -108,14 +108,17 @@ func cloudEvent(
     id: String,
     type: String,
     source: String = "/tests",
-    time: String = "2026-11-21T12:00:00Z",
+    time: String? = "2026-11-21T12:00:00Z",
     data: JSONValue
 ) -> String {
-    JSONValue.object(
-        JSONObject([
-            ("specversion", .string("1.0")), ("id", .string(id)), ("source", .string(source)), ("type", .string(type)),
-            ("time", .string(time)), ("datacontenttype", .string("application/json")), ("data", data),
-        ])
+    let attributes: [(String, JSONValue)] = [
+        ("specversion", .string("1.0")), ("id", .string(id)), ("source", .string(source)), ("type", .string(type)),
+    ]
+    return JSONValue.object(
+        JSONObject(
+            attributes + (time.map { [("time", .string($0))] } ?? [])
+                + [("datacontenttype", .string("application/json")), ("data", data)]
+        )
     ).serialized
 }
 

@@ -458,6 +458,15 @@ enum PostgresSchema {
             RETURNING v.user_id;
         END $$;
         """,
+        // 10: the worker keys an event without a `time` by its record's timestamp, no longer at time
+        // 0. Entries it decided at time 0 answer redeliveries until purged, as migration 5's do: a
+        // horizon if there are any (their key's leading range, not a scan of the ledger)
+        // that migration 5's does not already reach past.
+        """
+        INSERT INTO decisions_legacy_horizon SELECT max(decided_at) FROM decisions WHERE event_time = 0
+            HAVING count(*) > 0
+                AND max(decided_at) > (SELECT coalesce(max(decided_at), -1) FROM decisions_legacy_horizon);
+        """,
     ]
 
     /// One migration's statements, one at a time: the extended query protocol takes one statement

@@ -218,6 +218,15 @@ public final class SQLiteStore: StateStore, @unchecked Sendable {
         INSERT INTO throttle_journal SELECT id, entries FROM throttle_journal_13;
         DROP TABLE throttle_journal_13;
         """,
+        // 15: the worker keys an event without a `time` by its record's timestamp, no longer at time
+        // 0. Entries it decided at time 0 answer redeliveries until purged, as migration 10's do:
+        // a horizon if there are any (their key's leading range, not a scan of the ledger)
+        // that migration 10's does not already reach past.
+        """
+        INSERT INTO decisions_legacy_horizon SELECT max(decided_at) FROM decisions WHERE event_time = 0
+            HAVING count(*) > 0
+                AND max(decided_at) > (SELECT coalesce(max(decided_at), -1) FROM decisions_legacy_horizon);
+        """,
     ]
 
     /// Opens (or creates) the database at `path` and migrates it to the current schema.
