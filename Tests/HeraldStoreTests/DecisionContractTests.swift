@@ -348,29 +348,46 @@ struct DecisionContractTests {
     func legacyLedgerPostgres() async throws {
         try await withPostgresStore { store in
             // What migration 5 leaves of a version 4 ledger: entries at time 0, and their horizon.
-            try await store.client.query(
-                """
-                INSERT INTO decisions (event_time, event_id, kind, recipient, reason, due_at, decided_at) VALUES
-                    (0, 'old-1', 'message.received', 'ana', 'sent', NULL, \(noon.epochMilliseconds)),
-                    (0, 'old-2', 'message.received', 'ana', 'deferred.quiet_hours', \(noon.epochMilliseconds), 0)
-                """
-            )
-            try await store.client.query(
-                """
-                INSERT INTO due_work (type, due_at, recipient, event_time, event_id, kind, payload)
-                VALUES ('deferred', \(noon.epochMilliseconds), 'ana', 0, 'old-2', 'message.received', '{"id":"old-2"}')
-                """
-            )
+            try await insertLedgerAtTimeZero(store)
             try await store.client.query(
                 "INSERT INTO decisions_legacy_horizon VALUES (\(noon.epochMilliseconds))"
             )
-            try await legacyLedger(store) { count in
-                for try await (rows, ) in try await store.client.query(
-                    "SELECT count(*) FROM decisions_legacy_horizon"
-                ).decode((Int64,).self) {
-                    count = Int(rows)
-                }
-            }
+            try await legacyLedger(store) { try await horizonRows(store, &$0) }
+        }
+    }
+
+    /// `old-1` decided at noon and `old-2` deferred until noon, both at time 0 (and `timed`, at
+    /// its time, if asked for), as ``legacyLedger(_:horizonRows:)`` expects them.
+    private func insertLedgerAtTimeZero(_ store: PostgresStore, timed: Bool = false) async throws {
+        let noon = noon.epochMilliseconds
+        try await store.client.query(
+            """
+            INSERT INTO decisions (event_time, event_id, kind, recipient, reason, due_at, decided_at) VALUES
+                (0, 'old-1', 'message.received', 'ana', 'sent', NULL, \(noon)),
+                (0, 'old-2', 'message.received', 'ana', 'deferred.quiet_hours', \(noon), 0)
+            """
+        )
+        if timed {
+            try await store.client.query(
+                """
+                INSERT INTO decisions (event_time, event_id, kind, recipient, reason, due_at, decided_at)
+                VALUES (\(noon), 'timed', 'message.received', 'ana', 'sent', NULL, \(noon))
+                """
+            )
+        }
+        try await store.client.query(
+            """
+            INSERT INTO due_work (type, due_at, recipient, event_time, event_id, kind, payload)
+            VALUES ('deferred', \(noon), 'ana', 0, 'old-2', 'message.received', '{"id":"old-2"}')
+            """
+        )
+    }
+
+    private func horizonRows(_ store: PostgresStore, _ count: inout Int) async throws {
+        for try await (rows, ) in try await store.client.query(
+            "SELECT count(*) FROM decisions_legacy_horizon"
+        ).decode((Int64,).self) {
+            count = Int(rows)
         }
     }
 
@@ -411,36 +428,16 @@ struct DecisionContractTests {
     )
     func untimedLedgerPostgres() async throws {
         try await withPostgresStore { store in
-            // A version 9 ledger with an entry of an event without a time, one with, and a deferral
-            // at time 0; migration 10 then runs again.
-            try await store.client.query(
-                """
-                INSERT INTO decisions (event_time, event_id, kind, recipient, reason, due_at, decided_at) VALUES
-                    (0, 'old-1', 'message.received', 'ana', 'sent', NULL, \(noon.epochMilliseconds)),
-                    (\(noon.epochMilliseconds), 'timed', 'message.received', 'ana', 'sent', NULL, \(noon.epochMilliseconds)),
-                    (0, 'old-2', 'message.received', 'ana', 'deferred.quiet_hours', \(noon.epochMilliseconds), 0)
-                """
-            )
-            try await store.client.query(
-                """
-                INSERT INTO due_work (type, due_at, recipient, event_time, event_id, kind, payload)
-                VALUES ('deferred', \(noon.epochMilliseconds), 'ana', 0, 'old-2', 'message.received', '{"id":"old-2"}')
-                """
-            )
-            func horizonRows(_ count: inout Int) async throws {
-                for try await (rows, ) in try await store.client.query(
-                    "SELECT count(*) FROM decisions_legacy_horizon"
-                ).decode((Int64,).self) {
-                    count = Int(rows)
-                }
-            }
+            // A version 9 ledger with entries of events without a time at time 0 and one with a
+            // time; migration 10 then runs again.
+            try await insertLedgerAtTimeZero(store, timed: true)
             var before = -1
-            try await horizonRows(&before)
+            try await horizonRows(store, &before)
             #expect(before == 0, "the rows above came after the migration")
             try await store.client.query("UPDATE herald_schema_version SET version = 9")
             try await store.migrate()
             #expect(try await store.schemaVersion() == PostgresSchema.migrations.count)
-            try await legacyLedger(store) { try await horizonRows(&$0) }
+            try await legacyLedger(store) { try await horizonRows(store, &$0) }
         }
     }
 

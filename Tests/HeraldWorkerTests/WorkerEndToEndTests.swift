@@ -1,6 +1,7 @@
 import Foundation
 import HeraldEvents
 import HeraldKafka
+import HeraldPolicy
 import HeraldStore
 import HeraldTestSupport
 import HeraldWorker
@@ -176,6 +177,50 @@ struct WorkerEndToEndTests {
                 // The outbound record is keyed by the recipient, and has no headers (docs/outbound.md).
                 #expect(messages.filter { $0.topic == "herald.outbound" }.allSatisfy { $0.key != nil })
                 #expect(messages.filter { $0.topic == "herald.outbound" }.allSatisfy { $0.headers.isEmpty })
+            }
+        }
+    }
+
+    @Test(
+        "an event without a `time` is dated by its Kafka record's timestamp, and published again as a new record is decided again with the same notification id"
+    )
+    func untimedEvent() async throws {
+        let pipeline = try Pipeline()
+        try await withStore(.sqlite) { store in
+            // The worker's clock is days behind the records' timestamps (the broker's wall clock).
+            let worker = try pipeline.worker(store: store, clock: TestClock("2026-11-21T08:00:00Z"))
+            try await pipeline.withCollector(["herald.outbound", "herald.events.dlq"]) { received in
+                try await withRunningServices([worker]) {
+                    try await pipeline.produce(exampleUsers.flatMap { recipientRecords($0) })
+                    try await eventually("the directory holds the three users") {
+                        try await store.recipients(exampleUsers.map(\.user)).values.filter { !$0.devices.isEmpty }
+                            .count == 3
+                    }
+                    var record = try exampleEvent("order.confirmed", for: exampleUsers[0].user)
+                    guard case .object(var event) = try JSONParser().parse(Array(try #require(record.value))) else {
+                        throw TestFailure("the example event is not an object")
+                    }
+                    event.members.removeAll { $0.key == "time" }
+                    record.value = KafkaBytes(JSONValue.object(event).serialized)
+                    let before = WallClock().now()
+                    try await pipeline.produce([record])
+                    try await eventually("one outbound message") { received.count >= 1 }
+                    let between = WallClock().now()
+                    try await pipeline.produce([record])
+                    try await eventually("two outbound messages") { received.count >= 2 }
+                    let after = WallClock().now()
+                    try await Task.sleep(for: .milliseconds(300))
+
+                    let messages = received.all
+                    #expect(messages.filter { $0.topic == "herald.events.dlq" }.map(\.text) == [])
+                    let outbound = messages.compactMap(\.outbound)
+                    try #require(outbound.count == 2)
+                    #expect(outbound[0].notificationID == outbound[1].notificationID)
+                    // Each dated by its own record: produced in its window, not at the worker's 08:00.
+                    let (first, second) = (outbound[0].createdAt, outbound[1].createdAt)
+                    #expect(first >= before && first <= between, "\(first)")
+                    #expect(second >= between && second <= after, "\(second)")
+                }
             }
         }
     }

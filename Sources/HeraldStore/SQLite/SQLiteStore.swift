@@ -219,9 +219,9 @@ public final class SQLiteStore: StateStore, @unchecked Sendable {
         DROP TABLE throttle_journal_13;
         """,
         // 15: the worker keys an event without a `time` by its record's timestamp, no longer at time
-        // 0. Entries it decided at time 0 answer redeliveries until purged, as migration 10's do:
-        // a horizon if there are any (their key's leading range, not a scan of the ledger)
-        // that migration 10's does not already reach past.
+        // 0. The entries it decided at time 0 answer redeliveries until purged, as migration 10's do:
+        // a horizon, unless that migration's already reaches past them. (They are the key's
+        // leading range: finding them reads no more of the ledger than they are.)
         """
         INSERT INTO decisions_legacy_horizon SELECT max(decided_at) FROM decisions WHERE event_time = 0
             HAVING count(*) > 0
