@@ -28,6 +28,10 @@ public struct DeadLetterTool: Sendable {
         public var code: String { header(HeraldHeader.errorCode) ?? "?" }
         public var originalTopic: String? { header(HeraldHeader.originalTopic) }
         public var lastFailure: Timestamp? { header(HeraldHeader.lastFailure).flatMap { Timestamp(rfc3339: $0) } }
+        /// The original record's timestamp, if the letter says (the worker's do).
+        public var originalTimestamp: Timestamp? {
+            header(HeraldHeader.originalTimestamp).flatMap { Timestamp(rfc3339: $0) }
+        }
 
         /// `topic[partition]@offset  code  → original  attempts  last failure  message`.
         public var summary: String {
@@ -141,7 +145,11 @@ public struct DeadLetterTool: Sendable {
                     topic: original,
                     key: letter.message.key,
                     value: letter.message.value,
-                    headers: letter.message.headers.filter { !$0.name.hasPrefix("herald.") }
+                    headers: letter.message.headers.filter { !$0.name.hasPrefix("herald.") },
+                    // The original's timestamp: for an event without a `time` it is what the worker's
+                    // ledger knows the event by, so a letter re-driven after part of its event went
+                    // out (another recipient's notification) is not counted again.
+                    timestampMilliseconds: letter.originalTimestamp?.epochMilliseconds
                 )
             )
             counts[original, default: 0] += 1

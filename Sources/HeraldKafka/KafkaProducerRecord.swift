@@ -10,19 +10,24 @@ public struct KafkaProducerRecord: Sendable {
     public var value: KafkaBytes?
     /// The headers, in order.
     public var headers: [KafkaHeader]
+    /// The message's timestamp in milliseconds since the Unix epoch, or `nil` for the producer's
+    /// clock. A topic with `LogAppendTime` takes the broker's whatever this says.
+    public var timestampMilliseconds: Int64?
 
     public init(
         topic: String,
         partition: Int32? = nil,
         key: KafkaBytes? = nil,
         value: KafkaBytes?,
-        headers: [KafkaHeader] = []
+        headers: [KafkaHeader] = [],
+        timestampMilliseconds: Int64? = nil
     ) {
         self.topic = topic
         self.partition = partition
         self.key = key
         self.value = value
         self.headers = headers
+        self.timestampMilliseconds = timestampMilliseconds
     }
 }
 

@@ -61,7 +61,17 @@ struct DeadLetterToolTests {
                 failedAt: "2026-11-22T09:00:00.000Z",
                 original: "herald.outbound"
             ),
-            Self.letter(4, code: "event.unknown_type", failedAt: "2026-11-22T10:00:00.000Z", original: "orders.events"),
+            // The worker's letters say when their original was written.
+            {
+                var event = Self.letter(
+                    4,
+                    code: "event.unknown_type",
+                    failedAt: "2026-11-22T10:00:00.000Z",
+                    original: "orders.events"
+                )
+                event.headers.append(KafkaHeader(HeraldHeader.originalTimestamp, string: "2026-11-22T09:59:58.250Z"))
+                return event
+            }(),
             // An event too large to carry whole: only its first bytes are in the letter.
             {
                 var cut = Self.letter(
@@ -96,6 +106,17 @@ struct DeadLetterToolTests {
                 #expect(message.header("traceparent") != nil)
             }
             #expect(Set(received.all.compactMap { $0.key?.string }) == ["user-2", "user-3", "user-4"])
+            // A re-driven event keeps its original's timestamp, which the worker's ledger keys an
+            // event without a `time` by; a letter that does not say gets the producer's clock.
+            let timestamps = Dictionary(
+                received.all.compactMap { message in
+                    message.timestampMilliseconds.map { (message.key?.string ?? "", $0) }
+                },
+                uniquingKeysWith: { first, _ in first }
+            )
+            #expect(timestamps["user-4"] == Timestamp(rfc3339: "2026-11-22T09:59:58.250Z")?.epochMilliseconds)
+            let started = try #require(Timestamp(rfc3339: "2026-11-30T00:00:00Z")).epochMilliseconds
+            #expect(timestamps["user-2"].map { $0 > started } == true, "\(timestamps)")
         }
     }
 

@@ -79,6 +79,7 @@ package enum RDKafkaBenchmarkBaseline {
                         bytes.baseAddress,
                         bytes.count,
                         nil,
+                        0,
                         nil
                     )
                 }
@@ -226,6 +227,7 @@ package enum RDKafkaBenchmarkBaseline {
                 bytes.baseAddress,
                 bytes.count,
                 nil,
+                0,
                 nil
             )
         }
@@ -362,6 +364,7 @@ package enum RDKafkaBenchmarkBaseline {
                 value.baseAddress,
                 value.count,
                 list,
+                0,
                 UnsafeMutableRawPointer(bitPattern: opaque)
             )
             if error == RD_KAFKA_RESP_ERR_NO_ERROR { return true }

@@ -156,6 +156,7 @@ final class RDKafkaProducerClient: @unchecked Sendable {
                     value.baseAddress,
                     value.count,
                     headers,
+                    record.timestampMilliseconds ?? 0,
                     UnsafeMutableRawPointer(bitPattern: opaque)
                 )
             }
