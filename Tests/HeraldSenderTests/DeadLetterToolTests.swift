@@ -12,7 +12,8 @@ struct DeadLetterToolTests {
         code: String,
         failedAt: String,
         original: String,
-        topic: String = "herald.outbound.dlq"
+        topic: String = "herald.outbound.dlq",
+        more: [KafkaHeader] = []
     ) -> KafkaProducerRecord {
         KafkaProducerRecord(
             topic: topic,
@@ -25,7 +26,7 @@ struct DeadLetterToolTests {
                 KafkaHeader(HeraldHeader.originalTopic, string: original),
                 KafkaHeader(HeraldHeader.attempts, string: "5"),
                 KafkaHeader(HeraldHeader.lastFailure, string: failedAt),
-            ]
+            ] + more
         )
     }
 
@@ -62,27 +63,21 @@ struct DeadLetterToolTests {
                 original: "herald.outbound"
             ),
             // The worker's letters say when their original was written.
-            {
-                var event = Self.letter(
-                    4,
-                    code: "event.unknown_type",
-                    failedAt: "2026-11-22T10:00:00.000Z",
-                    original: "orders.events"
-                )
-                event.headers.append(KafkaHeader(HeraldHeader.originalTimestamp, string: "2026-11-22T09:59:58.250Z"))
-                return event
-            }(),
+            Self.letter(
+                4,
+                code: "event.unknown_type",
+                failedAt: "2026-11-22T10:00:00.000Z",
+                original: "orders.events",
+                more: [KafkaHeader(HeraldHeader.originalTimestamp, string: "2026-11-22T09:59:58.250Z")]
+            ),
             // An event too large to carry whole: only its first bytes are in the letter.
-            {
-                var cut = Self.letter(
-                    5,
-                    code: "event.oversize",
-                    failedAt: "2026-11-22T11:00:00.000Z",
-                    original: "orders.events"
-                )
-                cut.headers.append(KafkaHeader(HeraldHeader.valueTruncated, string: "true"))
-                return cut
-            }(),
+            Self.letter(
+                5,
+                code: "event.oversize",
+                failedAt: "2026-11-22T11:00:00.000Z",
+                original: "orders.events",
+                more: [KafkaHeader(HeraldHeader.valueTruncated, string: "true")]
+            ),
         ])
         #expect(try await tool.read(logger: environment.logger).count == 5)
         var filtered = tool
