@@ -34,7 +34,15 @@ extension EventProcessor {
         var resumed: [(event: CloudEvent, kind: NotificationKind)] = []
         for work in claimed {
             guard case .deferred(let key, let payload) = work.work else { continue }
-            guard let (event, kind) = storedEvent(payload, kind: key.kind, now: now, into: &records, &counters)
+            guard
+                let (event, kind) = storedEvent(
+                    payload,
+                    kind: key.kind,
+                    occurredAt: key.eventTime,
+                    now: now,
+                    into: &records,
+                    &counters
+                )
             else { continue }
             let recipient = directory[key.recipient]
             let plan = policy.plan(
@@ -88,6 +96,7 @@ extension EventProcessor {
                     let (event, itemKind) = storedEvent(
                         item.payload,
                         kind: item.key.kind,
+                        occurredAt: item.key.eventTime,
                         now: now,
                         into: &records,
                         &counters
@@ -129,17 +138,20 @@ extension EventProcessor {
     }
 
     /// The event kept with due work, and its kind; a dead letter if either is gone (the catalog
-    /// dropped the kind since).
+    /// dropped the kind since). An event kept without a `time` is given the one its ledger key
+    /// holds, `occurredAt` (workers before 2026-11-30 kept such events as they came).
     private func storedEvent(
         _ payload: String,
         kind name: String,
+        occurredAt: Timestamp?,
         now: Timestamp,
         into records: inout RecordWriter,
         _ counters: inout WorkerStatistics.Counters
     ) -> (CloudEvent, NotificationKind)? {
-        let event: CloudEvent
+        var event: CloudEvent
         do {
             event = try decoder.decode(value: Array(payload.utf8))
+            Self.date(&event, at: occurredAt)
         } catch {
             records.append(dueDeadLetter(payload, key: nil, DeadLetterReason(error), now: now, &counters))
             return nil

@@ -178,7 +178,7 @@ public final class EventProcessor: Sendable {
                 counters.directoryTombstones += 1
                 continue
             }
-            let event: CloudEvent
+            var event: CloudEvent
             do {
                 if let known = decoded?[index] { event = known } else { event = try decode(message, strings: strings) }
             } catch {
@@ -211,6 +211,10 @@ public final class EventProcessor: Sendable {
                 }
                 continue
             }
+            let occurredAt = Self.occurrence(of: event, in: message)
+            // The event is taken to have occurred then for its templates too, which may print its
+            // `time`, and for the copy a deferral or a digest keeps of it.
+            Self.date(&event, at: occurredAt)
             do {
                 let recipients = try renderer.recipients(of: event, kind: kind)
                 // Fields are checked before anything is decided, so a malformed event counts
@@ -220,7 +224,7 @@ public final class EventProcessor: Sendable {
                     Routed(
                         index: index,
                         event: event,
-                        occurredAt: Self.occurrence(of: event, in: message),
+                        occurredAt: occurredAt,
                         kind: kind,
                         recipients: recipients,
                         fields: fields
@@ -386,6 +390,15 @@ public final class EventProcessor: Sendable {
     /// event to the ledger, as one re-sent with another `time` is; its notification ids are the same.
     static func occurrence(of event: CloudEvent, in message: KafkaMessage) -> Timestamp? {
         event.time ?? message.timestampMilliseconds.map { Timestamp(epochMilliseconds: $0) }
+    }
+
+    /// Gives an event without a `time` the time it is taken to have occurred at
+    /// (``occurrence(of:in:)``, or the one a deferral's ledger key holds), if there is one: a
+    /// template that prints the time (the example `security.login`'s "on {at}") then renders
+    /// instead of dead-lettering the event for a field it is missing, and the times the event is
+    /// keyed, dated and printed by are one.
+    static func date(_ event: inout CloudEvent, at occurrence: Timestamp?) {
+        if event.time == nil, let occurrence { event.time = occurrence }
     }
 
     /// Renders and builds the records of a decided batch: pure work, no store.

@@ -214,6 +214,68 @@ struct EventProcessorTests {
         #expect(resent.map { $0["notificationId"] } == [sent[0]["notificationId"]])
     }
 
+    /// A sign-in by `u-en` at `time` (nil: none), whose template prints the time.
+    mutating func login(_ id: String, at time: String?) -> KafkaMessage {
+        message(
+            cloudEvent(
+                id: id,
+                type: "security.login",
+                source: "/identity",
+                time: time,
+                data: object([("userId", .string("u-en")), ("deviceName", .string("iPhone 15"))])
+            ),
+            topic: "identity.events"
+        )
+    }
+
+    @Test(
+        "an event without a `time` prints its record's time where a template prints the time (the example security.login), and so does one a deferral kept without a time"
+    )
+    mutating func untimedTemplateTime() async throws {
+        try await register()
+        let processor = processor()
+        clock.set("2026-11-21T12:05:00Z")
+        let untimed = login("untimed", at: nil)  // produced at 12:05
+        let timed = login("timed", at: "2026-11-21T12:05:00Z")
+        clock.set("2026-11-21T12:20:00Z")
+        let records = try await processor.process([untimed, timed])
+        func bodies(_ records: [KafkaProducerRecord]) throws -> [String] {
+            try records.filter { $0.topic == "herald.outbound" }.map {
+                let value = try JSONParser().parse(Array($0.value!))
+                return value["request"]?["body"]?["aps"]?["alert"]?["body"]?.stringValue ?? ""
+            }
+        }
+        #expect(!records.contains { $0.topic == WorkerTopics().eventsDeadLetter })
+        let texts = try bodies(records)
+        #expect(texts.count == 2)
+        // Printed as if the event had said it occurred at 12:05 (13:05 in Oslo).
+        #expect(texts.first == texts.last, "\(texts)")
+        #expect(texts.first?.contains("iPhone 15") == true && texts.first?.contains("1:05") == true, "\(texts)")
+
+        // A deferral a worker before this one kept without a time, keyed at its record's: resumed,
+        // it prints that time.
+        let key = DecisionKey(
+            eventID: "kept",
+            kind: "security.login",
+            recipient: "u-en",
+            eventTime: Timestamp(rfc3339: "2026-11-21T12:05:00Z")
+        )
+        let due = try #require(Timestamp(rfc3339: "2026-11-21T12:30:00Z"))
+        let payload = String(decoding: login("kept", at: nil).value.map { Array($0) } ?? [], as: UTF8.self)
+        _ = try await store.decide([
+            DecisionRequest(
+                key: key,
+                plan: DecisionPlan(PolicyOutcome(.deferredQuietHours, dueAt: due, effects: [.schedule(at: due)])),
+                decidedAt: clock.now(),
+                payload: payload
+            )
+        ])
+        clock.set("2026-11-21T12:30:00Z")
+        let resumed = try await processor.processDue(limit: 10, lease: .seconds(60)).records
+        #expect(!resumed.contains { $0.topic == WorkerTopics().eventsDeadLetter })
+        #expect(try bodies(resumed) == [texts[0]])
+    }
+
     @Test(
         "decision records name their recipient by its keyed hash (value and key), the logs' hash when keyed alike, or by the id when configured clear"
     )
