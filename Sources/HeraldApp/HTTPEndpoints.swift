@@ -1,6 +1,7 @@
 import HeraldKafka
 import HeraldPolicy
 import HeraldSender
+import HeraldStore
 import HeraldWorker
 import Logging
 import NIOCore
@@ -82,15 +83,18 @@ public final class HTTPEndpoints: Service, Sendable {
     ///
     /// - Parameter brokers: each consumer's broker connections, by its name (`worker`, `sender`),
     ///   where its statistics have come: `herald_kafka_brokers_up`.
+    /// - Parameter directoryCache: SQLite's directory cache, for a worker on SQLite.
     public static func metrics(
         worker: (counters: WorkerStatistics.Counters, lag: [TopicPartition: Int64])?,
         sender: SenderState?,
-        brokers: [(consumer: String, connections: KafkaBrokerConnections)] = []
+        brokers: [(consumer: String, connections: KafkaBrokerConnections)] = [],
+        directoryCache: DirectoryCacheStatistics? = nil
     ) -> String {
         var body = BuildInfo.metricLines
         // Were a topic read by both (a configuration error), the larger backlog is the one to see.
         let lag = (worker?.lag ?? [:]).merging(sender?.lag ?? [:]) { max($0, $1) }
         if let worker { body += WorkerMetrics.exposition(worker.counters, lag: lag) }
+        if let directoryCache { body += directoryCache.metricLines }
         if let sender {
             body += SenderMetrics.exposition(
                 sender.counters,
@@ -112,10 +116,14 @@ public final class HTTPEndpoints: Service, Sendable {
     }
 
     /// The endpoints of a process running a worker, a sender, or both.
+    ///
+    /// - Parameter directoryCache: the statistics of SQLite's directory cache, for a worker on
+    ///   SQLite.
     public convenience init(
         listen: String,
         worker: Worker?,
         sender: Sender?,
+        directoryCache: (@Sendable () -> DirectoryCacheStatistics)? = nil,
         logger: Logger,
         idleTimeout: TimeAmount = .seconds(75)
     ) throws {
@@ -139,7 +147,8 @@ public final class HTTPEndpoints: Service, Sendable {
                     brokers: [
                         worker?.brokerConnections.map { ("worker", $0) },
                         sender?.brokerConnections.map { ("sender", $0) },
-                    ].compactMap { $0 }
+                    ].compactMap { $0 },
+                    directoryCache: worker == nil ? nil : directoryCache?()
                 )
                 return Response(status: .ok, contentType: WorkerMetrics.contentType, body: body)
             case "/health/live":

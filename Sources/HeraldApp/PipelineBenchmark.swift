@@ -82,6 +82,8 @@ public struct PipelineBenchmark: Sendable {
         /// `/proc/self/status`): file-backed pages are mostly SQLite's memory-mapped database,
         /// which the kernel can drop at any time.
         public var residentByKind: [(kind: String, megabytes: Double)]
+        /// How SQLite's directory cache served the run's look-ups; `nil` for PostgreSQL.
+        public var directoryCache: DirectoryCacheStatistics?
         public var averageEventBytes: Int
         /// The raw passthrough's rounds, in the order they ran; empty: not measured.
         public var raw: [KafkaBenchmark.Measurement]
@@ -248,6 +250,7 @@ public struct PipelineBenchmark: Sendable {
         let peak = ProcessUsage.peakResidentMegabytes()
         let brokerPeak = brokerProcess?.peakResidentMegabytes
         let residentByKind = Self.residentByKind()
+        let directoryCache = (store as? SQLiteStore)?.directoryCacheStatistics
         let averageBytes = totalBytes.value / max(events, 1)
         var passthrough: [KafkaBenchmark.Measurement] = []
         var shaped: [KafkaBenchmark.Measurement] = []
@@ -300,6 +303,7 @@ public struct PipelineBenchmark: Sendable {
             peakResidentMegabytes: peak,
             brokerPeakResidentMegabytes: brokerPeak,
             residentByKind: residentByKind,
+            directoryCache: directoryCache,
             averageEventBytes: averageBytes,
             raw: passthrough,
             outboundShape: outboundShape,

@@ -21,6 +21,12 @@ public enum WorkerApp {
     }
 
     /// Runs `roles` in one process until SIGTERM or SIGINT: the embedded broker first if the
+
+    /// What `/metrics` reads of SQLite's directory cache, for a store that has one.
+    static func directoryCacheStatistics(of store: any StateStore) -> (@Sendable () -> DirectoryCacheStatistics)? {
+        guard let sqlite = store as? SQLiteStore else { return nil }
+        return { sqlite.directoryCacheStatistics }
+    }
     /// configuration asks for it, the store, the roles, and `/metrics` and `/health`.
     public static func run(configuration: HeraldConfiguration, roles: Set<HeraldRole>, logger: Logger) async throws {
         Redact.setKey(configuration.logUserHashKey)
@@ -116,8 +122,15 @@ public enum WorkerApp {
             // Beside the roles: stopped after them.
             var observers: [any Service] = [KafkaReachability(consumers: watched, servers: servers, logger: logger)]
             if !configuration.httpListen.isEmpty {
+                let directoryCache = Self.directoryCacheStatistics(of: store)
                 observers.append(
-                    try HTTPEndpoints(listen: configuration.httpListen, worker: worker, sender: sender, logger: logger)
+                    try HTTPEndpoints(
+                        listen: configuration.httpListen,
+                        worker: worker,
+                        sender: sender,
+                        directoryCache: directoryCache,
+                        logger: logger
+                    )
                 )
             }
             let roleServices: [any Service] = [worker as (any Service)?, sender].compactMap { $0 }

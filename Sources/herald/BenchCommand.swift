@@ -519,6 +519,13 @@ struct PipelineBenchCommand: AsyncParsableCommand {
         print(
             "  worker stages: deciding (decode, directory, store) \(String(format: "%.1f", counters.decideTime.inSeconds)) s, building (render, payloads) \(String(format: "%.1f", counters.buildTime.inSeconds)) s, overlapping"
         )
+        if let cache = report.directoryCache {
+            let lookups = cache.hits + cache.misses
+            print(
+                "  directory cache: \(lookups) users looked up, \(String(format: "%.1f", Double(cache.hits) / Double(max(lookups, 1)) * 100))% "
+                    + "found in it; it holds \(cache.users) of \(cache.capacity) (store.directory_cache)"
+            )
+        }
         let process = report.brokerPeakResidentMegabytes == nil ? "worker, feeder and broker" : "worker and feeder"
         print(
             "  peak RSS (\(process)) \(String(format: "%.0f", report.peakResidentMegabytes)) MB; at the end: "

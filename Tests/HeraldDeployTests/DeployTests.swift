@@ -3,6 +3,7 @@ import HeraldApp
 import HeraldKafka
 import HeraldPolicy
 import HeraldSender
+import HeraldStore
 import HeraldTestSupport
 import HeraldWorker
 import Testing
@@ -157,7 +158,8 @@ struct DeployTests {
                 waitingRetries: 0,
                 lag: [:]
             ),
-            brokers: [("worker", KafkaBrokerConnections(up: 1, known: 1))]
+            brokers: [("worker", KafkaBrokerConnections(up: 1, known: 1))],
+            directoryCache: DirectoryCacheStatistics(hits: 1, misses: 1, users: 1, capacity: 10)
         )
         var names: Set<String> = ["up"]
         for line in text.split(separator: "\n") where line.hasPrefix("# TYPE ") {
@@ -257,7 +259,8 @@ struct DeployTests {
             brokers: [
                 ("worker", KafkaBrokerConnections(up: 3, known: 3)),
                 ("sender", KafkaBrokerConnections(up: 0, known: 3)),
-            ]
+            ],
+            directoryCache: DirectoryCacheStatistics(hits: 900, misses: 100, users: 100, capacity: 200_000)
         )
         let check = try #require(
             try tool("promtool", ["check", "metrics"], input: text),
@@ -273,6 +276,8 @@ struct DeployTests {
             #expect(info.first?.contains("\(name)=\"\(version)\"") == true, "\(name) in \(info)")
         }
         #expect(text.contains(#"herald_consumer_lag{topic="orders.events",partition="0"} 5"#))
+        #expect(text.contains(#"herald_directory_cache_lookups_total{result="hit"} 900"#))
+        #expect(text.contains("herald_directory_cache_capacity 200000\n"))
         #expect(text.contains(#"herald_consumer_lag{topic="herald.outbound",partition="3"} 7"#))
         #expect(
             text.contains(

@@ -55,6 +55,39 @@ struct RecipientCacheTests {
         #expect(try await store.recipients(inOrder: ["cy"]).first??.devices.isEmpty ?? true)
     }
 
+    @Test(
+        "the cache's statistics count each user looked up as a hit or a miss, and the users it holds; without a cache, every look-up misses"
+    )
+    func statistics() async throws {
+        let store = try SQLiteStore(path: ":memory:", directoryCache: 2)
+        try await store.apply([
+            registered("ana", "phone", token: "t1", at: "2026-11-01T10:00:00Z"),
+            registered("ben", "phone", token: "t2", at: "2026-11-01T10:00:00Z"),
+            registered("cy", "phone", token: "t3", at: "2026-11-01T10:00:00Z"),
+        ])
+        #expect(store.directoryCacheStatistics == DirectoryCacheStatistics(hits: 0, misses: 0, users: 0, capacity: 2))
+        // Repeated in one look-up: both places miss (read once); an unknown user is cached as absent.
+        _ = try await store.recipients(inOrder: ["ana", "ana", "nobody"])
+        #expect(store.directoryCacheStatistics == DirectoryCacheStatistics(hits: 0, misses: 3, users: 2, capacity: 2))
+        _ = try await store.recipients(inOrder: ["ana", "nobody"])
+        #expect(store.directoryCacheStatistics == DirectoryCacheStatistics(hits: 2, misses: 3, users: 2, capacity: 2))
+        // Two more users than it holds: one is evicted for each.
+        _ = try await store.recipients(inOrder: ["ben", "cy"])
+        #expect(store.directoryCacheStatistics == DirectoryCacheStatistics(hits: 2, misses: 5, users: 2, capacity: 2))
+
+        let uncached = try SQLiteStore(path: ":memory:", directoryCache: 0)
+        _ = try await uncached.recipients(inOrder: ["ana", "ana"])
+        #expect(
+            uncached.directoryCacheStatistics == DirectoryCacheStatistics(hits: 0, misses: 2, users: 0, capacity: 0)
+        )
+        let lines = store.directoryCacheStatistics.metricLines
+        #expect(lines.contains("herald_directory_cache_lookups_total{result=\"hit\"} 2\n"))
+        #expect(lines.contains("herald_directory_cache_lookups_total{result=\"miss\"} 5\n"))
+        #expect(
+            lines.contains("herald_directory_cache_users 2\n") && lines.contains("herald_directory_cache_capacity 2\n")
+        )
+    }
+
     @Test("a change committed through another connection (another process) is seen by a store that cached the user")
     func otherConnection() async throws {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("herald-\(UUID().uuidString).sqlite")

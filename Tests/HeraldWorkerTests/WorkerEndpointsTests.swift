@@ -65,6 +65,7 @@ struct WorkerEndpointsTests {
             listen: "127.0.0.1:0",
             worker: worker,
             sender: nil,
+            directoryCache: { store.directoryCacheStatistics },
             logger: Logger(label: "test")
         )
         try await withRunningServices([endpoints]) {
@@ -107,6 +108,15 @@ struct WorkerEndpointsTests {
                 try await eventually("every message timed") {
                     try await httpGet(base + "/metrics").body.contains("herald_event_processing_seconds_count 40")
                 }
+                // Each example user read once, then found in the cache for each of the 30 events.
+                let cache = try await httpGet(base + "/metrics").body.split(separator: "\n")
+                func count(_ prefix: String) -> Int? {
+                    cache.first { $0.hasPrefix(prefix + " ") }.flatMap { Int($0.split(separator: " ").last ?? "") }
+                }
+                #expect(count(#"herald_directory_cache_lookups_total{result="miss"}"#) ?? 0 >= 3)
+                #expect(count(#"herald_directory_cache_lookups_total{result="hit"}"#) ?? 0 >= 30)
+                #expect(count("herald_directory_cache_users") == 3)
+                #expect(count("herald_directory_cache_capacity") == SQLiteStore.defaultDirectoryCacheCapacity)
                 // The purged entries are forgotten: deciding them again is not a redelivery.
                 #expect(try await store.decide([stale[0]]).map(\.redelivered) == [false])
             }

@@ -1,6 +1,7 @@
 import Dispatch
 import HeraldEvents
 import HeraldPolicy
+import Synchronization
 
 /// Herald's state in SQLite: a file, or `:memory:` for replay and tests. Every call runs on one
 /// serial queue, off Swift's cooperative pool, and a batch is one transaction or one query. Writers
@@ -12,6 +13,12 @@ public final class SQLiteStore: StateStore, @unchecked Sendable {
     private let queue = DispatchQueue(label: "herald.store.sqlite")
     // Only used on `queue`, like `connection`; so not checked for exclusive access at run time.
     @exclusivity(unchecked) var cache: RecipientCache
+    /// ``directoryCacheStatistics``' counts, kept on `queue` and read from anywhere.
+    private let cacheHits = Atomic<Int>(0)
+    private let cacheMisses = Atomic<Int>(0)
+    private let cachedUsers = Atomic<Int>(0)
+    /// `cache.capacity`, readable off `queue`.
+    private let cacheCapacity: Int
     // Only used on `queue`, like `connection`; so not checked for exclusive access at run time.
     @exclusivity(unchecked) var throttle: ThrottleCounts
     /// The most devices kept for one user (``DirectoryLimits/maximumDevicesPerUser``).
@@ -262,6 +269,7 @@ public final class SQLiteStore: StateStore, @unchecked Sendable {
         self.connection = connection
         self.maximumDevicesPerUser = max(maximumDevicesPerUser, 1)
         self.cache = RecipientCache(capacity: max(directoryCache, 0))
+        self.cacheCapacity = max(directoryCache, 0)
         self.throttle = ThrottleCounts(foldThreshold: throttleFoldThreshold, minimumSlice: throttleFoldSlice)
         try Self.migrate(connection)
     }
@@ -535,9 +543,20 @@ public final class SQLiteStore: StateStore, @unchecked Sendable {
         return result
     }
 
+    /// How the directory cache has served ``recipients(inOrder:)`` so far (`/metrics`).
+    public var directoryCacheStatistics: DirectoryCacheStatistics {
+        DirectoryCacheStatistics(
+            hits: cacheHits.load(ordering: .relaxed),
+            misses: cacheMisses.load(ordering: .relaxed),
+            users: cachedUsers.load(ordering: .relaxed),
+            capacity: cacheCapacity
+        )
+    }
+
     public func recipients(inOrder userIDs: [String]) async throws(StoreError) -> [Recipient?] {
         try await run { connection throws(StoreError) in
             guard self.cache.isEnabled else {
+                self.cacheMisses.add(userIDs.count, ordering: .relaxed)
                 let found = try Self.recipients(Array(Set(userIDs)), connection)
                 return userIDs.map { found[$0] }
             }
@@ -562,7 +581,12 @@ public final class SQLiteStore: StateStore, @unchecked Sendable {
                     missing.append(position)
                 }
             }
-            guard !missing.isEmpty else { return result }
+            self.cacheHits.add(userIDs.count - missing.count, ordering: .relaxed)
+            self.cacheMisses.add(missing.count, ordering: .relaxed)
+            guard !missing.isEmpty else {
+                self.cachedUsers.store(self.cache.count, ordering: .relaxed)
+                return result
+            }
             var seen = Set<String>()
             let unique = missing.map { userIDs[$0] }.filter { seen.insert($0).inserted }
             let loaded = try Self.recipients(unique, connection)
@@ -574,6 +598,7 @@ public final class SQLiteStore: StateStore, @unchecked Sendable {
                 }
             }
             for position in missing { result[position] = loaded[userIDs[position]] }
+            self.cachedUsers.store(self.cache.count, ordering: .relaxed)
             return result
         }
     }
