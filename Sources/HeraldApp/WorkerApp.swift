@@ -20,13 +20,13 @@ public enum WorkerApp {
         try await run(configuration: configuration, roles: [.worker], logger: logger)
     }
 
-    /// Runs `roles` in one process until SIGTERM or SIGINT: the embedded broker first if the
-
     /// What `/metrics` reads of SQLite's directory cache, for a store that has one.
     static func directoryCacheStatistics(of store: any StateStore) -> (@Sendable () -> DirectoryCacheStatistics)? {
         guard let sqlite = store as? SQLiteStore else { return nil }
         return { sqlite.directoryCacheStatistics }
     }
+
+    /// Runs `roles` in one process until SIGTERM or SIGINT: the embedded broker first if the
     /// configuration asks for it, the store, the roles, and `/metrics` and `/health`.
     public static func run(configuration: HeraldConfiguration, roles: Set<HeraldRole>, logger: Logger) async throws {
         Redact.setKey(configuration.logUserHashKey)

@@ -89,6 +89,13 @@ struct WorkerProcessTests {
                 Issue.record("the worker's log: \(log.suffix(4000))")
                 throw error
             }
+            // The process's own /metrics, on the port it logged: on SQLite, with its directory
+            // cache's families (each example user read once, then found in it).
+            let started = (try? String(contentsOf: logPath, encoding: .utf8)) ?? ""
+            let address = try #require(started.firstMatch(of: /"address":"([0-9.]+:[0-9]+)"/)?.output.1)
+            let metrics = try await httpGet("http://\(address)/metrics").body
+            #expect(metrics.contains(#"herald_directory_cache_lookups_total{result="hit"} "#), "\(metrics)")
+            #expect(metrics.contains("herald_directory_cache_capacity \(SQLiteStore.defaultDirectoryCacheCapacity)\n"))
             process.terminate()  // SIGTERM
             let stopped = ContinuousClock.now
             while process.isRunning && ContinuousClock.now - stopped < .seconds(25) {
