@@ -519,6 +519,12 @@ struct PipelineBenchCommand: AsyncParsableCommand {
         print(
             "  worker stages: deciding (decode, directory, store) \(String(format: "%.1f", counters.decideTime.inSeconds)) s, building (render, payloads) \(String(format: "%.1f", counters.buildTime.inSeconds)) s, overlapping"
         )
+        if let warm = report.warmEventsPerSecond {
+            print(
+                "  after the first \(Int(PipelineBenchmark.warmFraction * 100))% of the events (the directory cache warm): "
+                    + "\(String(format: "%.0f", warm)) events/s (informational: the rate and ratio above count every event)"
+            )
+        }
         if let cache = report.directoryCache {
             let lookups = cache.hits + cache.misses
             print(

@@ -151,6 +151,11 @@ struct ParallelBuildTests {
         #expect(report.outbound >= sent && report.outbound <= 3 * sent)
         #expect(report.counters.latencies.count == 3000)
         #expect(report.eventsPerSecond > 0)
+        // Every recipient looked up (an offer has two): each user missed at least once (more if they
+        // came twice in the batch that first read them), then mostly found in the cache.
+        let cache = try #require(report.directoryCache)
+        #expect(cache.hits + cache.misses >= 3000 && cache.users > 0 && cache.users <= 300, "\(cache)")
+        #expect(cache.misses >= cache.users && cache.hits > 2 * cache.misses, "\(cache)")
         try #require(report.raw.count == 3)
         #expect(report.raw.allSatisfy { $0.messages == 2000 && $0.messagesPerSecond > 0 })
         // The ratio is taken against the middle round, not the fastest or the slowest.
