@@ -118,6 +118,13 @@ public struct PipelineBenchmark: Sendable {
     /// default 100,000 users, by 300,000 events nearly every user has been looked up once.
     public static let warmFraction = 0.3
 
+    /// `events` handled from `start` to `end` per second; `nil` for less than a second, too short
+    /// to say much on this host.
+    static func rate(of events: Int, from start: ContinuousClock.Instant, to end: ContinuousClock.Instant) -> Double? {
+        let span = (end - start).inSeconds
+        return span >= 1 ? Double(events) / span : nil
+    }
+
     /// The domain topic the feeder writes and the worker reads.
     static let eventsTopic = "bench.events"
 
@@ -256,10 +263,7 @@ public struct PipelineBenchmark: Sendable {
             let finished = ContinuousClock.now
             let seconds = (finished - started).inSeconds
             let cpuSeconds = ProcessUsage.cpuSeconds() - cpuBefore
-            let warmRate = warm.flatMap { warm -> Double? in
-                let span = (finished - warm.instant).inSeconds
-                return span >= 1 ? Double(events - warm.handled) / span : nil
-            }
+            let warmRate = warm.flatMap { Self.rate(of: events - $0.handled, from: $0.instant, to: finished) }
             group.cancelAll()
             try await group.waitForAll()
             return (seconds, cpuSeconds, warmRate, statistics.snapshot)

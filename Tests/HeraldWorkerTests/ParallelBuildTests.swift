@@ -189,6 +189,13 @@ struct ParallelBuildTests {
         }
     }
 
+    @Test("the rate after the warm-up is the events handled since, per second, and none for under a second")
+    func warmRate() {
+        let start = ContinuousClock.now
+        #expect(PipelineBenchmark.rate(of: 700_000, from: start, to: start + .seconds(7)) == 100_000)
+        #expect(PipelineBenchmark.rate(of: 700_000, from: start, to: start + .milliseconds(999)) == nil)
+    }
+
     @Test("herald bench pipeline's Kafka properties reach the worker's clients, and only with the option")
     func pipelineBenchmarkKafkaProperties() {
         var benchmark = PipelineBenchmark()
