@@ -139,7 +139,7 @@ extension EventProcessor {
 
     /// The event kept with due work, and its kind; a dead letter if either is gone (the catalog
     /// dropped the kind since). An event kept without a `time` is given the one its ledger key
-    /// holds, `occurredAt` (workers before 2026-11-30 kept such events as they came).
+    /// holds, `occurredAt` (workers before 9ca545d kept such events as they came).
     private func storedEvent(
         _ payload: String,
         kind name: String,

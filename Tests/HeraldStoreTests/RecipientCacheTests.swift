@@ -74,6 +74,9 @@ struct RecipientCacheTests {
         // Two more users than it holds: one is evicted for each.
         _ = try await store.recipients(inOrder: ["ben", "cy"])
         #expect(store.directoryCacheStatistics == DirectoryCacheStatistics(hits: 2, misses: 5, users: 2, capacity: 2))
+        // A change to a cached user drops them at once.
+        try await store.apply([.deviceUnregistered(userID: "cy", deviceID: "phone", at: at("2026-11-02T10:00:00Z"))])
+        #expect(store.directoryCacheStatistics.users == 1)
 
         let uncached = try SQLiteStore(path: ":memory:", directoryCache: 0)
         _ = try await uncached.recipients(inOrder: ["ana", "ana"])
@@ -84,7 +87,7 @@ struct RecipientCacheTests {
         #expect(lines.contains("herald_directory_cache_lookups_total{result=\"hit\"} 2\n"))
         #expect(lines.contains("herald_directory_cache_lookups_total{result=\"miss\"} 5\n"))
         #expect(
-            lines.contains("herald_directory_cache_users 2\n") && lines.contains("herald_directory_cache_capacity 2\n")
+            lines.contains("herald_directory_cache_users 1\n") && lines.contains("herald_directory_cache_capacity 2\n")
         )
     }
 

@@ -4,11 +4,12 @@
 /// slower (docs/benchmarks.md): the hit ratio tells an operator when to give the cache more users.
 public struct DirectoryCacheStatistics: Sendable, Equatable {
     /// Users looked up whom the cache answered for (a known user, or one known to be absent),
-    /// counted once per look-up.
+    /// counted at every place a batch asks for them.
     public var hits: Int
-    /// Users looked up whom it did not, read from the database.
+    /// Users looked up whom it did not, read from the database: a user a batch asks for twice
+    /// counts twice, though read once.
     public var misses: Int
-    /// Users it held after the last look-up.
+    /// Users it held after the last look-up or change to the directory.
     public var users: Int
     /// The most users it holds (`store.directory_cache`; 0: no cache).
     public var capacity: Int

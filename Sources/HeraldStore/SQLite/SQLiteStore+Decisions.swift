@@ -441,6 +441,7 @@ extension SQLiteStore {
                         count += 1
                     }
                     for userID in users { self.cache.invalidate(userID) }
+                    self.noteCachedUsers()
                     try Self.refreshRecipientRecords(Array(users), connection)
                     return count
                 }

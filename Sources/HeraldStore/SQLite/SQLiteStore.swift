@@ -327,6 +327,7 @@ public final class SQLiteStore: StateStore, @unchecked Sendable {
                     }
                 }
                 for userID in touched { self.cache.invalidate(userID) }
+                self.noteCachedUsers()
                 try Self.refreshRecipientRecords(Array(touched), connection)
                 return applied
             }
@@ -553,6 +554,11 @@ public final class SQLiteStore: StateStore, @unchecked Sendable {
         )
     }
 
+    /// Sets the statistics' count of cached users (on `queue`, after the cache changed).
+    func noteCachedUsers() {
+        cachedUsers.store(cache.count, ordering: .relaxed)
+    }
+
     public func recipients(inOrder userIDs: [String]) async throws(StoreError) -> [Recipient?] {
         try await run { connection throws(StoreError) in
             guard self.cache.isEnabled else {
@@ -584,7 +590,7 @@ public final class SQLiteStore: StateStore, @unchecked Sendable {
             self.cacheHits.add(userIDs.count - missing.count, ordering: .relaxed)
             self.cacheMisses.add(missing.count, ordering: .relaxed)
             guard !missing.isEmpty else {
-                self.cachedUsers.store(self.cache.count, ordering: .relaxed)
+                self.noteCachedUsers()
                 return result
             }
             var seen = Set<String>()
@@ -598,7 +604,7 @@ public final class SQLiteStore: StateStore, @unchecked Sendable {
                 }
             }
             for position in missing { result[position] = loaded[userIDs[position]] }
-            self.cachedUsers.store(self.cache.count, ordering: .relaxed)
+            self.noteCachedUsers()
             return result
         }
     }
