@@ -19,7 +19,14 @@ extension SQLiteStore {
                     if !legacy, rows > 1 { written = try Self.insertLikely(chunk, connection) }
                     for request in chunk {
                         decisions.append(
-                            try Self.decide(request, legacy: legacy, written: written, &self.throttle, connection)
+                            try Self.decide(
+                                request,
+                                legacy: legacy,
+                                written: written,
+                                &self.throttle,
+                                &self.digests,
+                                connection
+                            )
                         )
                     }
                 }
@@ -39,10 +46,26 @@ extension SQLiteStore {
                 try throttle.begin(connection)
                 let result = try body()
                 try throttle.end(connection)
+                try digests.end(connection)
                 return result
             }
         } catch {
             throttle.rolledBack()
+            digests.rolledBack()
+            throw error
+        }
+    }
+
+    /// A transaction that may fold the pending digest items (``DigestBuffer/fold(_:)``): the buffer
+    /// is told if it rolls back.
+    func digestTransaction<R>(
+        _ connection: SQLiteConnection,
+        _ body: () throws(StoreError) -> R
+    ) throws(StoreError) -> R {
+        do {
+            return try connection.transaction(body)
+        } catch {
+            digests.rolledBack()
             throw error
         }
     }
@@ -150,6 +173,7 @@ extension SQLiteStore {
         legacy: Bool,
         written: Bool = false,
         _ throttle: inout ThrottleCounts,
+        _ digests: inout DigestBuffer,
         _ connection: SQLiteConnection
     ) throws(StoreError) -> Decision {
         let key = request.key
@@ -188,12 +212,13 @@ extension SQLiteStore {
             let windowValues: [SQLiteConnection.Value] = [
                 .text(window.recipient), .text(window.rule), .integer(window.windowStart.epochMilliseconds),
             ]
-            try connection.query(
-                """
-                INSERT INTO digest_items (recipient, rule, window_start, event_id, kind, payload, added_at)
-                VALUES (?, ?, ?, ?, ?, ?, ?)
-                """,
-                windowValues + [.text(key.eventID), .text(key.kind), .text(request.payload), .integer(at)]
+            try digests.append(
+                window,
+                eventID: key.eventID,
+                kind: key.kind,
+                payload: request.payload,
+                addedAt: at,
+                connection
             )
             try connection.query(
                 """
@@ -241,7 +266,7 @@ extension SQLiteStore {
     public func claimDue(now: Timestamp, limit: Int, lease: Duration) async throws(StoreError) -> [DueWork] {
         let until = Timestamp(epochMilliseconds: now.epochMilliseconds + lease.milliseconds)
         return try await run { connection throws(StoreError) in
-            try connection.transaction { () throws(StoreError) in
+            try self.digestTransaction(connection) { () throws(StoreError) in
                 var claimed: [DueWork] = []
                 var digests: [(index: Int, window: ThrottleKey)] = []
                 try connection.query(
@@ -281,12 +306,14 @@ extension SQLiteStore {
                         )
                     )
                 }
+                if !digests.isEmpty { try self.digests.fold(connection) }
                 for (index, window) in digests {
                     var items: [DigestItem] = []
                     try connection.query(
                         """
-                        SELECT id, event_id, kind, payload, added_at FROM digest_items
-                        WHERE recipient = ? AND rule = ? AND window_start = ? ORDER BY id
+                        SELECT i.id, i.event_id, i.kind, i.payload, i.added_at
+                        FROM digest_index x JOIN digest_items i ON i.id = x.id
+                        WHERE x.recipient = ? AND x.rule = ? AND x.window_start = ? ORDER BY x.id
                         """,
                         [.text(window.recipient), .text(window.rule), .integer(window.windowStart.epochMilliseconds)]
                     ) { row in
@@ -315,18 +342,30 @@ extension SQLiteStore {
 
     public func complete(_ work: [DueWork]) async throws(StoreError) {
         try await run { connection throws(StoreError) in
-            try connection.transaction { () throws(StoreError) in
+            try self.digestTransaction(connection) { () throws(StoreError) in
+                // Items collected since the claim keep their digest (below), appended ones too.
+                let digests = work.contains {
+                    if case .digest = $0.work { true } else { false }
+                }
+                if digests { try self.digests.fold(connection) }
                 for entry in work {
-                    if case .digest(_, let items) = entry.work {
+                    if case .digest(let window, let items) = entry.work {
+                        let windowValues: [SQLiteConnection.Value] = [
+                            .text(window.recipient), .text(window.rule), .integer(window.windowStart.epochMilliseconds),
+                        ]
                         for item in items {
                             try connection.query("DELETE FROM digest_items WHERE id = ?", [.integer(item.id)])
+                            try connection.query(
+                                "DELETE FROM digest_index WHERE recipient = ? AND rule = ? AND window_start = ? AND id = ?",
+                                windowValues + [.integer(item.id)]
+                            )
                         }
                     }
                     // A digest that collected more since the claim, or a deferral deferred again, stays.
                     try connection.query(
                         """
                         DELETE FROM due_work WHERE id = ? AND claimed_until = ?
-                            AND NOT EXISTS (SELECT 1 FROM digest_items i WHERE due_work.type = 'digest'
+                            AND NOT EXISTS (SELECT 1 FROM digest_index i WHERE due_work.type = 'digest'
                                 AND i.recipient = due_work.recipient AND i.rule = due_work.rule
                                 AND i.window_start = due_work.window_start)
                         """,

@@ -21,6 +21,8 @@ public final class SQLiteStore: StateStore, @unchecked Sendable {
     private let cacheCapacity: Int
     // Only used on `queue`, like `connection`; so not checked for exclusive access at run time.
     @exclusivity(unchecked) var throttle: ThrottleCounts
+    // Only used on `queue`, like `connection`; so not checked for exclusive access at run time.
+    @exclusivity(unchecked) var digests: DigestBuffer
     /// The most devices kept for one user (``DirectoryLimits/maximumDevicesPerUser``).
     let maximumDevicesPerUser: Int
 
@@ -29,6 +31,11 @@ public final class SQLiteStore: StateStore, @unchecked Sendable {
     /// The fewest windows a transaction writes while a fold is under way (as many as it counted, if
     /// those are more).
     static let throttleFoldSlice = 256
+    /// Digest items appended before a deciding transaction indexes them (``DigestBuffer``). A fold
+    /// of this many sorts about 4 MB of keys and held the store for 0.1–0.3 s with 2,000 busy users
+    /// (those batches' latency: p99 ≤ 1 s instead of ≤ 0.5 s); at half or a quarter of it, folds
+    /// wrote mostly the same index pages more often, and the pipeline ran 6–10% slower.
+    static let digestFoldThreshold = 100_000
 
     /// Users whose recipient record is kept in memory by default.
     public static let defaultDirectoryCacheCapacity = 200_000
@@ -234,6 +241,27 @@ public final class SQLiteStore: StateStore, @unchecked Sendable {
             HAVING count(*) > 0
                 AND max(decided_at) > (SELECT coalesce(max(decided_at), -1) FROM decisions_legacy_horizon);
         """,
+        // 16: digest items are appended without an index, their ids never reused (AUTOINCREMENT),
+        // and indexed by digest in bulk (see DigestBuffer): digest_index holds the items up to
+        // digest_folded.through. A worker older than this finds no items for a digest: once a
+        // database is at 16, run no older worker on it.
+        """
+        CREATE TABLE digest_items_16 (
+            id INTEGER PRIMARY KEY AUTOINCREMENT, recipient TEXT NOT NULL, rule TEXT NOT NULL,
+            window_start INTEGER NOT NULL, event_id TEXT NOT NULL, kind TEXT NOT NULL, payload TEXT NOT NULL,
+            added_at INTEGER NOT NULL);
+        INSERT INTO digest_items_16 SELECT id, recipient, rule, window_start, event_id, kind, payload, added_at
+            FROM digest_items;
+        DROP TABLE digest_items;
+        ALTER TABLE digest_items_16 RENAME TO digest_items;
+        CREATE TABLE digest_index (
+            recipient TEXT NOT NULL, rule TEXT NOT NULL, window_start INTEGER NOT NULL, id INTEGER NOT NULL,
+            PRIMARY KEY (recipient, rule, window_start, id)) WITHOUT ROWID;
+        INSERT INTO digest_index SELECT recipient, rule, window_start, id FROM digest_items
+            ORDER BY recipient, rule, window_start, id;
+        CREATE TABLE digest_folded (through INTEGER NOT NULL);
+        INSERT INTO digest_folded SELECT coalesce(max(id), 0) FROM digest_items;
+        """,
     ]
 
     /// Opens (or creates) the database at `path` and migrates it to the current schema.
@@ -264,6 +292,7 @@ public final class SQLiteStore: StateStore, @unchecked Sendable {
         directoryCache: Int = SQLiteStore.defaultDirectoryCacheCapacity,
         throttleFoldThreshold: Int = SQLiteStore.throttleFoldThreshold,
         throttleFoldSlice: Int = SQLiteStore.throttleFoldSlice,
+        digestFoldThreshold: Int = SQLiteStore.digestFoldThreshold,
         maximumDevicesPerUser: Int = DirectoryLimits.maximumDevicesPerUser
     ) throws(StoreError) {
         self.connection = connection
@@ -271,6 +300,7 @@ public final class SQLiteStore: StateStore, @unchecked Sendable {
         self.cache = RecipientCache(capacity: max(directoryCache, 0))
         self.cacheCapacity = max(directoryCache, 0)
         self.throttle = ThrottleCounts(foldThreshold: throttleFoldThreshold, minimumSlice: throttleFoldSlice)
+        self.digests = DigestBuffer(foldThreshold: digestFoldThreshold)
         try Self.migrate(connection)
     }
 
@@ -522,11 +552,25 @@ public final class SQLiteStore: StateStore, @unchecked Sendable {
             "DELETE FROM due_work WHERE type = 'deferred' AND recipient = ?1 AND event_time <= ?2",
             values
         )
-        try connection.query("DELETE FROM digest_items WHERE recipient = ?1 AND added_at <= ?2", values)
+        try DigestBuffer.fold(connection)
+        try connection.query(
+            """
+            DELETE FROM digest_items
+            WHERE id IN (SELECT id FROM digest_index WHERE recipient = ?1) AND added_at <= ?2
+            """,
+            values
+        )
+        try connection.query(
+            """
+            DELETE FROM digest_index
+            WHERE recipient = ? AND NOT EXISTS (SELECT 1 FROM digest_items i WHERE i.id = digest_index.id)
+            """,
+            [.text(userID)]
+        )
         try connection.query(
             """
             DELETE FROM due_work WHERE type = 'digest' AND recipient = ?1 AND NOT EXISTS (
-                SELECT 1 FROM digest_items i
+                SELECT 1 FROM digest_index i
                 WHERE i.recipient = due_work.recipient AND i.rule = due_work.rule AND i.window_start = due_work.window_start)
             """,
             [.text(userID)]
