@@ -135,6 +135,25 @@ struct SQLiteDigestTests {
         #expect(items.last.map { $0.id > 42 } == true)
     }
 
+    @Test("a database a newer Herald migrated is refused at opening, naming both versions, and left as it is")
+    func newerSchemaRefused() async throws {
+        let path = temporaryPath()
+        _ = try SQLiteStore(path: path)
+        let newer = SQLiteStore.migrations.count + 1
+        try SQLiteConnection(path: path).execute("PRAGMA user_version = \(newer)")
+        do {
+            _ = try SQLiteStore(path: path)
+            Issue.record("a database at version \(newer) was opened")
+        } catch {
+            #expect(error.code == .storeMigration)
+            #expect(error.message.contains("schema version \(newer)"), "\(error.message)")
+            #expect(error.message.contains("up to \(SQLiteStore.migrations.count)"), "\(error.message)")
+        }
+        var version: Int64 = 0
+        try SQLiteConnection(path: path).query("PRAGMA user_version") { version = $0.integer(0) }
+        #expect(version == Int64(newer))
+    }
+
     @Test("a batch of digested notifications to many users writes about its items' bytes, not a page per item")
     func batchWritesFewPages() async throws {
         let path = temporaryPath()

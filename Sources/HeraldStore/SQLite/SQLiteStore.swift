@@ -309,9 +309,20 @@ public final class SQLiteStore: StateStore, @unchecked Sendable {
     static let recipientRecordsVersion = 9
 
     /// Applies the migrations after the database's version, up to `target`.
+    ///
+    /// - Throws: ``StoreError`` `.migration` also for a database a newer Herald migrated past the
+    ///   schema this one knows: what the newer schema keeps where this one does not look (digest
+    ///   items not yet indexed, from migration 16) would be passed over, not read.
     static func migrate(_ connection: SQLiteConnection, to target: Int = migrations.count) throws(StoreError) {
         var version: Int64 = 0
         try connection.query("PRAGMA user_version") { row in version = row.integer(0) }
+        if version > migrations.count {
+            throw StoreError(
+                code: .storeMigration,
+                message:
+                    "the database is at schema version \(version), written by a newer Herald; this one knows versions up to \(migrations.count): run a Herald at least as new as the one that migrated it"
+            )
+        }
         guard version < target else { return }
         for (index, sql) in migrations.enumerated().prefix(target).dropFirst(Int(version)) {
             do {
