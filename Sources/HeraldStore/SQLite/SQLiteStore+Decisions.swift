@@ -344,10 +344,10 @@ extension SQLiteStore {
         try await run { connection throws(StoreError) in
             try self.digestTransaction(connection) { () throws(StoreError) in
                 // Items collected since the claim keep their digest (below), appended ones too.
-                let digests = work.contains {
+                let completesDigest = work.contains {
                     if case .digest = $0.work { true } else { false }
                 }
-                if digests { try self.digests.fold(connection) }
+                if completesDigest { try self.digests.fold(connection) }
                 for entry in work {
                     if case .digest(let window, let items) = entry.work {
                         let windowValues: [SQLiteConnection.Value] = [

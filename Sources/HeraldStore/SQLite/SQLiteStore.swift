@@ -34,7 +34,7 @@ public final class SQLiteStore: StateStore, @unchecked Sendable {
     /// Digest items appended before a deciding transaction indexes them (``DigestBuffer``). A fold
     /// of this many sorts about 4 MB of keys and held the store for 0.1–0.3 s with 2,000 busy users
     /// (those batches' latency: p99 ≤ 1 s instead of ≤ 0.5 s); at half or a quarter of it, folds
-    /// wrote mostly the same index pages more often, and the pipeline ran 6–10% slower.
+    /// wrote mostly the same index pages more often, and single runs were 6–14% slower.
     static let digestFoldThreshold = 100_000
 
     /// Users whose recipient record is kept in memory by default.
