@@ -188,6 +188,25 @@ struct QuietHoursTests {
         #expect(QuietHours(start: "22:00", end: "07:00", timeZone: "Mars/Olympus") == nil)
     }
 
+    @Test("made from minutes after midnight, as a store reads them back: the same period, and the same refusals")
+    func fromMinutes() {
+        let quiet = QuietHours(startMinute: 22 * 60, endMinute: 7 * 60, timeZone: "Europe/Oslo")
+        #expect(quiet == QuietHours(start: "22:00", end: "07:00", timeZone: "Europe/Oslo"))
+        #expect(quiet?.contains(at("2026-11-21T21:00:00Z")) == true)
+        #expect(quiet?.contains(at("2026-11-22T06:00:00Z")) == false)
+        #expect(QuietHours(startMinute: 1440, endMinute: 0, timeZone: "Europe/Oslo") == nil)
+        #expect(QuietHours(startMinute: -1, endMinute: 0, timeZone: "Europe/Oslo") == nil)
+        #expect(QuietHours(startMinute: 60, endMinute: 60, timeZone: "Europe/Oslo") == nil)
+        // Zones found by name are kept; a name that is none is refused every time, never kept.
+        for _ in 0..<2 {
+            #expect(QuietHours(startMinute: 0, endMinute: 60, timeZone: "Mars/Olympus") == nil)
+            #expect(
+                QuietHours(startMinute: 0, endMinute: 60, timeZone: "Asia/Tokyo")?.contains(at("2026-11-21T15:30:00Z"))
+                    == true
+            )
+        }
+    }
+
     @Test("Oslo: the end of quiet hours keeps its wall time across spring-forward and fall-back")
     func oslo() {
         let quiet = QuietHours(start: "22:00", end: "07:00", timeZone: "Europe/Oslo")!

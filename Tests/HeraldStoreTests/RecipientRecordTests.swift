@@ -218,7 +218,8 @@ struct RecipientRecordTests {
         let store = try await Self.storeWithPhones(at: path, ["ana", "ben", "cy"])
         let other = try SQLiteConnection(path: path)
         try other.execute("UPDATE recipient_records SET record = x'01' WHERE user_id = 'ana'")
-        try other.execute("UPDATE recipient_records SET record = x'02' WHERE user_id = 'ben'")
+        // A layout after the latest, its other bytes valid.
+        try other.execute("UPDATE recipient_records SET record = x'03' || substr(record, 2) WHERE user_id = 'ben'")
         let found = try await store.recipients(["ana", "ben", "cy"])
         #expect(found.mapValues { $0.devices.map(\.token) } == ["ana": ["t1"], "ben": ["t2"], "cy": ["t3"]])
         var rewritten = 0
@@ -227,5 +228,170 @@ struct RecipientRecordTests {
         }
         #expect(rewritten == 3, "the damaged records were written again")
         #expect(throws: StoreError.self) { try Self.decode([1]) }
+    }
+
+    /// A record in layout 1, as Herald wrote them before 2026-11-30: the preferences as their
+    /// JSON document (or none), a device's provider by name.
+    static func documentRecord(_ recipient: Recipient) -> [UInt8] {
+        var writer = PackedWriter()
+        writer.append(RecipientRecord.documentLayout)
+        writer.append(recipient.locale)
+        writer.append(recipient.timeZone)
+        let preferences = recipient.preferences
+        writer.append(preferences == Preferences() ? nil : PreferencesDocument.encode(preferences))
+        writer.append(Int64(recipient.devices.count))
+        for device in recipient.devices {
+            writer.append(device.deviceID)
+            writer.append(device.platform)
+            writer.append(device.provider.rawValue)
+            writer.append(device.token)
+            writer.append(device.appID)
+            writer.append(UInt8(device.sandbox ? 1 : 0))
+            writer.append(device.locale)
+            writer.append(device.registeredAt.epochMilliseconds)
+        }
+        return writer.bytes
+    }
+
+    static let withPreferences = Recipient(
+        userID: "ana",
+        devices: [
+            RegisteredDevice(
+                deviceID: "phone",
+                platform: "ios",
+                provider: .apns,
+                token: String(repeating: "cd", count: 32),
+                appID: "no.getdrop.app",
+                sandbox: false,
+                locale: "pl-PL",
+                registeredAt: Timestamp(epochMilliseconds: 1_764_000_000_000)
+            ),
+            RegisteredDevice(
+                deviceID: "tablet",
+                platform: "android",
+                provider: .fcm,
+                token: "fcm:" + String(repeating: "x", count: 150),
+                appID: "no.getdrop.app",
+                sandbox: false,
+                locale: nil,
+                registeredAt: Timestamp(epochMilliseconds: 1_764_000_000_001)
+            ),
+            RegisteredDevice(
+                deviceID: "old",
+                platform: "android",
+                provider: .expo,
+                token: "ExponentPushToken[y]",
+                appID: "no.getdrop.app",
+                sandbox: true,
+                locale: "en",
+                registeredAt: Timestamp(epochMilliseconds: 1_764_000_000_002)
+            ),
+        ],
+        locale: "nb-NO",
+        timeZone: "Europe/Oslo",
+        preferences: Preferences(
+            pushEnabled: true,
+            categories: ["marketing": false, "messages": true, "security": true],
+            quietHours: QuietHours(start: "23:30", end: "06:15", timeZone: "America/New_York")
+        )
+    )
+
+    @Test("records pack the preferences (layout 2), and records written with their JSON document (layout 1) still read")
+    func layouts() throws {
+        let packed = RecipientRecord.encode(Self.withPreferences)
+        #expect(packed.first == 2)
+        #expect(try Self.decode(packed) == Self.withPreferences)
+        let document = Self.documentRecord(Self.withPreferences)
+        #expect(document.first == 1)
+        #expect(try Self.decode(document) == Self.withPreferences)
+        // The JSON is not in the packed record: its member names are not.
+        #expect(!String(decoding: packed, as: UTF8.self).contains("quietHours"))
+        #expect(String(decoding: document, as: UTF8.self).contains("quietHours"))
+        // Nor are the providers' names.
+        #expect(!String(decoding: packed, as: UTF8.self).contains("expo"))
+
+        var plain = Self.withPreferences
+        plain.preferences = Preferences()
+        #expect(try Self.decode(RecipientRecord.encode(plain)) == plain)
+        #expect(try Self.decode(Self.documentRecord(plain)) == plain)
+        #expect(RecipientRecord.encode(plain).count < packed.count, "default preferences take one byte")
+
+        // A flag that is neither 0 nor 1 is damage, not a preference. Without a locale and a zone
+        // the record starts with the layout, their two absent flags, then the preferences flag.
+        var bare = plain
+        bare.locale = nil
+        bare.timeZone = nil
+        var damaged = RecipientRecord.encode(bare)
+        #expect(damaged[3] == 0, "the preferences flag")
+        damaged[3] = 2
+        #expect(throws: StoreError.self) { try Self.decode(damaged) }
+        // So is a provider code no provider has: the first device's follows the device count and
+        // its id and platform ("phone", "ios"), each a length and its bytes.
+        var unknownProvider = RecipientRecord.encode(bare)
+        #expect(unknownProvider[28] == 0, "apns")
+        unknownProvider[28] = 3
+        #expect(throws: StoreError.self) { try Self.decode(unknownProvider) }
+        unknownProvider[28] = 1
+        #expect(try Self.decode(unknownProvider).devices.first?.provider == .fcm)
+    }
+
+    @Test("a layout 1 record in the store is read as it is, not rebuilt; the user's next change writes layout 2")
+    func documentRecordInStore() async throws {
+        let scratch = ScratchDirectory()
+        let path = scratch.path + "/state.sqlite"
+        let store = try await Self.storeWithPhones(at: path, ["ana"])
+        try await store.apply([
+            .preferencesUpdated(
+                userID: "ana",
+                preferences: Self.withPreferences.preferences,
+                at: try #require(Timestamp(rfc3339: "2026-11-01T11:00:00Z"))
+            )
+        ])
+        let expected = try #require(try await store.recipients(["ana"])["ana"])
+        #expect(expected.preferences == Self.withPreferences.preferences)
+        let other = try SQLiteConnection(path: path)
+        try other.query(
+            "UPDATE recipient_records SET record = ? WHERE user_id = 'ana'",
+            [.blob(Self.documentRecord(expected))]
+        )
+        func layout() throws -> UInt8? {
+            var first: UInt8?
+            try other.query("SELECT record FROM recipient_records WHERE user_id = 'ana'") { first = $0.blob(0).first }
+            return first
+        }
+        #expect(try layout() == 1)
+        #expect(try await store.recipients(["ana"])["ana"] == expected)
+        #expect(try layout() == 1, "a record in an older layout is read, not rebuilt")
+        try await store.apply([registered("ana", "tablet", token: "t9", at: "2026-11-02T10:00:00Z")])
+        #expect(try layout() == 2)
+        let changed = try #require(try await store.recipients(["ana"])["ana"])
+        #expect(changed.preferences == expected.preferences)
+        #expect(changed.devices.map(\.token).sorted() == ["t1", "t9"])
+    }
+
+    @Test("look-ups of any number of users find exactly those the directory has, at sizes on both sides of a chunk")
+    func lookupSizes() async throws {
+        let store = try SQLiteStore(path: ":memory:", directoryCache: 0)
+        let users = (0..<700).map { "user-\($0)" }
+        try await store.apply(
+            users.enumerated().map { registered($1, "phone", token: "t\($0)", at: "2026-11-01T10:00:00Z") }
+        )
+        var random = Generator(seed: 7)
+        for count in [1, 2, 3, 7, 8, 9, 255, 256, 257, 499, 500, 501, 1_000] {
+            // Some users twice and some the directory does not know, in no order.
+            let asked = (0..<count).map { _ in
+                random.next(below: 10) == 0 ? "stranger-\(random.next(below: 50))" : users[random.next(below: 700)]
+            }
+            let found = try await store.recipients(inOrder: asked)
+            #expect(found.count == asked.count)
+            for (userID, recipient) in zip(asked, found) {
+                if userID.hasPrefix("stranger") {
+                    #expect(recipient == nil)
+                } else {
+                    #expect(recipient?.userID == userID)
+                    #expect(recipient?.devices.map(\.token) == ["t\(userID.dropFirst(5))"])
+                }
+            }
+        }
     }
 }

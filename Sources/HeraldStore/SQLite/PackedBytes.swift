@@ -54,6 +54,15 @@ struct PackedReader {
         return bytes[offset]
     }
 
+    /// A byte that is 0 or 1; `nil` for any other.
+    mutating func flag() -> Bool? {
+        switch byte() {
+        case 0: false
+        case 1: true
+        default: nil
+        }
+    }
+
     mutating func text() -> String? {
         guard bytes.count - offset >= 4 else { return nil }
         let length = Int(UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: UInt32.self)))

@@ -664,6 +664,25 @@ public final class SQLiteStore: StateStore, @unchecked Sendable {
         }
     }
 
+    /// The record look-up for `keys` users. Made for each chunk, the statement's text (up to 1,000
+    /// bytes) was built, then hashed and compared to find its prepared statement, for every batch:
+    /// about 900 instructions per user read. Kept per size instead, found by the size.
+    static func recordLookup(keys: Int) -> SQLiteConnection.SQL {
+        if let known = recordLookups.withLock({ $0[keys] }) { return known }
+        let sql = SQLiteConnection.SQL(
+            kept: "SELECT user_id, record FROM recipient_records WHERE user_key IN (\(placeholders(keys)))"
+        )
+        return recordLookups.withLock { lookups in
+            if let known = lookups[keys] { return known }
+            lookups[keys] = sql
+            return sql
+        }
+    }
+
+    /// At most ``chunkSize`` statements, made as sizes are first needed and kept for the process's
+    /// life (their statements are found by their address).
+    private static let recordLookups = Mutex<[Int: SQLiteConnection.SQL]>([:])
+
     /// `count` comma-separated `?` parameters, for an `IN (…)` list.
     static func placeholders(_ count: Int) -> String {
         Array(repeating: "?", count: count).joined(separator: ",")
@@ -682,13 +701,10 @@ public final class SQLiteStore: StateStore, @unchecked Sendable {
             let chunk = unique[start..<min(start + Self.chunkSize, unique.count)]
             // A user whose key collides with a requested one's comes back too, and is passed over.
             let wanted = Set(chunk)
-            try connection.query(
-                SQLiteConnection.SQL(
-                    built:
-                        "SELECT user_id, record FROM recipient_records WHERE user_key IN (\(placeholders(chunk.count)))"
-                ),
-                chunk.map { .integer(RecipientRecord.key($0)) }
-            ) { row in
+            var keys: [SQLiteConnection.Value] = []
+            keys.reserveCapacity(chunk.count)
+            for userID in chunk { keys.append(.integer(RecipientRecord.key(userID))) }
+            try connection.query(recordLookup(keys: chunk.count), keys) { row in
                 let userID = row.text(0) ?? ""
                 guard wanted.contains(userID) else { return }
                 do {
