@@ -62,9 +62,9 @@ public struct QuietHours: Sendable, Hashable {
 
     /// The IANA zone named `name`, or `nil` if there is none. Zones found are kept: a user's quiet
     /// hours are made each time the directory cache reads them from the store, and Foundation's
-    /// look-up by name cost about 8,800 instructions a time, a quarter of reading a user who has
-    /// quiet hours. Names that are no zone are not kept, so the table holds at most the zones the
-    /// system knows (about 600).
+    /// look-up by name cost about 8,800 instructions a time, more than the rest of decoding the
+    /// user's record. Names that are no zone are not kept, so the table holds at most the zones
+    /// the system knows (about 600).
     static func zone(named name: String) -> TimeZone? {
         if let known = zones.withLock({ $0[name] }) { return known }
         guard let zone = TimeZone(identifier: name) else { return nil }

@@ -333,6 +333,20 @@ struct RecipientRecordTests {
         #expect(throws: StoreError.self) { try Self.decode(unknownProvider) }
         unknownProvider[28] = 1
         #expect(try Self.decode(unknownProvider).devices.first?.provider == .fcm)
+        // Quiet hours' minutes the encoder cannot write are damage too (the record is rebuilt),
+        // not quiet hours silently dropped. 23:30 to 06:15: 1,410 then 375, eight bytes each.
+        let minutes =
+            withUnsafeBytes(of: Int64(1_410).littleEndian, Array.init)
+            + withUnsafeBytes(of: Int64(375).littleEndian, Array.init)
+        let start = try #require(
+            packed.indices.first { packed[$0...].starts(with: minutes) },
+            "the quiet hours' minutes, as packed"
+        )
+        for bad: Int64 in [1_440, -1, 375] {
+            var damagedHours = packed
+            damagedHours.replaceSubrange(start..<(start + 8), with: withUnsafeBytes(of: bad.littleEndian, Array.init))
+            #expect(throws: StoreError.self, "start \(bad)") { try Self.decode(damagedHours) }
+        }
     }
 
     @Test("a layout 1 record in the store is read as it is, not rebuilt; the user's next change writes layout 2")

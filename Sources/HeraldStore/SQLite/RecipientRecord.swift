@@ -12,9 +12,10 @@ enum RecipientRecord {
     /// latest; every layout here is read.
     static let layout: UInt8 = 2
     /// Layout 1 (until 2026-11-30) kept the preferences as their JSON document, parsed on every
-    /// read: with the quiet hours' zone looked up by name, half of reading a user who had any.
-    /// Layout 2 packs them, and a device's provider as a byte instead of its name. A record is rewritten whenever its user changes; an older Herald, which
-    /// knows only layout 1, rebuilds a layout 2 record it reads from `devices` and `users`.
+    /// read: with the quiet hours' zone looked up by name, nearly half of reading a user who had
+    /// any. Layout 2 packs them, and a device's provider as a byte instead of its name. A record
+    /// is rewritten whenever its user changes; an older Herald, which knows only layout 1,
+    /// rebuilds a layout 2 record it reads from `devices` and `users`.
     static let documentLayout: UInt8 = 1
 
     static func encode(_ recipient: Recipient) -> [UInt8] {
@@ -141,12 +142,14 @@ enum RecipientRecord {
         switch reader.byte() {
         case 0: break
         case 1:
-            guard let start = reader.integer(), let end = reader.integer(), let zone = reader.text() else {
-                throw malformed
-            }
-            // As the document's reader does: a period that is no longer valid (its zone gone from
-            // the system's time zone data) is read as none.
-            quietHours = QuietHours(startMinute: Int(clamping: start), endMinute: Int(clamping: end), timeZone: zone)
+            // Minutes the encoder cannot have written are damage: the record is rebuilt from the
+            // tables rather than read without the user's quiet hours.
+            guard let start = reader.integer(), let end = reader.integer(), let zone = reader.text(),
+                (0..<1440).contains(start), (0..<1440).contains(end), start != end
+            else { throw malformed }
+            // As the document's reader does: a period whose zone is gone from the system's time
+            // zone data is read as none.
+            quietHours = QuietHours(startMinute: Int(start), endMinute: Int(end), timeZone: zone)
         default: throw malformed
         }
         return Preferences(pushEnabled: pushEnabled, categories: categories, quietHours: quietHours)

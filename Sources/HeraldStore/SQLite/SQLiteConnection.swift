@@ -126,9 +126,9 @@ final class SQLiteConnection: @unchecked Sendable {
             source = .built(text)
         }
 
-        /// SQL built once and kept for the process's life (a `static let`), run often: an `IN`
-        /// list's placeholders for a few fixed sizes. Its statement is found without hashing its
-        /// text, which for a list of hundreds of placeholders cost more than a row it reads.
+        /// SQL built once, run often, and kept for the process's life (held by a `static`): an
+        /// `IN` list of a given size. Its statement is found by the object's address, without
+        /// hashing and comparing its text, which for hundreds of placeholders is a kilobyte.
         init(kept text: String) {
             source = .shared(Shared(text))
         }

@@ -701,10 +701,8 @@ public final class SQLiteStore: StateStore, @unchecked Sendable {
             let chunk = unique[start..<min(start + Self.chunkSize, unique.count)]
             // A user whose key collides with a requested one's comes back too, and is passed over.
             let wanted = Set(chunk)
-            var keys: [SQLiteConnection.Value] = []
-            keys.reserveCapacity(chunk.count)
-            for userID in chunk { keys.append(.integer(RecipientRecord.key(userID))) }
-            try connection.query(recordLookup(keys: chunk.count), keys) { row in
+            try connection.query(recordLookup(keys: chunk.count), chunk.map { .integer(RecipientRecord.key($0)) }) {
+                row in
                 let userID = row.text(0) ?? ""
                 guard wanted.contains(userID) else { return }
                 do {
