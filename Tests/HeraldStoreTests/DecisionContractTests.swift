@@ -750,6 +750,47 @@ struct PostgresStoreTests {
         }
     }
 
+    @Test(
+        "migrations: a schema a newer Herald migrated is run on only if that Herald allows this one, and is left as it is"
+    )
+    func newerSchema() async throws {
+        try await withPostgresStore { store in
+            let known = PostgresSchema.migrations.count
+            func stored() async throws -> (version: Int, compatibleFrom: Int?) {
+                var row: (Int, Int?) = (-1, -1)
+                for try await found in try await store.client.query(
+                    "SELECT version, compatible_from FROM herald_schema_version"
+                ).decode((Int, Int?).self) {
+                    row = found
+                }
+                return row
+            }
+            #expect(try await stored() == (known, PostgresSchema.compatibleFrom))
+            // Migrated by a Herald that knows one more migration and allows no older worker, or
+            // did not say (a Herald before `compatible_from` was kept).
+            for (allowed, says) in [(known + 1, "version \(known + 1) or later"), (nil, "no older worker")] {
+                try await store.client.query(
+                    "UPDATE herald_schema_version SET version = \(known + 1), compatible_from = \(allowed)"
+                )
+                do throws(StoreError) {
+                    try await store.migrate()
+                    Issue.record("a schema at version \(known + 1) allowing \(String(describing: allowed)) was run on")
+                } catch {
+                    #expect(error.code == .storeMigration)
+                    #expect(error.message.contains("schema version \(known + 1)"), "\(error.message)")
+                    #expect(error.message.contains("up to \(known)"), "\(error.message)")
+                    #expect(error.message.contains(says), "\(error.message)")
+                }
+                #expect(try await stored() == (known + 1, allowed))
+            }
+            // A newer Herald that allows this one: it runs, and leaves the version as it found it.
+            try await store.client.query("UPDATE herald_schema_version SET compatible_from = \(known)")
+            try await store.migrate()
+            #expect(try await stored() == (known + 1, known))
+            #expect(try await store.schemaVersion() == known + 1)
+        }
+    }
+
     @Test("a PostgreSQL URL is read, and a bad one is refused without repeating it")
     func configuration() throws {
         let configuration = try PostgresStore.Configuration(

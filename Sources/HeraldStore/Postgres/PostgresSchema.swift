@@ -4,8 +4,21 @@ import Foundation
 /// that a batch of any size is one round trip: the policy is decided in Swift, and the functions only
 /// apply its plan against the shared rows, under row locks.
 enum PostgresSchema {
+    /// The oldest schema a worker must know (its `migrations.count`) to run on a database this
+    /// Herald migrated; `herald_schema_version.compatible_from` keeps it for older workers to read
+    /// (``PostgresStore/migrate()``).
+    ///
+    /// A migration an older worker would run on wrongly leaves this at the new count: server-side
+    /// functions it calls by a signature the migration replaced, rows kept where it does not look,
+    /// keys it writes differently. One that only adds what older workers can pass over (an index,
+    /// a table they never use) may leave it where it was, and workers can then be upgraded one by
+    /// one. Every migration up to 10 is of the first kind (10 changed how events without a time are
+    /// keyed).
+    static let compatibleFrom = 10
+
     /// Applied in order; `herald_schema_version` records how far a database is. Never edit a
-    /// released migration: add one.
+    /// released migration: add one, and say in ``compatibleFrom`` whether older workers may run
+    /// on it.
     static let migrations: [String] = [
         """
         CREATE TABLE devices (

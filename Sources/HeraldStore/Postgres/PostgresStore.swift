@@ -189,6 +189,14 @@ public final class PostgresStore: StateStore, Service {
 
     /// Brings the schema up to date. Safe to call from many workers starting at once: an advisory
     /// lock lets one migrate while the others wait, then find nothing to do.
+    ///
+    /// A database a newer Herald migrated past the migrations this one knows is run on only if that
+    /// Herald said this one may (``PostgresSchema/compatibleFrom``): workers of one database are
+    /// upgraded one by one, and those still running keep working on the newer schema. Otherwise
+    /// it is refused, before anything is read or written.
+    ///
+    /// - Throws: ``StoreError`` `.migration` for a migration that failed, or a newer schema this
+    ///   worker must not run on (naming the versions).
     public func migrate() async throws(StoreError) {
         await waitForPool()
         try await storeCall("migration", timeout: .seconds(300)) { [self] in
@@ -199,14 +207,32 @@ public final class PostgresStore: StateStore, Service {
                     "CREATE TABLE IF NOT EXISTS herald_schema_version (version integer NOT NULL)",
                     logger: logger
                 )
-                var version = 0
-                for try await (current, ) in try await connection.query(
-                    "SELECT version FROM herald_schema_version",
+                // Not a migration: a worker that knows no migration past the newest must still be
+                // able to read what a newer one wrote here.
+                try await connection.query(
+                    "ALTER TABLE herald_schema_version ADD COLUMN IF NOT EXISTS compatible_from integer",
                     logger: logger
-                ).decode((Int,).self) {
-                    version = current
+                )
+                var version = 0
+                var compatibleFrom: Int?
+                for try await (current, compatible) in try await connection.query(
+                    "SELECT version, compatible_from FROM herald_schema_version",
+                    logger: logger
+                ).decode((Int, Int?).self) {
+                    (version, compatibleFrom) = (current, compatible)
                 }
-                guard version < PostgresSchema.migrations.count else { return }
+                let known = PostgresSchema.migrations.count
+                if version > known {
+                    try Self.checkNewer(version: version, compatibleFrom: compatibleFrom, known: known)
+                    logger.warning(
+                        "the PostgreSQL schema is newer than this Herald knows; the Herald that migrated it allows this one",
+                        metadata: [
+                            "version": "\(version)", "known": "\(known)",
+                            "compatible_from": "\(compatibleFrom.map(String.init) ?? "-")",
+                        ]
+                    )
+                }
+                guard version < known else { return }
                 for (index, sql) in PostgresSchema.migrations.enumerated().dropFirst(version) {
                     for statement in PostgresSchema.statements(sql) {
                         try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
@@ -214,12 +240,28 @@ public final class PostgresStore: StateStore, Service {
                     logger.info("migrated the PostgreSQL schema", metadata: ["version": "\(index + 1)"])
                 }
                 try await connection.query("DELETE FROM herald_schema_version", logger: logger)
-                let newVersion = PostgresSchema.migrations.count
                 try await connection.query(
-                    "INSERT INTO herald_schema_version (version) VALUES (\(newVersion))",
+                    """
+                    INSERT INTO herald_schema_version (version, compatible_from)
+                    VALUES (\(known), \(PostgresSchema.compatibleFrom))
+                    """,
                     logger: logger
                 )
             }
+        }
+    }
+
+    /// Refuses a database at schema `version`, past the `known` migrations, unless the Herald that
+    /// migrated it said that workers knowing `compatibleFrom` may run on it. A database without
+    /// that word (written by a Herald before it was kept) is refused.
+    static func checkNewer(version: Int, compatibleFrom: Int?, known: Int) throws(StoreError) {
+        guard let compatibleFrom, compatibleFrom <= known else {
+            let allowed = compatibleFrom.map { "workers that know version \($0) or later" } ?? "no older worker"
+            throw StoreError(
+                code: .storeMigration,
+                message:
+                    "the database is at schema version \(version), written by a newer Herald that allows \(allowed); this one knows versions up to \(known): run a Herald at least as new as the one that migrated it"
+            )
         }
     }
 
