@@ -47,8 +47,9 @@ public struct TopicReader: Sendable {
         let running = Task { try await consumer.run() }
         let progress = ProgressCounter()
         // Ends the message sequence once every assigned partition is empty or read to its end and
-        // nothing waits in the buffer; gives up after `idleTimeout` without progress.
-        let watching = Task { () -> Bool in
+        // nothing waits in the buffer (nil); gives up after `idleTimeout` without progress, saying
+        // where each partition stood.
+        let watching = Task { () -> String? in
             var lastCount = -1
             var idleSince = ContinuousClock.now
             while !Task.isCancelled {
@@ -60,18 +61,19 @@ public struct TopicReader: Sendable {
                     && assignment.allSatisfy({ empty.contains($0) || lag[$0] == 0 })
                 {
                     consumer.triggerShutdown()
-                    return true
+                    return nil
                 }
                 let count = progress.value
                 if count != lastCount {
                     lastCount = count
                     idleSince = .now
                 } else if ContinuousClock.now - idleSince > idleTimeout {
+                    let stoppedAt = Self.positions(of: consumer)
                     consumer.triggerShutdown()
-                    return false
+                    return stoppedAt
                 }
             }
-            return false
+            return "cancelled"
         }
         var read = 0
         do {
@@ -88,21 +90,44 @@ public struct TopicReader: Sendable {
             _ = try? await running.value
             throw error
         }
-        let reachedEnd = await watching.value
+        let stopped = await watching.value
         consumer.triggerShutdown()
         _ = try? await running.value
-        guard reachedEnd else { throw TopicReaderError.incomplete(topic: topic, idle: idleTimeout, read: read) }
+        if let stopped {
+            throw TopicReaderError.incomplete(topic: topic, idle: idleTimeout, read: read, partitions: stopped)
+        }
         return read
+    }
+
+    /// Where reading stood in each assigned partition, for an error that must say which partition
+    /// did not reach its end, and whether it was ever fetched.
+    static func positions(of consumer: KafkaConsumer) -> String {
+        let assignment = consumer.assignment.sorted()
+        guard !assignment.isEmpty else { return "no partition was assigned" }
+        let lag = consumer.lag()
+        let buffered = consumer.bufferedMessageCount
+        let partitions = assignment.map { partition in
+            guard let marks = consumer.client.watermarks(partition) else {
+                return "\(partition) not fetched (no watermarks)"
+            }
+            let range = "offsets \(marks.low)..<\(marks.high)"
+            guard let behind = lag[partition] else { return "\(partition) at no known position, \(range)" }
+            // Done with, or fetched into the buffer (counted below): either way nothing is missing.
+            return behind == 0
+                ? "\(partition) fetched to its end, \(range)" : "\(partition) \(behind) behind its end, \(range)"
+        }
+        return partitions.joined(separator: "; ") + (buffered > 0 ? "; \(buffered) records buffered" : "")
     }
 }
 
 public enum TopicReaderError: Error, Sendable, CustomStringConvertible {
-    case incomplete(topic: String, idle: Duration, read: Int)
+    /// `partitions`: where each assigned partition stood when reading gave up.
+    case incomplete(topic: String, idle: Duration, read: Int, partitions: String)
 
     public var description: String {
         switch self {
-        case .incomplete(let topic, let idle, let read):
-            "could not read \(topic) to its end: no progress for \(idle) (\(read) records read); "
+        case .incomplete(let topic, let idle, let read, let partitions):
+            "could not read \(topic) to its end: no progress for \(idle) (\(read) records read; when it gave up: \(partitions)); "
                 + "is the broker reachable, and does the topic exist?"
         }
     }

@@ -27,6 +27,37 @@ struct TopicReaderTests {
         #expect(await eventually { RDKafkaConsumerClient.endedHandles(clientID: clientID).destroyed == 1 })
     }
 
+    @Test("reading that makes no progress is an error that says where each partition stood")
+    func stalledReading() async throws {
+        let environment = try KafkaTestEnvironment(topics: ["reader.slow": 3])
+        let producer = try environment.makeProducer()
+        try await withRunningServices([producer]) {
+            try await produce(producer, topic: "reader.slow", count: 300, partitions: 3)
+        }
+        let reader = TopicReader(
+            bootstrapServers: [environment.cluster.bootstrapServers],
+            topic: "reader.slow",
+            clientID: "reader-\(UInt64.random(in: 0...UInt64.max))"
+        )
+        var batches = 0
+        let error = await #expect(throws: TopicReaderError.self) {
+            // The first batch, which comes once the partitions are assigned (joining the group takes
+            // a few seconds), takes longer than reading may go without progress.
+            try await reader.read(logger: environment.logger, idleTimeout: .seconds(10)) { _ in
+                batches += 1
+                if batches == 1 { try await Task.sleep(for: .seconds(15)) }
+            }
+        }
+        let text = error.map { "\($0)" } ?? ""
+        // Every partition named, with its offsets; the one whose records were handed out and not
+        // done is behind (the others may be too, or fetched into the buffer).
+        for partition in 0..<3 {
+            #expect(text.contains("reader.slow[\(partition)] "), "\(text)")
+        }
+        #expect(text.components(separatedBy: "offsets 0..<100").count == 4, "\(text)")
+        #expect(text.contains("100 behind its end"), "\(text)")
+    }
+
     @Test(
         "a broker out of reach is an error, and the reader's consumer, which never had an assignment, is destroyed rather than left reconnecting"
     )
@@ -34,9 +65,12 @@ struct TopicReaderTests {
         let environment = try KafkaTestEnvironment(topics: [:])
         let clientID = "reader-\(UInt64.random(in: 0...UInt64.max))"
         let reader = TopicReader(bootstrapServers: ["127.0.0.1:1"], topic: "reader.in", clientID: clientID)
-        await #expect(throws: TopicReaderError.self) {
+        let error = await #expect(throws: TopicReaderError.self) {
             try await reader.read(logger: environment.logger, idleTimeout: .seconds(2)) { _ in }
         }
+        // It says how far it got: here, not even an assignment.
+        let text = error.map { "\($0)" } ?? ""
+        #expect(text.contains("(0 records read; when it gave up: no partition was assigned)"), "\(text)")
         // With librdkafka before 2.3, a cooperative-sticky consumer closed before its first
         // assignment cannot be destroyed (RDKafkaConsumerClient.mayDestroy): the reader's group of
         // one must not be one.
