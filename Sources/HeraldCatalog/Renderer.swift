@@ -397,6 +397,9 @@ public final class Renderer: Sendable {
         case .decimal(let text): return .decimal(text)
         case .list(let items): return .string(items.joined(separator: ", "))
         case .money(let amount, let currency):
+            // ISO 4217's "no currency": ICU would print its generic sign (¤1,234.50) or the code
+            // itself, neither of which a reader should see. The amount, as a number.
+            if currency == "XXX" { return .decimal(amount) }
             do {
                 return .string(try moneyFormatter(locale: locale, currency: currency).format(decimal: amount))
             } catch {

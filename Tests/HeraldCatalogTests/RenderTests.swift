@@ -287,6 +287,15 @@ struct RenderTests {
             try rendered(amount: .string("1234.50"), currency: .string("eur")) == rendered(amount: .string("1234.50"))
         )
         #expect(try rendered(amount: .string("1234.50")).contains("1,234.50"))
+        // XXX is ISO 4217's "no currency": the amount as a number, not ICU's generic sign ¤ (nb's
+        // house pattern in the example catalog puts the sign after the amount).
+        for locale in ["en", "nb"] {
+            let total = JSONValue.object(JSONObject([("amount", .string("1234.50")), ("currency", .string("XXX"))]))
+            let changed = try sampleEvent("order.confirmed", setting: "total", to: total)
+            let body = try renderer.render(changed, as: kind, locale: locale, timeZone: "UTC").body
+            #expect(!body.contains("¤") && !body.contains("XXX"), "\(locale): \(body)")
+            #expect(body.contains(locale == "en" ? "1,234.5" : "1\u{A0}234,5"), "\(locale): \(body)")
+        }
 
         #expect(Renderer.typed(.string("12.5"), as: .decimal) != nil)
         #expect(Renderer.typed(.number("-3e2"), as: .decimal) != nil)
