@@ -766,6 +766,11 @@ struct PostgresStoreTests {
                 return row
             }
             #expect(try await stored() == (known, PostgresSchema.compatibleFrom))
+            // A database a Herald before `compatible_from` migrated: the column is added, the
+            // version left as it is.
+            try await store.client.query("ALTER TABLE herald_schema_version DROP COLUMN compatible_from")
+            try await store.migrate()
+            #expect(try await stored() == (known, nil))
             // Migrated by a Herald that knows one more migration and allows no older worker, or
             // did not say (a Herald before `compatible_from` was kept).
             for (allowed, says) in [(known + 1, "version \(known + 1) or later"), (nil, "no older worker")] {

@@ -208,11 +208,24 @@ public final class PostgresStore: StateStore, Service {
                     logger: logger
                 )
                 // Not a migration: a worker that knows no migration past the newest must still be
-                // able to read what a newer one wrote here.
-                try await connection.query(
-                    "ALTER TABLE herald_schema_version ADD COLUMN IF NOT EXISTS compatible_from integer",
+                // able to read what a newer one wrote here. Altered only if it is missing: ALTER
+                // TABLE needs the table's owner even when there is nothing to add.
+                var hasCompatibleFrom = false
+                for try await _ in try await connection.query(
+                    """
+                    SELECT 1 FROM information_schema.columns WHERE table_schema = current_schema()
+                        AND table_name = 'herald_schema_version' AND column_name = 'compatible_from'
+                    """,
                     logger: logger
-                )
+                ) {
+                    hasCompatibleFrom = true
+                }
+                if !hasCompatibleFrom {
+                    try await connection.query(
+                        "ALTER TABLE herald_schema_version ADD COLUMN compatible_from integer",
+                        logger: logger
+                    )
+                }
                 var version = 0
                 var compatibleFrom: Int?
                 for try await (current, compatible) in try await connection.query(
