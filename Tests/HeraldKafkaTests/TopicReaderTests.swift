@@ -5,14 +5,19 @@ import Testing
 
 @Suite("Reading a topic to its end", .timeLimit(.minutes(2)))
 struct TopicReaderTests {
-    @Test("a topic is read to its end, every record once, and the reader's consumer is destroyed")
-    func readsToTheEnd() async throws {
-        let environment = try KafkaTestEnvironment(topics: ["reader.in": 3])
+    /// A cluster with `topic`: 3 partitions of 100 records each (`m-0` to `m-299`).
+    private func environment(with topic: String) async throws -> KafkaTestEnvironment {
+        let environment = try KafkaTestEnvironment(topics: [topic: 3])
         let producer = try environment.makeProducer()
         try await withRunningServices([producer]) {
-            try await produce(producer, topic: "reader.in", count: 300, partitions: 3)
+            try await produce(producer, topic: topic, count: 300, partitions: 3)
         }
+        return environment
+    }
 
+    @Test("a topic is read to its end, every record once, and the reader's consumer is destroyed")
+    func readsToTheEnd() async throws {
+        let environment = try await environment(with: "reader.in")
         let clientID = "reader-\(UInt64.random(in: 0...UInt64.max))"
         var values: [String] = []
         let read = try await TopicReader(
@@ -29,11 +34,7 @@ struct TopicReaderTests {
 
     @Test("reading that makes no progress is an error that says where each partition stood")
     func stalledReading() async throws {
-        let environment = try KafkaTestEnvironment(topics: ["reader.slow": 3])
-        let producer = try environment.makeProducer()
-        try await withRunningServices([producer]) {
-            try await produce(producer, topic: "reader.slow", count: 300, partitions: 3)
-        }
+        let environment = try await environment(with: "reader.slow")
         let reader = TopicReader(
             bootstrapServers: [environment.cluster.bootstrapServers],
             topic: "reader.slow",
