@@ -68,7 +68,9 @@ public struct TopicReader: Sendable {
                     lastCount = count
                     idleSince = .now
                 } else if ContinuousClock.now - idleSince > idleTimeout {
-                    let stoppedAt = Self.positions(of: consumer)
+                    // The count then, beside the positions: records the body finishes afterwards
+                    // are counted in the total too.
+                    let stoppedAt = "\(count) read, " + Self.positions(of: consumer)
                     consumer.triggerShutdown()
                     return stoppedAt
                 }
@@ -127,7 +129,7 @@ public enum TopicReaderError: Error, Sendable, CustomStringConvertible {
     public var description: String {
         switch self {
         case .incomplete(let topic, let idle, let read, let partitions):
-            "could not read \(topic) to its end: no progress for \(idle) (\(read) records read; when it gave up: \(partitions)); "
+            "could not read \(topic) to its end: no progress for \(idle) (\(read) records read in all; when it gave up: \(partitions)); "
                 + "is the broker reachable, and does the topic exist?"
         }
     }

@@ -57,6 +57,10 @@ struct TopicReaderTests {
         }
         #expect(text.components(separatedBy: "offsets 0..<100").count == 4, "\(text)")
         #expect(text.contains("100 behind its end"), "\(text)")
+        // None had been done when it gave up; the batch it waited on, and what was buffered, were
+        // handed out after.
+        #expect(text.contains("when it gave up: 0 read, "), "\(text)")
+        #expect(!text.contains("(0 records read in all"), "\(text)")
     }
 
     @Test(
@@ -71,7 +75,7 @@ struct TopicReaderTests {
         }
         // It says how far it got: here, not even an assignment.
         let text = error.map { "\($0)" } ?? ""
-        #expect(text.contains("(0 records read; when it gave up: no partition was assigned)"), "\(text)")
+        #expect(text.contains("(0 records read in all; when it gave up: 0 read, no partition was assigned)"), "\(text)")
         // With librdkafka before 2.3, a cooperative-sticky consumer closed before its first
         // assignment cannot be destroyed (RDKafkaConsumerClient.mayDestroy): the reader's group of
         // one must not be one.
