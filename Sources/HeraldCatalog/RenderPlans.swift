@@ -9,8 +9,9 @@ import HeraldEvents
 /// from 18.3 to 11.8 with it (uprobes on `Hasher._finalize`). With it a render finds its plan by
 /// the kind's identity and the requested locale's text, among the few the caller has seen.
 ///
-/// Not thread-safe: a thread of work makes its own (the worker one for each run of events it
-/// builds) and drops it after. Used with another ``Renderer`` it starts again.
+/// Not thread-safe: a thread of work keeps its own (each of the worker's build threads one for as
+/// long as it runs). Used with another ``Renderer`` it starts again; a kind's plans start again
+/// once there are ``maximumPerKind`` of them.
 public final class RenderPlans {
     /// The renderer and kinds are held, not only their addresses, so that a freed one's address
     /// reused by a new one can never find the old plans. Used by one thread at a time, neither is
@@ -18,8 +19,16 @@ public final class RenderPlans {
     @exclusivity(unchecked) private var renderer: Renderer?
     /// By kind; a kind's plans by requested locale. A worker sees a handful of each.
     @exclusivity(unchecked) private var kinds: [(kind: NotificationKind.Storage, plans: [RenderPlan])] = []
+    /// The most plans kept for one kind: past it, the kind's plans start again. A worker's build
+    /// thread keeps its plans for as long as it runs, and a plan is made for each requested locale
+    /// as a device names it, so a directory full of odd locale tags must not grow them without end
+    /// (nor the search through them on every render).
+    static let maximumPerKind = 64
 
     public init() {}
+
+    /// How many plans are kept, over every kind.
+    var count: Int { kinds.reduce(0) { $0 + $1.plans.count } }
 
     func plan(for kind: NotificationKind, requested: String?, in renderer: Renderer) -> RenderPlan {
         if self.renderer !== renderer {
@@ -31,6 +40,7 @@ public final class RenderPlans {
         let slot: Int
         if let found = kinds.firstIndex(where: { $0.kind === storage }) {
             if let plan = kinds[found].plans.first(where: { $0.requested == requested }) { return plan }
+            if kinds[found].plans.count >= Self.maximumPerKind { kinds[found].plans.removeAll() }
             slot = found
         } else {
             slot = kinds.count
@@ -63,6 +73,15 @@ final class RenderPlan {
     let body: Message
     let digestSummary: Message?
     let app: CatalogSettings.App?
+    /// The formatters this plan's renders used, by time zone and style, and by currency: found
+    /// here with a compare or two. The renderer's own caches, shared by every thread, take a lock
+    /// and hash three strings per look-up (about 3,900 instructions per date in `herald bench
+    /// pipeline`, callgrind). At most ``keptFormatters`` of each: recipients of one locale may live
+    /// in many time zones, and a long list would cost more to search than the shared cache.
+    @exclusivity(unchecked) private var dateFormatters:
+        [(timeZone: String, style: String, formatter: ICUDateFormatter)] = []
+    @exclusivity(unchecked) private var moneyFormatters: [(currency: String, formatter: ICUNumberFormatter)] = []
+    static let keptFormatters = 8
 
     init(kind: NotificationKind, requested: String?, catalog: Catalog) {
         self.requested = requested
@@ -81,5 +100,21 @@ final class RenderPlan {
         body = message(presentation.body)
         digestSummary = kind.digestSummary.map(message)
         app = catalog.settings.apps[kind.app]
+    }
+
+    func dateFormatter(timeZone: String, style: String) -> ICUDateFormatter? {
+        dateFormatters.first { $0.timeZone == timeZone && $0.style == style }?.formatter
+    }
+
+    func keep(_ formatter: ICUDateFormatter, timeZone: String, style: String) {
+        if dateFormatters.count < Self.keptFormatters { dateFormatters.append((timeZone, style, formatter)) }
+    }
+
+    func moneyFormatter(currency: String) -> ICUNumberFormatter? {
+        moneyFormatters.first { $0.currency == currency }?.formatter
+    }
+
+    func keep(_ formatter: ICUNumberFormatter, currency: String) {
+        if moneyFormatters.count < Self.keptFormatters { moneyFormatters.append((currency, formatter)) }
     }
 }

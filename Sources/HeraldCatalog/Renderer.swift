@@ -267,11 +267,16 @@ public final class Renderer: Sendable {
                 continue
             }
             arguments.append(
-                (field.name, try icuValue(value, field: field, locale: formattingLocale, timeZone: timeZone))
+                (
+                    field.name,
+                    try icuValue(value, field: field, locale: formattingLocale, timeZone: timeZone, plan: plan)
+                )
             )
         }
         for (name, value) in extra where !textless {
-            arguments.append((name, try icuValue(value, field: nil, locale: formattingLocale, timeZone: timeZone)))
+            arguments.append(
+                (name, try icuValue(value, field: nil, locale: formattingLocale, timeZone: timeZone, plan: plan))
+            )
         }
         func format(_ message: RenderPlan.Message) throws(RenderError) -> String {
             guard let compiled = message.compiled else {
@@ -385,11 +390,14 @@ public final class Renderer: Sendable {
         return first != UInt8(ascii: "/") && first != UInt8(ascii: "?") && first != UInt8(ascii: "#")
     }
 
+    /// - Parameter plan: the render's plan, whose formatters are tried before the renderer's own
+    ///   (``RenderPlan/dateFormatter(timeZone:style:)``).
     private func icuValue(
         _ value: FieldValue,
         field: FieldDefinition?,
         locale: String,
-        timeZone: String
+        timeZone: String,
+        plan: RenderPlan
     ) throws(RenderError) -> ICUValue {
         switch value {
         case .string(let text): return .string(text)
@@ -401,7 +409,14 @@ public final class Renderer: Sendable {
             // itself, neither of which a reader should see. The amount, as a number.
             if currency == "XXX" { return .decimal(amount) }
             do {
-                return .string(try moneyFormatter(locale: locale, currency: currency).format(decimal: amount))
+                let formatter: ICUNumberFormatter
+                if let kept = plan.moneyFormatter(currency: currency) {
+                    formatter = kept
+                } else {
+                    formatter = try moneyFormatter(locale: locale, currency: currency)
+                    plan.keep(formatter, currency: currency)
+                }
+                return .string(try formatter.format(decimal: amount))
             } catch {
                 throw RenderError(
                     code: .fieldTypeMismatch,
@@ -409,7 +424,14 @@ public final class Renderer: Sendable {
                 )
             }
         case .datetime(let moment):
-            let formatter = try dateFormatter(locale: locale, timeZone: timeZone, style: field?.style ?? "medium")
+            let style = field?.style ?? "medium"
+            let formatter: ICUDateFormatter
+            if let kept = plan.dateFormatter(timeZone: timeZone, style: style) {
+                formatter = kept
+            } else {
+                formatter = try dateFormatter(locale: locale, timeZone: timeZone, style: style)
+                plan.keep(formatter, timeZone: timeZone, style: style)
+            }
             return .string(formatter.format(epochMilliseconds: Double(moment.epochMilliseconds)))
         }
     }

@@ -1,4 +1,5 @@
 import Dispatch
+import HeraldCatalog
 import HeraldKafka
 import Synchronization
 
@@ -22,7 +23,7 @@ package final class BuildThreads: Sendable {
     /// How much lower than the process's priority builds run (`nice` steps; Linux sets it per thread).
     package static let niceness: Int32 = 5
 
-    private let jobs = Mutex<[@Sendable () -> Void]>([])
+    private let jobs = Mutex<[@Sendable (RenderPlans) -> Void]>([])
     private let queued = DispatchSemaphore(value: 0)
 
     /// Starts `count` threads that live as long as the process.
@@ -34,19 +35,25 @@ package final class BuildThreads: Sendable {
                 let which = __priority_which_t(PRIO_PROCESS.rawValue)
                 _ = setpriority(which, 0, min(getpriority(which, 0) + Self.niceness, 19))
                 #endif
+                // The thread's own, kept from one part to the next: a part's first render of each
+                // kind and locale no longer resolves it again, and the date and money formatters a
+                // plan keeps are found there (a part is about 500 events; its plans, made for it
+                // alone, were mostly filled and thrown away).
+                let plans = RenderPlans()
                 while true {
                     queued.wait()
                     let job = jobs.withLock { $0.removeFirst() }
-                    job()
+                    job(plans)
                 }
             }
         }
     }
 
-    /// Runs `body` on one of the threads and returns its result to the awaiting task.
-    package func run<R: Sendable>(_ body: @escaping @Sendable () -> R) async -> R {
+    /// Runs `body` on one of the threads, with that thread's render plans, and returns its result
+    /// to the awaiting task.
+    package func run<R: Sendable>(_ body: @escaping @Sendable (RenderPlans) -> R) async -> R {
         await withCheckedContinuation { continuation in
-            jobs.withLock { $0.append { continuation.resume(returning: body()) } }
+            jobs.withLock { $0.append { plans in continuation.resume(returning: body(plans)) } }
             queued.signal()
         }
     }

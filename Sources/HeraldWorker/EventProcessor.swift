@@ -403,7 +403,7 @@ public final class EventProcessor: Sendable {
 
     /// Renders and builds the records of a decided batch: pure work, no store.
     public func build(_ batch: DecidedBatch) -> [KafkaProducerRecord] {
-        let built = build(batch, routed: batch.prepared.routed.indices, firstDecision: 0)
+        let built = build(batch, routed: batch.prepared.routed.indices, firstDecision: 0, plans: RenderPlans())
         // Joined only if there is something to join: a join copies every record.
         return batch.prepared.records.isEmpty ? built : batch.prepared.records + built
     }
@@ -428,7 +428,8 @@ public final class EventProcessor: Sendable {
         // Below this many events a part costs more to schedule than it saves.
         let parts = min(parts, batch.prepared.routed.count / 64)
         guard parts > 1 else {
-            return [batch.prepared.records, build(batch, routed: batch.prepared.routed.indices, firstDecision: 0)]
+            let built = build(batch, routed: batch.prepared.routed.indices, firstDecision: 0, plans: RenderPlans())
+            return [batch.prepared.records, built]
         }
         var ranges: [(routed: Range<Int>, firstDecision: Int)] = []
         var firstDecision = 0
@@ -442,8 +443,11 @@ public final class EventProcessor: Sendable {
         let built = await withTaskGroup(of: (Int, [KafkaProducerRecord]).self) { group in
             for (part, range) in ranges.enumerated() {
                 group.addTask {
-                    await BuildThreads.shared.run {
-                        (part, self.build(batch, routed: range.routed, firstDecision: range.firstDecision))
+                    await BuildThreads.shared.run { plans in
+                        (
+                            part,
+                            self.build(batch, routed: range.routed, firstDecision: range.firstDecision, plans: plans)
+                        )
                     }
                 }
             }
@@ -456,12 +460,16 @@ public final class EventProcessor: Sendable {
     }
 
     /// The records of the events `routed` of `batch`, whose first decision is
-    /// `batch.decisions[firstDecision]`.
-    private func build(_ batch: DecidedBatch, routed: Range<Int>, firstDecision: Int) -> [KafkaProducerRecord] {
+    /// `batch.decisions[firstDecision]`, rendered through `plans` (the build thread's).
+    private func build(
+        _ batch: DecidedBatch,
+        routed: Range<Int>,
+        firstDecision: Int,
+        plans: RenderPlans
+    ) -> [KafkaProducerRecord] {
         let started = ContinuousClock.now
         var records = RecordWriter()
         var counters = WorkerStatistics.Counters()
-        let plans = RenderPlans()
         var next = firstDecision
         for item in batch.prepared.routed[routed] {
             var failure: DeadLetterReason?

@@ -502,6 +502,68 @@ struct RenderPlanTests {
         #expect(withPlans.contains { $0.body.contains("new messages") }, "digest summaries came from the plans")
     }
 
+    @Test("a plan's formatters are kept by time zone, style and currency: past the few it keeps, renders still match")
+    func keptFormatters() throws {
+        let (catalog, _) = try CatalogLoader.load(directory: exampleCatalog)
+        let renderer = Renderer(catalog: catalog)
+        let plans = RenderPlans()
+        let login = try sampleEvent("security.login")
+        let loginKind = try #require(catalog.kind(named: "security.login"))
+        // More zones than a plan keeps formatters for, twice over: the later ones come from the
+        // renderer's shared cache, and a plan must never hand one zone's formatter to another.
+        let zones = [
+            "Europe/Oslo", "America/New_York", "Asia/Tokyo", "UTC", "Australia/Sydney", "America/Los_Angeles",
+            "Europe/London", "Asia/Kolkata", "America/Sao_Paulo", "Pacific/Auckland", "Africa/Nairobi",
+        ]
+        #expect(zones.count > RenderPlan.keptFormatters)
+        var bodies: Set<String> = []
+        for _ in 0..<2 {
+            for zone in zones {
+                let planned = try renderer.render(login, as: loginKind, locale: "en", timeZone: zone, plans: plans)
+                let alone = try renderer.render(login, as: loginKind, locale: "en", timeZone: zone)
+                #expect(planned.body == alone.body, "\(zone)")
+                bodies.insert(planned.body)
+            }
+        }
+        #expect(bodies.count >= 8, "the zones' local times differ: \(bodies)")
+        let orderKind = try #require(catalog.kind(named: "order.confirmed"))
+        var totals: Set<String> = []
+        for _ in 0..<2 {
+            for currency in ["NOK", "USD", "EUR", "JPY", "GBP", "SEK", "DKK", "PLN", "CHF", "CAD"] {
+                let order = try sampleEvent(
+                    "order.confirmed",
+                    setting: "total",
+                    to: .object(JSONObject([("amount", .number("1234.50")), ("currency", .string(currency))]))
+                )
+                let planned = try renderer.render(order, as: orderKind, locale: "en", timeZone: "UTC", plans: plans)
+                let alone = try renderer.render(order, as: orderKind, locale: "en", timeZone: "UTC")
+                #expect(planned.body == alone.body, "\(currency)")
+                totals.insert(planned.body)
+            }
+        }
+        #expect(totals.count == 10, "each currency formats its own amount: \(totals)")
+    }
+
+    @Test("plans kept for long hold a bounded number per kind, however many locales recipients name")
+    func boundedPlans() throws {
+        let (catalog, _) = try CatalogLoader.load(directory: exampleCatalog)
+        let renderer = Renderer(catalog: catalog)
+        let plans = RenderPlans()
+        let kind = try #require(catalog.kind(named: "order.shipped"))
+        let event = try sampleEvent("order.shipped")
+        // Tags no catalog has (each falls back), as a directory of odd device locales would name.
+        for number in 0..<(3 * RenderPlans.maximumPerKind) {
+            let locale = "de-x-\(number)"
+            let planned = try renderer.render(event, as: kind, locale: locale, timeZone: "UTC", plans: plans)
+            let alone = try renderer.render(event, as: kind, locale: locale, timeZone: "UTC")
+            #expect(planned == alone)
+            #expect(plans.count <= RenderPlans.maximumPerKind)
+        }
+        #expect(plans.count > 0)
+        let german = try renderer.render(event, as: kind, locale: "de", timeZone: "UTC", plans: plans)
+        #expect(german.title == "Ihre Bestellung ist unterwegs")
+    }
+
     @Test("one plans object used with the renderers of two catalogs renders each catalog's messages")
     func anotherCatalog() throws {
         let (catalog, _) = try CatalogLoader.load(directory: exampleCatalog)

@@ -41,7 +41,7 @@ struct ParallelBuildTests {
         let ran = await withTaskGroup(of: (part: Int, nice: Int32, thread: String).self) { group in
             for part in 0..<8 {
                 group.addTask {
-                    await threads.run { (part, getpriority(which, 0), DedicatedThread.currentName) }
+                    await threads.run { _ in (part, getpriority(which, 0), DedicatedThread.currentName) }
                 }
             }
             var ran: [(part: Int, nice: Int32, thread: String)] = []
