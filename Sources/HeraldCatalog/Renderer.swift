@@ -253,7 +253,6 @@ public final class Renderer: Sendable {
         let locale = plan.locale
         let isFallback = plan.isFallback
         if isFallback { fallbacks.add(1, ordering: .relaxed) }
-        let formattingLocale = plan.formattingLocale
         let presentation = kind.presentation
         // A silent or badge-only push has no text: nothing to format (its fields go to the data
         // and the badge only).
@@ -267,16 +266,11 @@ public final class Renderer: Sendable {
                 continue
             }
             arguments.append(
-                (
-                    field.name,
-                    try icuValue(value, field: field, locale: formattingLocale, timeZone: timeZone, plan: plan)
-                )
+                (field.name, try icuValue(value, field: field, timeZone: timeZone, plan: plan))
             )
         }
         for (name, value) in extra where !textless {
-            arguments.append(
-                (name, try icuValue(value, field: nil, locale: formattingLocale, timeZone: timeZone, plan: plan))
-            )
+            arguments.append((name, try icuValue(value, field: nil, timeZone: timeZone, plan: plan)))
         }
         func format(_ message: RenderPlan.Message) throws(RenderError) -> String {
             guard let compiled = message.compiled else {
@@ -390,15 +384,17 @@ public final class Renderer: Sendable {
         return first != UInt8(ascii: "/") && first != UInt8(ascii: "?") && first != UInt8(ascii: "#")
     }
 
-    /// - Parameter plan: the render's plan, whose formatters are tried before the renderer's own
-    ///   (``RenderPlan/dateFormatter(timeZone:style:)``).
+    /// `value` for ICU, numbers and dates formatted in `plan`'s formatting locale. The plan's own
+    /// formatters (``RenderPlan/dateFormatter(timeZone:style:)``) are tried before the renderer's,
+    /// which it keeps: they are kept by time zone, style and currency only, so the locale must be
+    /// the plan's.
     private func icuValue(
         _ value: FieldValue,
         field: FieldDefinition?,
-        locale: String,
         timeZone: String,
         plan: RenderPlan
     ) throws(RenderError) -> ICUValue {
+        let locale = plan.formattingLocale
         switch value {
         case .string(let text): return .string(text)
         case .int(let number): return .integer(number)
