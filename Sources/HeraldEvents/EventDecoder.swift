@@ -1,3 +1,7 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// Decodes CloudEvents 1.0 from Kafka records, in structured mode (the value is the JSON event) or
 /// binary mode (attributes in `ce_*` headers, the value is the data).
 ///
@@ -48,41 +52,107 @@ public struct EventDecoder: Sendable {
         return try result.get()
     }
 
+    /// A structured event's member name, told from the bytes it is written with: the known ones
+    /// without making a string of them.
+    private enum Name {
+        case specVersion, id, source, type, time, subject, dataContentType, dataSchema, data, dataBase64
+        /// An extension attribute's name.
+        case other(String)
+
+        init(_ utf8: UnsafeRawBufferPointer) {
+            // By length first, then byte for byte: a name is compared with the one attribute of its
+            // length, instead of with each in turn.
+            func matches(_ name: StaticString) -> Bool {
+                memcmp(utf8.baseAddress!, name.utf8Start, name.utf8CodeUnitCount) == 0
+            }
+            switch utf8.count {
+            case 2 where matches("id"): self = .id
+            case 4 where matches("type"): self = .type
+            case 4 where matches("time"): self = .time
+            case 4 where matches("data"): self = .data
+            case 6 where matches("source"): self = .source
+            case 7 where matches("subject"): self = .subject
+            case 10 where matches("dataschema"): self = .dataSchema
+            case 11 where matches("specversion"): self = .specVersion
+            case 11 where matches("data_base64"): self = .dataBase64
+            case 15 where matches("datacontenttype"): self = .dataContentType
+            default: self = .other(String(decoding: utf8, as: UTF8.self))
+            }
+        }
+
+        init(_ name: String) {
+            var name = name
+            self = name.withUTF8 { Name(UnsafeRawBufferPointer($0)) }
+        }
+
+        /// The name as written, for messages.
+        var text: String {
+            switch self {
+            case .specVersion: "specversion"
+            case .id: "id"
+            case .source: "source"
+            case .type: "type"
+            case .time: "time"
+            case .subject: "subject"
+            case .dataContentType: "datacontenttype"
+            case .dataSchema: "dataschema"
+            case .data: "data"
+            case .dataBase64: "data_base64"
+            case .other(let name): name
+            }
+        }
+    }
+
     /// The attributes of one event as they are read, without a dictionary for the known ones.
     private struct Attributes {
         var specVersion: String?
         var id: String?
         var source: String?
         var type: String?
-        var time: String?
+        /// `time`, parsed as it is read (its text is not kept: the event carries the moment).
+        var time: Timestamp?
+        /// `time`'s text when it is not an RFC 3339 date-time (then `time` is nil), for the error.
+        var invalidTime: String?
         var subject: String?
         var dataContentType: String?
         var dataSchema: String?
         var extensions: [String: String] = [:]
 
-        static func isKnown(_ name: String) -> Bool {
+        /// Sets attribute `name` (not `data` nor `data_base64`) to `value`; a later one of a name
+        /// replaces an earlier.
+        mutating func set(_ name: Name, _ value: String) {
             switch name {
-            case "specversion", "id", "source", "type", "time", "subject", "datacontenttype", "dataschema", "data",
-                "data_base64":
-                true
-            default: false
+            case .id: id = value
+            case .type: type = value
+            case .time:
+                var text = value
+                setTime(text.withUTF8 { Self.time(UnsafeRawBufferPointer($0)) })
+            case .source: source = value
+            case .subject: subject = value
+            case .dataSchema: dataSchema = value
+            case .specVersion: specVersion = value
+            case .dataContentType: dataContentType = value
+            case .data, .dataBase64: preconditionFailure("'\(name.text)' is not an attribute")
+            case .other(let name): extensions[name] = value
             }
         }
 
-        mutating func set(_ name: String, _ value: String) {
-            // By length first, then byte for byte: a name is compared with the one attribute of its
-            // length, instead of with each in turn (about twenty calls per event).
-            switch name.utf8.count {
-            case 2 where name.hasUTF8("id"): id = value
-            case 4 where name.hasUTF8("type"): type = value
-            case 4 where name.hasUTF8("time"): time = value
-            case 6 where name.hasUTF8("source"): source = value
-            case 7 where name.hasUTF8("subject"): subject = value
-            case 10 where name.hasUTF8("dataschema"): dataSchema = value
-            case 11 where name.hasUTF8("specversion"): specVersion = value
-            case 15 where name.hasUTF8("datacontenttype"): dataContentType = value
-            default: extensions[name] = value
+        /// `time` read from its UTF-8: the moment, or the text when it is not one.
+        static func time(_ utf8: UnsafeRawBufferPointer) -> Result<Timestamp, TimeText> {
+            if let moment = Timestamp(rfc3339: utf8) { return .success(moment) }
+            return .failure(TimeText(text: String(decoding: utf8, as: UTF8.self)))
+        }
+
+        mutating func setTime(_ parsed: Result<Timestamp, TimeText>) {
+            switch parsed {
+            case .success(let moment): (time, invalidTime) = (moment, nil)
+            case .failure(let bad): (time, invalidTime) = (nil, bad.text)
             }
+        }
+
+        /// A `time` that is not a date-time, as written.
+        struct TimeText: Error {
+            var text: String
         }
     }
 
@@ -132,36 +202,31 @@ public struct EventDecoder: Sendable {
         data: inout JSONValue?,
         invalid: inout EventError?
     ) throws(JSONParser.Failure) {
-        while let name = try reader.nextMember() {
-            if name.hasUTF8("data") {
+        while let name = try reader.nextMember({ Name($0) }) {
+            let member = reader.peek()
+            switch (name, member) {
+            case (.data, _):
                 // The first member of a name is the one a look-up finds.
                 if data == nil { data = try reader.value() } else { try reader.skipValue() }
-                continue
-            }
-            if name.hasUTF8("data_base64") {
-                // Null, as any attribute's, is the attribute left out.
-                let isNull = reader.peek() == .null
+            // Null, as any attribute's, is the attribute left out.
+            case (_, .null?): try reader.skipValue()
+            case (.dataBase64, _):
                 try reader.skipValue()
-                if isNull { continue }
                 invalid =
                     invalid
                     ?? EventError(code: .badAttribute, message: "data_base64 is not supported: Herald reads JSON data")
-                continue
-            }
-            let member = reader.peek()
-            switch member {
-            case .string?: attributes.set(name, try reader.string() ?? "")
-            case .null?: try reader.skipValue()
-            case .number? where !Attributes.isKnown(name): attributes.set(name, try reader.number() ?? "")
-            case .bool? where !Attributes.isKnown(name):
-                attributes.set(name, try reader.value() == .bool(true) ? "true" : "false")
+            // Read in place: most events have a time, and its text is not kept.
+            case (.time, .string?): attributes.setTime(try reader.string(Attributes.time)!)
+            case (_, .string?): attributes.set(name, try reader.string() ?? "")
+            case (.other, .number?): attributes.set(name, try reader.number() ?? "")
+            case (.other, .bool?): attributes.set(name, try reader.value() == .bool(true) ? "true" : "false")
             default:
                 try reader.skipValue()
                 invalid =
                     invalid
                     ?? EventError(
                         code: .badAttribute,
-                        message: "attribute '\(name)' must be a string, not \(member?.typeName ?? "a value")"
+                        message: "attribute '\(name.text)' must be a string, not \(member?.typeName ?? "a value")"
                     )
             }
         }
@@ -180,16 +245,11 @@ public struct EventDecoder: Sendable {
                 guard let text = String(validating: bytes, as: UTF8.self) else {
                     throw EventError(code: .badAttribute, message: "header '\(header.name)' is not UTF-8")
                 }
-                let name = String(header.name.dropFirst(3))
+                let name = Name(String(header.name.dropFirst(3)))
                 // Not attributes: the data is the record's value. As an extension, `data` would be
                 // written beside the data when the event is kept, and read back in its place.
-                if name.hasUTF8("data") || name.hasUTF8("data_base64") {
-                    throw EventError(
-                        code: .badAttribute,
-                        message:
-                            "header '\(header.name)' names no attribute: in binary mode the data is the record's value"
-                    )
-                }
+                if case .data = name { throw Self.dataHeader(header.name) }
+                if case .dataBase64 = name { throw Self.dataHeader(header.name) }
                 attributes.set(name, text)
             } else if header.name.lowercased() == "content-type" {
                 contentType = String(decoding: bytes, as: UTF8.self)
@@ -240,15 +300,11 @@ public struct EventDecoder: Sendable {
         }
         let source = try required(attributes.source, "source")
         let type = try required(attributes.type, "type")
-        var time: Timestamp?
-        if let text = attributes.time {
-            guard let parsed = Timestamp(rfc3339: text) else {
-                throw EventError(
-                    code: .badTime,
-                    message: "time '\(text.prefix(40))' is not an RFC 3339 date-time from year 0000 to 9999"
-                )
-            }
-            time = parsed
+        if let text = attributes.invalidTime {
+            throw EventError(
+                code: .badTime,
+                message: "time '\(text.prefix(40))' is not an RFC 3339 date-time from year 0000 to 9999"
+            )
         }
         if let contentType = attributes.dataContentType, data != nil, !Self.isJSON(contentType) {
             throw EventError(
@@ -260,7 +316,7 @@ public struct EventDecoder: Sendable {
             id: id,
             source: source,
             type: type,
-            time: time,
+            time: attributes.time,
             subject: attributes.subject,
             dataContentType: attributes.dataContentType,
             dataSchema: attributes.dataSchema,
@@ -269,6 +325,13 @@ public struct EventDecoder: Sendable {
         )
         event.specVersion = specVersion
         return event
+    }
+
+    private static func dataHeader(_ header: String) -> EventError {
+        EventError(
+            code: .badAttribute,
+            message: "header '\(header)' names no attribute: in binary mode the data is the record's value"
+        )
     }
 
     private static func isJSON(_ contentType: String) -> Bool {

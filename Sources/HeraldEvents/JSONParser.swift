@@ -103,26 +103,49 @@ public struct JSONReader {
     /// The name of the innermost open object's next member, whose value is the next to read; nil
     /// once the object has ended (it is then closed).
     public mutating func nextMember() throws(JSONParser.Failure) -> String? {
+        guard try beginMember() else { return nil }
+        let name = try cursor.parseString()
+        try endMemberName()
+        return name
+    }
+
+    /// ``nextMember()`` with the name handed to `body` as its UTF-8 instead of made into a string:
+    /// the bytes in the document when the name is plain ASCII without escapes (then valid only
+    /// during `body`), else the decoded name's. For a reader that only compares names with the
+    /// ones it knows, as making each name a string and comparing it cost more than reading it.
+    public mutating func nextMember<Result>(
+        _ body: (UnsafeRawBufferPointer) -> Result
+    ) throws(JSONParser.Failure) -> Result? {
+        guard try beginMember() else { return nil }
+        let name = try cursor.withStringBytes(body)
+        try endMemberName()
+        return name
+    }
+
+    /// Reads up to the next member's name: false, with the object closed, at its end.
+    private mutating func beginMember() throws(JSONParser.Failure) -> Bool {
         precondition(depth > 0, "no object is open")
-        let bit: UInt64 = 1 << (depth - 1)
         cursor.skipWhitespace()
         if cursor.current == UInt8(ascii: "}") {
             cursor.index += 1
             depth -= 1
-            return nil
+            return false
         }
-        if hasMembers & bit != 0 {
+        if hasMembers & (1 << (depth - 1)) != 0 {
             guard cursor.current == UInt8(ascii: ",") else { throw cursor.failure("expected ',' or '}'") }
             cursor.index += 1
             cursor.skipWhitespace()
         }
         guard cursor.current == UInt8(ascii: "\"") else { throw cursor.failure("expected a member name") }
-        let name = try cursor.parseString()
+        return true
+    }
+
+    /// Reads past the `:` after a member's name.
+    private mutating func endMemberName() throws(JSONParser.Failure) {
         cursor.skipWhitespace()
         guard cursor.current == UInt8(ascii: ":") else { throw cursor.failure("expected ':'") }
         cursor.index += 1
-        hasMembers |= bit
-        return name
+        hasMembers |= 1 << (depth - 1)
     }
 
     /// What the next value is, from its first byte; nil at the end of the input or at a byte no
@@ -165,6 +188,19 @@ public struct JSONReader {
             return nil
         }
         return try cursor.parseString()
+    }
+
+    /// The next value when it is a string, its UTF-8 handed to `body` as ``nextMember(_:)`` hands a
+    /// name; any other value is checked and skipped, and gives nil.
+    public mutating func string<Result>(
+        _ body: (UnsafeRawBufferPointer) -> Result
+    ) throws(JSONParser.Failure) -> Result? {
+        cursor.skipWhitespace()
+        guard cursor.current == UInt8(ascii: "\"") else {
+            try skipValue()
+            return nil
+        }
+        return try cursor.withStringBytes(body)
     }
 
     /// The next value's text when it is a number; any other value is checked and skipped, and
@@ -354,17 +390,7 @@ private struct Cursor {
     mutating func skipString() throws(JSONParser.Failure) {
         index += 1
         let start = index
-        // Plain ASCII passed over eight bytes at a time, as in `parseString()`.
-        if let base = bytes.baseAddress {
-            while index &+ 8 <= bytes.count {
-                let special = Self.specialBytes(in: base.loadUnaligned(fromByteOffset: index, as: UInt64.self))
-                if special != 0 {
-                    index &+= special.trailingZeroBitCount &>> 3
-                    break
-                }
-                index &+= 8
-            }
-        }
+        skipPlainASCII()
         while index < bytes.count {
             let byte = bytes[index]
             switch byte {
@@ -482,24 +508,54 @@ private struct Cursor {
         return (((word &- ones &* 0x20) | (quote &- ones) | (backslash &- ones)) & ~word | word) & highBits
     }
 
+    /// Passes over plain ASCII (no quote, backslash or control character) eight bytes at a time,
+    /// up to the word holding the first byte that is not (the closing quote, most often), and
+    /// stops at that byte; a string's reader then reads it and what follows byte by byte.
+    @inline(__always)
+    mutating func skipPlainASCII() {
+        guard let base = bytes.baseAddress else { return }
+        while index &+ 8 <= bytes.count {
+            let special = Self.specialBytes(in: base.loadUnaligned(fromByteOffset: index, as: UInt64.self))
+            if special != 0 {
+                index &+= special.trailingZeroBitCount &>> 3
+                return
+            }
+            index &+= 8
+        }
+    }
+
+    /// The string that starts here (at its quote), its UTF-8 handed to `body`: the bytes in place
+    /// when they are plain ASCII, else the decoded string's (``parseString()``, which also
+    /// reports any fault).
+    mutating func withStringBytes<Result>(
+        _ body: (UnsafeRawBufferPointer) -> Result
+    ) throws(JSONParser.Failure) -> Result {
+        let quote = index
+        index += 1
+        let start = index
+        skipPlainASCII()
+        while index < bytes.count {
+            let byte = bytes[index]
+            if byte == UInt8(ascii: "\"") {
+                let raw = UnsafeRawBufferPointer(rebasing: bytes[start..<index])
+                index += 1
+                return body(raw)
+            }
+            // An escape, a byte of a multi-byte character or a fault: the general path.
+            if byte == UInt8(ascii: "\\") || byte >= 0x80 || byte < 0x20 { break }
+            index += 1
+        }
+        index = quote
+        var text = try parseString()
+        return text.withUTF8 { body(UnsafeRawBufferPointer($0)) }
+    }
+
     mutating func parseString() throws(JSONParser.Failure) -> String {
         index += 1
         let start = index
         // Fast path: no escapes. Scan to the closing quote; pure ASCII needs no UTF-8 validation.
         var ascii = true
-        // Plain ASCII is passed over eight bytes at a time, up to the first byte that is not (the
-        // quote, most often), which the loop below then reads.
-        if let base = bytes.baseAddress {
-            while index &+ 8 <= bytes.count {
-                let word = base.loadUnaligned(fromByteOffset: index, as: UInt64.self)
-                let special = Self.specialBytes(in: word)
-                if special != 0 {
-                    index &+= special.trailingZeroBitCount &>> 3
-                    break
-                }
-                index &+= 8
-            }
-        }
+        skipPlainASCII()
         while index < bytes.count {
             let byte = bytes[index]
             if byte == UInt8(ascii: "\"") {

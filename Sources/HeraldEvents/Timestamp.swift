@@ -18,10 +18,18 @@ public struct Timestamp: Sendable, Hashable, Comparable, CustomStringConvertible
     /// Returns `nil` for anything else, including impossible dates such as February 30 and moments
     /// that an offset moves out of ``representable`` (`0000-01-01T00:00:00+00:01`).
     public init?(rfc3339 text: String) {
-        var utf8 = Array(text.utf8)
-        guard let parsed = utf8.withUnsafeMutableBufferPointer({ Self.parse(UnsafeBufferPointer($0)) }) else {
-            return nil
-        }
+        // A native string's bytes are read where they are; copying them into an array first was
+        // an allocation for every event's time.
+        let parsed =
+            text.utf8.withContiguousStorageIfAvailable { Self.parse($0) }
+            ?? Array(text.utf8).withUnsafeBufferPointer { Self.parse($0) }
+        guard let parsed else { return nil }
+        self = parsed
+    }
+
+    /// ``init(rfc3339:)`` from the date-time's UTF-8.
+    public init?(rfc3339 utf8: UnsafeRawBufferPointer) {
+        guard let parsed = Self.parse(utf8.assumingMemoryBound(to: UInt8.self)) else { return nil }
         self = parsed
     }
 

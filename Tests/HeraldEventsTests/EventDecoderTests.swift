@@ -152,6 +152,37 @@ struct EventDecoderTests {
         #expect(error?.message == message)
     }
 
+    @Test(
+        "attribute names and times with escapes or non-ASCII bytes decode as plainly written ones do; the last time counts"
+    )
+    func escapedNamesAndTimes() throws {
+        func decode(_ members: String) throws(EventError) -> CloudEvent {
+            try EventDecoder().decode(
+                value: Array(#"{"specversion":"1.0","id":"1","source":"/s","type":"t",\#(members)}"#.utf8)
+            )
+        }
+        let plain = try decode(#""time":"2026-11-21T12:00:00Z","data":{"n":1},"région":"eu""#)
+        #expect(plain.time == Timestamp(epochMilliseconds: 1_795_262_400_000))
+        #expect(plain.extensions == ["région": "eu"])
+        // Names read by their bytes in place must still be told apart when escaped.
+        let escaped = try decode(
+            #""\u0074ime":"2026-11-21T12:00:00\u005A","\u0064ata":{"n":1},"r\u00e9gion":"eu""#
+        )
+        #expect(escaped == plain)
+        #expect(try decode(#""s\u0075bject":"x""#).subject == "x")
+        // A name that only starts like a known one is an extension.
+        #expect(try decode(#""times":"x","dat":"y""#).extensions == ["times": "x", "dat": "y"])
+        // The last time of several is the one kept, a bad one as well as a good one.
+        #expect(try decode(#""time":"yesterday","time":"2026-11-21T12:00:00Z""#).time == plain.time)
+        let error = #expect(throws: EventError.self) {
+            try decode(#""time":"2026-11-21T12:00:00Z","time":"yesterday""#)
+        }
+        #expect(error?.code == .badTime)
+        #expect(error?.message == "time 'yesterday' is not an RFC 3339 date-time from year 0000 to 9999")
+        // Null is the attribute left out, also after a time.
+        #expect(try decode(#""time":"2026-11-21T12:00:00Z","time":null"#).time == plain.time)
+    }
+
     @Test("an id of at most 512 bytes is accepted; a longer one is a bad attribute, named but not quoted")
     func longIDs() throws {
         func event(id: String) -> [UInt8] {

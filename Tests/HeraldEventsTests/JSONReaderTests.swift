@@ -47,6 +47,72 @@ struct JSONReaderTests {
         #expect(seen == ["a=xé", "n=-1.5e3", "o.in=y", "o.deep@16", "t"])
     }
 
+    @Test("names and strings handed over as bytes are the ones read as strings: plain, escaped, non-ASCII, empty")
+    func namesAsBytes() throws {
+        let text =
+            #"{"plain":"v","esc\u0061ped":"a\"b","h\u00e9":"\u00e9t\u00e9","":"","ü":"ünï","long name past eight":"x"}"#
+        let asStrings = try read(text) { reader in
+            var seen: [String] = []
+            _ = try reader.beginObject()
+            while let name = try reader.nextMember() { seen += [name, try reader.string() ?? "?"] }
+            return seen
+        }
+        let asBytes = try read(text) { reader in
+            var seen: [String] = []
+            _ = try reader.beginObject()
+            while let name = try reader.nextMember({ String(decoding: $0, as: UTF8.self) }) {
+                seen += [name, try reader.string { String(decoding: $0, as: UTF8.self) } ?? "?"]
+            }
+            return seen
+        }
+        #expect(
+            asStrings == [
+                "plain", "v", "escaped", "a\"b", "hé", "été", "", "", "ü", "ünï", "long name past eight", "x",
+            ]
+        )
+        #expect(asBytes == asStrings)
+        // Not a string: checked, skipped, nil, and the body not called.
+        let skipped = try read(#"{"a":[1,{"b":2}]}"#) { reader in
+            _ = try reader.beginObject()
+            _ = try reader.nextMember { _ in () }
+            let value: Void? = try reader.string { _ in Issue.record("called for an array") }
+            #expect(try reader.nextMember { _ in () } == nil)
+            return value
+        }
+        #expect(skipped == nil)
+    }
+
+    @Test(
+        "a name or string read as bytes fails where it would as a string",
+        arguments: [#"{"a\x":1}"#, "{\"a\u{01}\":1}", #"{"a":"\ud800"}"#, #"{"a":"b"#, #"{"abcdefghij"#]
+    )
+    func bytesFaults(text: String) {
+        #expect(throws: JSONParser.Failure.self) {
+            try read(text) { reader in
+                _ = try reader.beginObject()
+                while try reader.nextMember({ $0.count }) != nil { _ = try reader.string { $0.count } }
+            }
+        }
+    }
+
+    @Test("a name or string of invalid UTF-8 read as bytes fails as it does read as a string")
+    func bytesInvalidUTF8() {
+        // {"\xC3(":1} and {"a":"\xC3("}: a lead byte without its continuation.
+        for document: [UInt8] in [
+            [0x7B, 0x22, 0xC3, 0x28, 0x22, 0x3A, 0x31, 0x7D],
+            [0x7B, 0x22, 0x61, 0x22, 0x3A, 0x22, 0xC3, 0x28, 0x22, 0x7D],
+        ] {
+            let error = #expect(throws: JSONParser.Failure.self) {
+                try document.withUnsafeBytes { bytes in
+                    var reader = JSONReader(bytes)
+                    _ = try reader.beginObject()
+                    while try reader.nextMember({ $0.count }) != nil { _ = try reader.string { $0.count } }
+                }
+            }
+            #expect(error?.reason == "invalid UTF-8 in a string")
+        }
+    }
+
     @Test("an empty object has no members; a value that is not an object is checked and passed over")
     func emptyAndNotObject() throws {
         #expect(try read(" {} ") { reader in try reader.beginObject() ? try reader.nextMember() : "not" } == nil)
