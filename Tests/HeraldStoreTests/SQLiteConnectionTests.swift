@@ -66,4 +66,49 @@ struct SQLiteConnectionTests {
         try connection.query("SELECT count(*) FROM t WHERE b = ?", [.text("y")]) { inner = Int($0.integer(0)) }
         #expect(inner == 3)
     }
+
+    @Test("values bound one by one: '', NULL, integers, and texts past the stated size or nested arrive whole")
+    func binder() throws {
+        let connection = try connection()
+        let large = String(repeating: "é", count: 5_000)
+        // 0 bytes stated: the texts do not all fit what the buffer holds, and SQLite copies those.
+        let changed = try connection.change("INSERT INTO t (id, a, b) VALUES (?, ?, ?), (?, ?, ?)", textBytes: 0) {
+            binder in
+            binder.integer(7)
+            binder.text("")
+            binder.null()
+            binder.integer(8)
+            binder.text(large)
+            binder.text("short")
+        }
+        #expect(changed == 2)
+        var rows: [[String?]] = []
+        try connection.query("SELECT id, a, b FROM t ORDER BY id") {
+            rows.append([String($0.integer(0)), $0.isNull(1) ? nil : $0.text(1), $0.isNull(2) ? nil : $0.text(2)])
+        }
+        #expect(rows == [["7", "", nil], ["8", large, "short"]])
+        // Bound from a row of another query: the outer query's texts stay as they were.
+        var seen: [String] = []
+        try connection.query("SELECT a FROM t WHERE b = ? OR a = ? ORDER BY id", [.text("short"), .text("")]) {
+            row throws(StoreError) in
+            seen.append(row.text(0) ?? "?")
+            _ = try connection.change("INSERT INTO t (a, b) VALUES (?, ?)", textBytes: 9) { binder in
+                binder.text("inner-row")
+                binder.text("nested")
+            }
+        }
+        #expect(seen == ["", large])
+        var nested = 0
+        try connection.query("SELECT count(*) FROM t WHERE a = ? AND b = ?", [.text("inner-row"), .text("nested")]) {
+            nested = Int($0.integer(0))
+        }
+        #expect(nested == 2)
+        // A failed binding (a position past the statement's parameters) is an error, not a silent NULL.
+        #expect(throws: StoreError.self) {
+            _ = try connection.change("INSERT INTO t (a) VALUES (?)", textBytes: 2) { binder in
+                binder.text("a")
+                binder.text("b")
+            }
+        }
+    }
 }

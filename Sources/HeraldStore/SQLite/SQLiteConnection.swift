@@ -169,48 +169,124 @@ final class SQLiteConnection: @unchecked Sendable {
         }
     }
 
-    /// Binds `values` in order. Texts are copied into `scratch` and bound in place (SQLite's
-    /// "static" binding), valid until the statement is reset: letting SQLite copy each text
-    /// (SQLITE_TRANSIENT) cost an allocation per parameter, on every statement of a decision.
-    /// A nested query (`inPlace` false) lets SQLite copy.
-    private func bind(_ values: [Value], to statement: OpaquePointer, inPlace: Bool) throws(StoreError) {
-        if inPlace {
-            var textBytes = 0
-            for case .text(let text) in values { textBytes += text.utf8.count }
-            if scratch.count < textBytes {
-                scratch.deallocate()
-                scratch = .allocate(byteCount: max(textBytes, 2 * scratch.count), alignment: 1)
-            }
+    /// Binds one statement's parameters, in order. A text is copied into the connection's scratch
+    /// buffer and bound in place (SQLite's "static" binding), valid until the statement is reset:
+    /// letting SQLite copy each text (SQLITE_TRANSIENT) cost an allocation per parameter, on
+    /// every statement of a decision. A text that does not fit what is left of the buffer, or any
+    /// text of a nested query (whose outer query's texts are in the buffer), SQLite copies.
+    struct Binder: ~Copyable {
+        fileprivate let statement: OpaquePointer
+        /// Where texts go; nil: SQLite copies them.
+        fileprivate let scratch: UnsafeMutableRawBufferPointer?
+        fileprivate var offset = 0
+        fileprivate var position: Int32 = 1
+        /// The first binding's failure, if any.
+        fileprivate var result = SQLITE_OK
+
+        fileprivate init(statement: OpaquePointer, scratch: UnsafeMutableRawBufferPointer?) {
+            self.statement = statement
+            self.scratch = scratch
         }
-        var offset = 0
-        for (index, value) in values.enumerated() {
-            let position = Int32(index + 1)
-            let result: Int32
-            switch value {
-            case .text(var text) where inPlace:
-                let start = scratch.baseAddress! + offset
-                let count = text.withUTF8 { utf8 in
-                    if let source = utf8.baseAddress { start.copyMemory(from: source, byteCount: utf8.count) }
-                    return utf8.count
+
+        private mutating func next(_ outcome: Int32) {
+            if result == SQLITE_OK { result = outcome }
+            position += 1
+        }
+
+        mutating func integer(_ value: Int64) { next(sqlite3_bind_int64(statement, position, value)) }
+
+        mutating func null() { next(sqlite3_bind_null(statement, position)) }
+
+        mutating func text(_ value: String) {
+            var value = value
+            let outcome = value.withUTF8 { utf8 -> Int32 in
+                guard let scratch, offset + utf8.count <= scratch.count else {
+                    return sqlite3_bind_text(
+                        statement,
+                        position,
+                        // Never a null pointer, even for an empty text: that would bind NULL.
+                        utf8.baseAddress.map { UnsafeRawPointer($0) }
+                            ?? UnsafeRawPointer(("" as StaticString).utf8Start),
+                        Int32(utf8.count),
+                        herald_sqlite_transient()
+                    )
                 }
-                offset += count
-                // Never a null pointer, even for an empty text: that would bind NULL instead of ''.
-                result = sqlite3_bind_text(
-                    statement,
-                    position,
-                    start.assumingMemoryBound(to: CChar.self),
-                    Int32(count),
-                    nil
-                )
-            case .text(let text): result = sqlite3_bind_text(statement, position, text, -1, herald_sqlite_transient())
-            case .integer(let number): result = sqlite3_bind_int64(statement, position, number)
-            case .blob(let bytes):
-                result = bytes.withUnsafeBytes {
+                let start = scratch.baseAddress! + offset
+                if let source = utf8.baseAddress { start.copyMemory(from: source, byteCount: utf8.count) }
+                offset += utf8.count
+                return sqlite3_bind_text(statement, position, start, Int32(utf8.count), nil)
+            }
+            next(outcome)
+        }
+
+        mutating func blob(_ bytes: [UInt8]) {
+            next(
+                bytes.withUnsafeBytes {
                     sqlite3_bind_blob(statement, position, $0.baseAddress, Int32($0.count), herald_sqlite_transient())
                 }
-            case .null: result = sqlite3_bind_null(statement, position)
+            )
+        }
+    }
+
+    /// Binds `values` in order (see ``Binder``). A nested query (`inPlace` false) lets SQLite copy
+    /// its texts.
+    private func bind(_ values: [Value], to statement: OpaquePointer, inPlace: Bool) throws(StoreError) {
+        var textBytes = 0
+        if inPlace {
+            for case .text(let text) in values { textBytes += text.utf8.count }
+        }
+        var binder = makeBinder(statement, textBytes: textBytes, inPlace: inPlace)
+        for value in values {
+            switch value {
+            case .text(let text): binder.text(text)
+            case .integer(let number): binder.integer(number)
+            case .blob(let bytes): binder.blob(bytes)
+            case .null: binder.null()
             }
-            guard result == SQLITE_OK else { throw StoreError(code: .storeQuery, message: "bind: \(lastError)") }
+        }
+        try check(binder)
+    }
+
+    /// A binder for `statement` whose scratch buffer holds at least `textBytes` (grown if needed,
+    /// while no statement's texts are in it).
+    private func makeBinder(_ statement: OpaquePointer, textBytes: Int, inPlace: Bool) -> Binder {
+        guard inPlace else { return Binder(statement: statement, scratch: nil) }
+        if scratch.count < textBytes {
+            scratch.deallocate()
+            scratch = .allocate(byteCount: max(textBytes, 2 * scratch.count), alignment: 1)
+        }
+        return Binder(statement: statement, scratch: scratch)
+    }
+
+    private func check(_ binder: borrowing Binder) throws(StoreError) {
+        guard binder.result == SQLITE_OK else { throw StoreError(code: .storeQuery, message: "bind: \(lastError)") }
+    }
+
+    /// Runs a statement that returns no rows, its parameters bound in order by `bind`, and answers
+    /// how many rows it changed: for the hottest statements, whose values would otherwise each be
+    /// wrapped in a ``Value`` of an array made for the call.
+    ///
+    /// - Parameter textBytes: the UTF-8 length of the texts `bind` binds, for them all to be bound
+    ///   in place; a text past it is copied by SQLite instead.
+    func change(_ sql: SQL, textBytes: Int, bind: (inout Binder) -> Void) throws(StoreError) -> Int {
+        let statement = try prepared(sql)
+        let nested = running
+        running = true
+        defer {
+            sqlite3_reset(statement)
+            sqlite3_clear_bindings(statement)
+            running = nested
+        }
+        var binder = makeBinder(statement, textBytes: textBytes, inPlace: !nested)
+        bind(&binder)
+        try check(binder)
+        while true {
+            let result = sqlite3_step(statement)
+            switch result {
+            case SQLITE_ROW: continue
+            case SQLITE_DONE: return Int(sqlite3_changes(handle))
+            default: throw StoreError(code: Self.code(of: result), message: lastError)
+            }
         }
     }
 

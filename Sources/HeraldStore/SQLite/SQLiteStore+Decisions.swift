@@ -130,18 +130,25 @@ extension SQLiteStore {
         )
     }
 
-    /// A ledger entry with the plan's likely outcome, as one statement's values: the key, the reason,
-    /// when it is due, the decision's time.
-    private static func likelyEntry(_ request: DecisionRequest, into values: inout [SQLiteConnection.Value]) {
+    /// The UTF-8 length of ``likelyEntry(_:into:)``'s texts.
+    private static func textBytes(of request: DecisionRequest) -> Int {
+        let key = request.key
+        return key.eventID.utf8.count + key.kind.utf8.count + key.recipient.utf8.count
+            + request.plan.outcome.reason.rawValue.utf8.count
+    }
+
+    /// Binds a ledger entry with the plan's likely outcome, as one statement's values: the key, the
+    /// reason, when it is due, the decision's time.
+    private static func likelyEntry(_ request: DecisionRequest, into binder: inout SQLiteConnection.Binder) {
         let key = request.key
         let likely = request.plan.outcome
-        values.append(.integer(key.storedEventTime))
-        values.append(.text(key.eventID))
-        values.append(.text(key.kind))
-        values.append(.text(key.recipient))
-        values.append(.text(likely.reason.rawValue))
-        values.append(likely.dueAt.map { .integer($0.epochMilliseconds) } ?? .null)
-        values.append(.integer(request.decidedAt.epochMilliseconds))
+        binder.integer(key.storedEventTime)
+        binder.text(key.eventID)
+        binder.text(key.kind)
+        binder.text(key.recipient)
+        binder.text(likely.reason.rawValue)
+        if let dueAt = likely.dueAt { binder.integer(dueAt.epochMilliseconds) } else { binder.null() }
+        binder.integer(request.decidedAt.epochMilliseconds)
     }
 
     /// Writes the likely outcome of every request in `chunk` in one statement, if the ledger holds
@@ -155,11 +162,14 @@ extension SQLiteStore {
         _ connection: SQLiteConnection
     ) throws(StoreError) -> Bool {
         guard let insert = ledgerInserts[chunk.count] else { return false }
-        var values: [SQLiteConnection.Value] = []
-        values.reserveCapacity(7 * chunk.count)
-        for request in chunk { likelyEntry(request, into: &values) }
+        // Bound straight from the requests: an array of the chunk's values (seven per entry, each
+        // text retained and released) cost more than the insert's own binding.
+        var textBytes = 0
+        for index in chunk.indices { textBytes += Self.textBytes(of: chunk[index]) }
         try connection.query("SAVEPOINT ledger_chunk")
-        let inserted = try connection.change(insert, values)
+        let inserted = try connection.change(insert, textBytes: textBytes) { binder in
+            for index in chunk.indices { likelyEntry(chunk[index], into: &binder) }
+        }
         if inserted != chunk.count { try connection.query("ROLLBACK TO ledger_chunk") }
         try connection.query("RELEASE ledger_chunk")
         return inserted == chunk.count
@@ -192,10 +202,10 @@ extension SQLiteStore {
         // ledger already holds the key: one search for a new pair instead of a look-up and an insert.
         var inserted = written
         if !written {
-            var values: [SQLiteConnection.Value] = []
-            values.reserveCapacity(7)
-            likelyEntry(request, into: &values)
-            inserted = try connection.change(ledgerInsert, values) == 1
+            inserted =
+                try connection.change(ledgerInsert, textBytes: textBytes(of: request)) { binder in
+                    likelyEntry(request, into: &binder)
+                } == 1
         }
         let at = request.decidedAt.epochMilliseconds
         let likely = request.plan.outcome
