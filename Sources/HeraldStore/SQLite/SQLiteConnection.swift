@@ -149,6 +149,19 @@ final class SQLiteConnection: @unchecked Sendable {
         _ values: [Value] = [],
         row: (Row) throws(StoreError) -> Void = { _ in }
     ) throws(StoreError) {
+        var textBytes = 0
+        for case .text(let text) in values { textBytes += text.utf8.count }
+        try run(sql, textBytes: textBytes, bind: { binder in for value in values { binder.bind(value) } }, row: row)
+    }
+
+    /// Runs a statement, its parameters bound in order by `bind` (see ``Binder``), and calls `row`
+    /// for each result row.
+    private func run(
+        _ sql: SQL,
+        textBytes: Int,
+        bind: (inout Binder) -> Void,
+        row: (Row) throws(StoreError) -> Void
+    ) throws(StoreError) {
         let statement = try prepared(sql)
         // A query run from another's row callback must not overwrite the outer one's texts.
         let nested = running
@@ -158,7 +171,9 @@ final class SQLiteConnection: @unchecked Sendable {
             sqlite3_clear_bindings(statement)
             running = nested
         }
-        try bind(values, to: statement, inPlace: !nested)
+        var binder = makeBinder(statement, textBytes: textBytes, inPlace: !nested)
+        bind(&binder)
+        guard binder.result == SQLITE_OK else { throw StoreError(code: .storeQuery, message: "bind: \(lastError)") }
         while true {
             let result = sqlite3_step(statement)
             switch result {
@@ -219,6 +234,15 @@ final class SQLiteConnection: @unchecked Sendable {
             next(outcome)
         }
 
+        mutating func bind(_ value: Value) {
+            switch value {
+            case .text(let text): self.text(text)
+            case .integer(let number): integer(number)
+            case .blob(let bytes): blob(bytes)
+            case .null: null()
+            }
+        }
+
         mutating func blob(_ bytes: [UInt8]) {
             next(
                 bytes.withUnsafeBytes {
@@ -226,25 +250,6 @@ final class SQLiteConnection: @unchecked Sendable {
                 }
             )
         }
-    }
-
-    /// Binds `values` in order (see ``Binder``). A nested query (`inPlace` false) lets SQLite copy
-    /// its texts.
-    private func bind(_ values: [Value], to statement: OpaquePointer, inPlace: Bool) throws(StoreError) {
-        var textBytes = 0
-        if inPlace {
-            for case .text(let text) in values { textBytes += text.utf8.count }
-        }
-        var binder = makeBinder(statement, textBytes: textBytes, inPlace: inPlace)
-        for value in values {
-            switch value {
-            case .text(let text): binder.text(text)
-            case .integer(let number): binder.integer(number)
-            case .blob(let bytes): binder.blob(bytes)
-            case .null: binder.null()
-            }
-        }
-        try check(binder)
     }
 
     /// A binder for `statement` whose scratch buffer holds at least `textBytes` (grown if needed,
@@ -258,10 +263,6 @@ final class SQLiteConnection: @unchecked Sendable {
         return Binder(statement: statement, scratch: scratch)
     }
 
-    private func check(_ binder: borrowing Binder) throws(StoreError) {
-        guard binder.result == SQLITE_OK else { throw StoreError(code: .storeQuery, message: "bind: \(lastError)") }
-    }
-
     /// Runs a statement that returns no rows, its parameters bound in order by `bind`, and answers
     /// how many rows it changed: for the hottest statements, whose values would otherwise each be
     /// wrapped in a ``Value`` of an array made for the call.
@@ -269,25 +270,8 @@ final class SQLiteConnection: @unchecked Sendable {
     /// - Parameter textBytes: the UTF-8 length of the texts `bind` binds, for them all to be bound
     ///   in place; a text past it is copied by SQLite instead.
     func change(_ sql: SQL, textBytes: Int, bind: (inout Binder) -> Void) throws(StoreError) -> Int {
-        let statement = try prepared(sql)
-        let nested = running
-        running = true
-        defer {
-            sqlite3_reset(statement)
-            sqlite3_clear_bindings(statement)
-            running = nested
-        }
-        var binder = makeBinder(statement, textBytes: textBytes, inPlace: !nested)
-        bind(&binder)
-        try check(binder)
-        while true {
-            let result = sqlite3_step(statement)
-            switch result {
-            case SQLITE_ROW: continue
-            case SQLITE_DONE: return Int(sqlite3_changes(handle))
-            default: throw StoreError(code: Self.code(of: result), message: lastError)
-            }
-        }
+        try run(sql, textBytes: textBytes, bind: bind, row: { _ in })
+        return Int(sqlite3_changes(handle))
     }
 
     /// Runs a statement that returns no rows and answers how many rows it inserted, updated or
