@@ -137,22 +137,23 @@ public struct EventDecoder: Sendable {
             }
         }
 
-        /// `time` read from its UTF-8: the moment, or the text when it is not one.
-        static func time(_ utf8: UnsafeRawBufferPointer) -> Result<Timestamp, TimeText> {
-            if let moment = Timestamp(rfc3339: utf8) { return .success(moment) }
-            return .failure(TimeText(text: String(decoding: utf8, as: UTF8.self)))
+        /// A `time` as read: the moment, or the text when it is not one.
+        enum Time {
+            case moment(Timestamp)
+            case invalid(String)
         }
 
-        mutating func setTime(_ parsed: Result<Timestamp, TimeText>) {
+        /// `time` read from its UTF-8.
+        static func time(_ utf8: UnsafeRawBufferPointer) -> Time {
+            if let moment = Timestamp(rfc3339: utf8) { return .moment(moment) }
+            return .invalid(String(decoding: utf8, as: UTF8.self))
+        }
+
+        mutating func setTime(_ parsed: Time) {
             switch parsed {
-            case .success(let moment): (time, invalidTime) = (moment, nil)
-            case .failure(let bad): (time, invalidTime) = (nil, bad.text)
+            case .moment(let moment): (time, invalidTime) = (moment, nil)
+            case .invalid(let text): (time, invalidTime) = (nil, text)
             }
-        }
-
-        /// A `time` that is not a date-time, as written.
-        struct TimeText: Error {
-            var text: String
         }
     }
 
@@ -216,6 +217,7 @@ public struct EventDecoder: Sendable {
                     invalid
                     ?? EventError(code: .badAttribute, message: "data_base64 is not supported: Herald reads JSON data")
             // Read in place: most events have a time, and its text is not kept.
+            // `string(_:)` gives nil only for a value that is not a string, which `peek` ruled out.
             case (.time, .string?): attributes.setTime(try reader.string(Attributes.time)!)
             case (_, .string?): attributes.set(name, try reader.string() ?? "")
             case (.other, .number?): attributes.set(name, try reader.number() ?? "")

@@ -29,7 +29,7 @@ public struct Timestamp: Sendable, Hashable, Comparable, CustomStringConvertible
 
     /// ``init(rfc3339:)`` from the date-time's UTF-8.
     public init?(rfc3339 utf8: UnsafeRawBufferPointer) {
-        guard let parsed = Self.parse(utf8.assumingMemoryBound(to: UInt8.self)) else { return nil }
+        guard let parsed = utf8.withMemoryRebound(to: UInt8.self, Self.parse) else { return nil }
         self = parsed
     }
 
