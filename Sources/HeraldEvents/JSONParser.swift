@@ -526,35 +526,27 @@ private struct Cursor {
 
     /// The string that starts here (at its quote), its UTF-8 handed to `body`: the bytes in place
     /// when they are plain ASCII, else the decoded string's (``parseString()``, which also
-    /// reports any fault). Its scan repeats `parseString`'s fast path on purpose: one generic core
-    /// for both counted about 670 more instructions per event in replay.
+    /// reports any fault).
     mutating func withStringBytes<Result>(
         _ body: (UnsafeRawBufferPointer) -> Result
     ) throws(JSONParser.Failure) -> Result {
         let quote = index
         index += 1
-        let start = index
-        skipPlainASCII()
-        while index < bytes.count {
-            let byte = bytes[index]
-            if byte == UInt8(ascii: "\"") {
-                let raw = UnsafeRawBufferPointer(rebasing: bytes[start..<index])
-                index += 1
-                return body(raw)
-            }
-            // An escape, a byte of a multi-byte character or a fault: the general path.
-            if byte == UInt8(ascii: "\\") || byte >= 0x80 || byte < 0x20 { break }
-            index += 1
-        }
+        if let scanned = try scanUnescaped(), scanned.ascii { return body(scanned.bytes) }
+        // Escapes or multi-byte characters: the general path, from the quote again.
         index = quote
         var text = try parseString()
         return text.withUTF8 { body(UnsafeRawBufferPointer($0)) }
     }
 
-    mutating func parseString() throws(JSONParser.Failure) -> String {
-        index += 1
+    /// Reads a string's bytes from here (just past its opening quote) to its closing quote, when
+    /// they hold no escape: the bytes, whether they are all ASCII, and `index` past the quote.
+    /// Nil at the first backslash (`index` on it). Shared by both string readers, written without
+    /// closures: a generic core taking the two readers' endings as closures counted about 670
+    /// more instructions per event in replay.
+    @inline(__always)
+    mutating func scanUnescaped() throws(JSONParser.Failure) -> (bytes: UnsafeRawBufferPointer, ascii: Bool)? {
         let start = index
-        // Fast path: no escapes. Scan to the closing quote; pure ASCII needs no UTF-8 validation.
         var ascii = true
         skipPlainASCII()
         while index < bytes.count {
@@ -562,23 +554,32 @@ private struct Cursor {
             if byte == UInt8(ascii: "\"") {
                 let raw = UnsafeRawBufferPointer(rebasing: bytes[start..<index])
                 index += 1
-                if ascii {
-                    if let strings, UInt(bitPattern: raw.count &- 1) < 16 {
-                        return strings._withUnsafeGuaranteedRef { $0.string(ascii: raw) }
-                    }
-                    return String(decoding: raw, as: UTF8.self)
-                }
-                guard let text = String(validating: raw, as: UTF8.self) else {
-                    throw JSONParser.Failure(reason: "invalid UTF-8 in a string", offset: start)
-                }
-                return text
+                return (raw, ascii)
             }
             if byte >= 0x80 { ascii = false }
-            if byte == UInt8(ascii: "\\") { break }
+            if byte == UInt8(ascii: "\\") { return nil }
             if byte < 0x20 { throw failure("unescaped control character in a string") }
             index += 1
         }
-        guard index < bytes.count else { throw failure("unterminated string") }
+        throw failure("unterminated string")
+    }
+
+    mutating func parseString() throws(JSONParser.Failure) -> String {
+        index += 1
+        let start = index
+        // Fast path: no escapes; pure ASCII needs no UTF-8 validation.
+        if let (raw, ascii) = try scanUnescaped() {
+            if ascii {
+                if let strings, UInt(bitPattern: raw.count &- 1) < 16 {
+                    return strings._withUnsafeGuaranteedRef { $0.string(ascii: raw) }
+                }
+                return String(decoding: raw, as: UTF8.self)
+            }
+            guard let text = String(validating: raw, as: UTF8.self) else {
+                throw JSONParser.Failure(reason: "invalid UTF-8 in a string", offset: start)
+            }
+            return text
+        }
         // Slow path: the string has escapes.
         var utf8 = Array(UnsafeRawBufferPointer(rebasing: bytes[start..<index]))
         while index < bytes.count {
