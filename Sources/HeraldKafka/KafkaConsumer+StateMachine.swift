@@ -302,7 +302,8 @@ extension KafkaConsumer {
 
         private mutating func handOut(_ batch: [KafkaMessage]) -> [KafkaMessage] {
             forEachPartitionRun(of: batch) { tracker, run in
-                for message in run { tracker.handedOut(message.offset) }
+                // By position: `for message in run` copied each message to read its offset.
+                for index in run.indices { tracker.handedOut(run[index].offset) }
                 return false
             }
             return batch
@@ -347,7 +348,7 @@ extension KafkaConsumer {
         mutating func release(_ messages: some Collection<KafkaMessage>, epoch: Int? = nil) {
             forEachPartitionRun(of: messages) { tracker, run in
                 guard epoch == nil || tracker.epoch == epoch else { return false }
-                for message in run { tracker.release(message.offset) }
+                for index in run.indices { tracker.release(run[index].offset) }
                 return false
             }
         }
@@ -356,7 +357,7 @@ extension KafkaConsumer {
         mutating func markDone(_ messages: some Collection<KafkaMessage>) -> Bool {
             forEachPartitionRun(of: messages) { tracker, run in
                 var advanced = false
-                for message in run where tracker.markDone(message.offset) { advanced = true }
+                for index in run.indices where tracker.markDone(run[index].offset) { advanced = true }
                 return advanced
             }
             return !revoking.isEmpty || lifecycle == .draining
