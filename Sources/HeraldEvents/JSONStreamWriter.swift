@@ -275,6 +275,16 @@ public struct JSONStreamWriter: ~Copyable {
         if value { output.append("true") } else { output.append("false") }
     }
 
+    /// Already-serialized JSON given as a literal, written as it is: no separator, no check. For
+    /// writers of one fixed shape (the benchmarks' event generator) that write a document's
+    /// constant runs whole, between the values they write with ``integer(_:)``, ``string(_:)`` or
+    /// ``timestamp(_:)``.
+    @inlinable @inline(__always)
+    public mutating func raw(literal json: StaticString) {
+        precondition(json.hasPointerRepresentation, "a raw JSON literal of one Unicode scalar")
+        output.append(json)
+    }
+
     /// Already-serialized JSON, written as the value of the current member or element.
     public mutating func raw(_ json: [UInt8]) {
         json.withUnsafeBytes { output.append($0) }

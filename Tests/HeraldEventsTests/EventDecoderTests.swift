@@ -615,6 +615,22 @@ struct JSONWriterTests {
         }
     }
 
+    @Test("raw literal runs are written as they are between values, and the buffer grows for them")
+    func streamWriterRawLiterals() throws {
+        var writer = JSONStreamWriter(capacity: 1)
+        writer.raw(literal: #"{"id":"bench-"#)
+        writer.integer(42)
+        writer.raw(literal: #"","ids":["#)
+        writer.string("a\"b")
+        writer.raw(literal: #"],"at":"#)
+        writer.timestamp(Timestamp(epochMilliseconds: 0))
+        writer.raw(literal: "}")
+        let text = String(decoding: writer.bytes, as: UTF8.self)
+        #expect(text == #"{"id":"bench-42","ids":["a\"b"],"at":"1970-01-01T00:00:00.000Z"}"#)
+        let parsed = try JSONParser().parse(writer.bytes)
+        #expect(parsed["id"]?.stringValue == "bench-42" && parsed["ids"] == .array([.string("a\"b")]))
+    }
+
     /// Writes `times` with one writer (a small buffer, so it grows on the way) and expects each as
     /// its ``Timestamp/description`` says.
     func expectWrittenAsDescribed(_ times: [Int64], sourceLocation: SourceLocation = #_sourceLocation) {

@@ -60,4 +60,39 @@ struct EventGeneratorTests {
         }
         #expect(ids.count == 200)
     }
+
+    @Test(
+        "the events are the same byte for byte from one build to the next, so that benchmark figures stay comparable"
+    )
+    func sameBytes() {
+        // A digest of every key, value and partition of the first events of each mode, taken when
+        // the generator was last rewritten: a change to what it writes fails here, a change to how
+        // it writes them does not.
+        func digest(_ generator: EventGenerator, _ numbers: Range<Int>, time: Timestamp?) -> UInt64 {
+            var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+            func add(_ bytes: some Sequence<UInt8>) {
+                for byte in bytes {
+                    hash ^= UInt64(byte)
+                    hash &*= 0x0000_0100_0000_01B3
+                }
+            }
+            var json = JSONStreamWriter(capacity: 16)
+            for number in numbers {
+                var (key, value) = ([UInt8](), [UInt8]())
+                let partition = generator.write(number, time: time, key: &key, value: &value, using: &json)
+                add(key)
+                add(value)
+                add(withUnsafeBytes(of: partition.littleEndian) { Array($0) })
+            }
+            return hash
+        }
+        let time = Timestamp(epochMilliseconds: 1_795_000_000_123)
+        let timed = digest(EventGenerator(users: 100_000, partitions: 12), 0..<5000, time: time)
+        var untimed = EventGenerator(users: 1000, partitions: 4)
+        untimed.untimed = true
+        untimed.randomIDs = true
+        let random = digest(untimed, 999_000..<1_001_000, time: nil)
+        #expect(timed == 0x5823_716b_241f_c6de, "timed: \(String(timed, radix: 16))")
+        #expect(random == 0xc9b4_57a0_6c03_ba14, "random ids: \(String(random, radix: 16))")
+    }
 }
