@@ -24,8 +24,20 @@ public final class RenderPlans {
     /// as a device names it, so a directory full of odd locale tags must not grow them without end
     /// (nor the search through them on every render).
     static let maximumPerKind = 64
+    /// The last time ``text(of:)`` wrote, and its text.
+    @exclusivity(unchecked) private var lastTime: (time: Timestamp, text: String)?
 
     public init() {}
+
+    /// `time`'s ``Timestamp/description``, made once for a run of renders of the same time: events
+    /// that come in bursts share their millisecond, and each text (24 bytes, too long for a string
+    /// kept inline) was an allocation and a formatting per render.
+    func text(of time: Timestamp) -> String {
+        if let lastTime, lastTime.time == time { return lastTime.text }
+        let text = time.description
+        lastTime = (time, text)
+        return text
+    }
 
     /// How many plans are kept, over every kind.
     var count: Int { kinds.reduce(0) { $0 + $1.plans.count } }

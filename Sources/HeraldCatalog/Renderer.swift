@@ -330,7 +330,7 @@ public final class Renderer: Sendable {
         data.append(KeyValue("notificationType", kind.name))
         data.append(KeyValue("eventId", event.id))
         if let link = rendered.deepLink { data.append(KeyValue("deepLinkPath", link.path)) }
-        if let time = event.time { data.append(KeyValue("timestamp", time.description)) }
+        if let time = event.time { data.append(KeyValue("timestamp", plans?.text(of: time) ?? time.description)) }
         for name in presentation.dataFields {
             if let value = plain(name) { data.append(KeyValue(name, value)) }
         }

@@ -544,6 +544,24 @@ struct RenderPlanTests {
         #expect(totals.count == 10, "each currency formats its own amount: \(totals)")
     }
 
+    @Test("each render's data carries its own event's time through one plans object, repeated or alternating")
+    func timesThroughPlans() throws {
+        let (catalog, _) = try CatalogLoader.load(directory: exampleCatalog)
+        let renderer = Renderer(catalog: catalog)
+        let plans = RenderPlans()
+        let kind = try #require(catalog.kind(named: "order.shipped"))
+        var event = try sampleEvent("order.shipped")
+        for milliseconds: Int64 in [
+            1_795_000_000_000, 1_795_000_000_000, 1_795_000_000_001, 1_795_000_000_000, 0, 0, -1,
+        ] {
+            let time = Timestamp(epochMilliseconds: milliseconds)
+            event.time = time
+            let planned = try renderer.render(event, as: kind, locale: "en", timeZone: "UTC", plans: plans)
+            #expect(planned.data.first { $0.key == "timestamp" }?.value == time.description, "\(milliseconds)")
+            #expect(planned == (try renderer.render(event, as: kind, locale: "en", timeZone: "UTC")))
+        }
+    }
+
     @Test("plans kept for long hold a bounded number per kind, however many locales recipients name")
     func boundedPlans() throws {
         let (catalog, _) = try CatalogLoader.load(directory: exampleCatalog)
