@@ -542,7 +542,7 @@ struct EventGenerator: Sendable {
         Self.appendDigits(of: user, to: &key)
         // Written as its constant runs whole and its values in between: the feeder writes every
         // event on the cores the worker is measured on, and member by member, each value checked
-        // for escapes, this cost about 3,800 instructions an event, against about 2,100 now (half
+        // for escapes, this cost about 3,800 instructions an event, against about 2,100 now (a third
         // of them the key, the copy out and the clock). The bytes are those the member-by-member
         // writer wrote (`EventGeneratorTests.sameBytes`).
         let kind = Kind(mix: (random >> 40) % 100)
