@@ -281,7 +281,7 @@ public struct JSONStreamWriter: ~Copyable {
     /// ``timestamp(_:)``.
     @inlinable @inline(__always)
     public mutating func raw(literal json: StaticString) {
-        precondition(json.hasPointerRepresentation, "a raw JSON literal of one Unicode scalar")
+        precondition(json.hasPointerRepresentation, "raw(literal:) takes text, not a literal of one Unicode scalar")
         output.append(json)
     }
 
