@@ -383,15 +383,26 @@ public final class SQLiteStore: StateStore, @unchecked Sendable {
         _ connection: SQLiteConnection,
         evicted: () -> Void
     ) throws(StoreError) {
+        // The user's devices are read in key order and sorted here, and only a user over the limit
+        // deletes any. One `DELETE … IN (SELECT … ORDER BY registered_at … OFFSET ?)` did it in a
+        // statement, but SQLite sorted it in a temporary B-tree made for each run (created, its
+        // pages zeroed, dropped) whether or not the user had a device too many: that was most of
+        // what applying a registration cost.
+        var devices: [(registeredAt: Int64, deviceID: String)] = []
         try connection.query(
-            """
-            DELETE FROM devices WHERE user_id = ?1 AND device_id IN (
-                SELECT device_id FROM devices WHERE user_id = ?1
-                ORDER BY registered_at DESC, device_id DESC LIMIT -1 OFFSET ?2)
-            RETURNING device_id
-            """,
-            [.text(userID), .integer(Int64(limit))]
-        ) { _ in evicted() }
+            "SELECT registered_at, device_id FROM devices WHERE user_id = ?",
+            [.text(userID)]
+        ) { row in devices.append((row.integer(0), row.text(1) ?? "")) }
+        guard devices.count > limit else { return }
+        // Newest first, by registration then device id: the order the worker keeps devices in.
+        devices.sort { ($0.registeredAt, $0.deviceID) > ($1.registeredAt, $1.deviceID) }
+        for device in devices[limit...] {
+            try connection.query(
+                "DELETE FROM devices WHERE user_id = ? AND device_id = ?",
+                [.text(userID), .text(device.deviceID)]
+            )
+            evicted()
+        }
     }
 
     /// Applies one change; `touched` is called with each user whose recipient record it may change.
