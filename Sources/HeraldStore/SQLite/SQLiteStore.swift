@@ -416,25 +416,29 @@ public final class SQLiteStore: StateStore, @unchecked Sendable {
             guard try !deleted(device.userID, asOf: device.at, connection) else { return }
             let at = device.at.epochMilliseconds
             let provider = device.provider.rawValue
-            // A newer registration of the same token elsewhere wins over this one.
-            var newerElsewhere = false
+            // The device that holds the token now, if another one does (a token is unique, so at
+            // most one). Found first and deleted by its key only if there is one: a `DELETE …
+            // RETURNING` ran for every registration, and SQLite buffers what it returns in a
+            // temporary B-tree it makes (and zeroes a page for) each time.
+            var holder: (userID: String, deviceID: String, registeredAt: Int64)?
             try connection.query(
                 """
-                SELECT 1 FROM devices WHERE provider = ? AND token = ? AND registered_at > ?
+                SELECT user_id, device_id, registered_at FROM devices WHERE provider = ? AND token = ?
                     AND NOT (user_id = ? AND device_id = ?)
                 """,
-                [.text(provider), .text(device.token), .integer(at), .text(device.userID), .text(device.deviceID)]
-            ) { _ in newerElsewhere = true }
-            guard !newerElsewhere else { return }
+                [.text(provider), .text(device.token), .text(device.userID), .text(device.deviceID)]
+            ) { row in holder = (row.text(0) ?? "", row.text(1) ?? "", row.integer(2)) }
+            // A newer registration of the same token elsewhere wins over this one.
+            if let holder, holder.registeredAt > at { return }
             touched(device.userID)
             // The token moves: it leaves whatever user or device had it before.
-            try connection.query(
-                """
-                DELETE FROM devices WHERE provider = ? AND token = ? AND NOT (user_id = ? AND device_id = ?)
-                RETURNING user_id
-                """,
-                [.text(provider), .text(device.token), .text(device.userID), .text(device.deviceID)]
-            ) { row in touched(row.text(0) ?? "") }
+            if let holder {
+                try connection.query(
+                    "DELETE FROM devices WHERE user_id = ? AND device_id = ?",
+                    [.text(holder.userID), .text(holder.deviceID)]
+                )
+                touched(holder.userID)
+            }
             // An invalidation at or after this registration still applies to it.
             try connection.query(
                 """
@@ -470,14 +474,23 @@ public final class SQLiteStore: StateStore, @unchecked Sendable {
                 """,
                 values
             )
+            // The holder is found first and updated only if there is one, as for a registration:
+            // not through `RETURNING`'s temporary B-tree.
+            var holder: String?
             try connection.query(
-                """
-                UPDATE devices SET invalidated_at = max(coalesce(invalidated_at, ?3), ?3)
-                WHERE provider = ?1 AND token = ?2 AND registered_at <= ?3
-                RETURNING user_id
-                """,
+                "SELECT user_id FROM devices WHERE provider = ?1 AND token = ?2 AND registered_at <= ?3",
                 values
-            ) { row in touched(row.text(0) ?? "") }
+            ) { row in holder = row.text(0) ?? "" }
+            if let holder {
+                try connection.query(
+                    """
+                    UPDATE devices SET invalidated_at = max(coalesce(invalidated_at, ?3), ?3)
+                    WHERE provider = ?1 AND token = ?2 AND registered_at <= ?3
+                    """,
+                    values
+                )
+                touched(holder)
+            }
         case .profileUpdated(let userID, let locale, let timeZone, let at):
             guard try !deleted(userID, asOf: at, connection) else { return }
             touched(userID)
