@@ -46,8 +46,9 @@ build: deps
 release: deps
 	$(SWIFT) build -c release --product herald --static-swift-stdlib
 
-## bench-check: instructions per event of replay and of the whole pipeline, and per decision read
-## from SQLite (`bench decisions` without the directory cache), counted with callgrind, against
+## bench-check: instructions per event of replay and of the whole pipeline, per decision read from
+## SQLite (`bench decisions` without the directory cache) and per directory change applied
+## (`bench decisions`' seeding), counted with callgrind, against
 ## Benchmarks/instruction-budgets: fails on a count over its budget. CI runs it after the tests.
 bench-check: release
 	scripts/check-instruction-budgets .build/release/herald
