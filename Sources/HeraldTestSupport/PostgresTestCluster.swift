@@ -149,13 +149,26 @@ public final class PostgresTestCluster: Sendable {
         try? FileManager.default.removeItem(atPath: directory)
     }
 
-    /// Creates an empty database and returns its configuration.
-    public func makeDatabase() async throws -> PostgresStore.Configuration {
+    /// Creates an empty database and returns its configuration. Its text sorts in the cluster's
+    /// collation (C), or with `icuLocale` in that ICU locale's, as in a database made with a
+    /// language's rules (`en-US` puts `phone` before `Phone`; C and Swift put it after); it is
+    /// encoded in UTF-8 unless `encoding` says otherwise.
+    public func makeDatabase(
+        icuLocale: String? = nil,
+        encoding: String? = nil
+    ) async throws
+        -> PostgresStore.Configuration
+    {
         let name = "herald_test_\(Self.databases.add(1, ordering: .relaxed).newValue)"
+        var options = icuLocale.map { ["--locale-provider=icu", "--icu-locale=\($0)"] } ?? []
+        if let encoding { options += ["--encoding=\(encoding)"] }
+        // template1 has the cluster's collation and encoding; template0 takes others.
+        if !options.isEmpty { options.append("--template=template0") }
+        let collation = options
         try await offPool { () throws(PostgresTestClusterError) in
             try self.run(
                 "\(self.binaries)/createdb",
-                ["-h", "127.0.0.1", "-p", "\(self.port)", "-U", self.username, name]
+                ["-h", "127.0.0.1", "-p", "\(self.port)", "-U", self.username] + collation + [name]
             )
         }
         return PostgresStore.Configuration(host: "127.0.0.1", port: port, username: username, database: name)
@@ -215,9 +228,11 @@ public struct PostgresTestClusterError: Error, CustomStringConvertible {
 public func withPostgresStore<R: Sendable>(
     maximumConnections: Int = 8,
     maximumDevicesPerUser: Int = DirectoryLimits.maximumDevicesPerUser,
+    icuLocale: String? = nil,
+    encoding: String? = nil,
     _ body: (PostgresStore) async throws -> R
 ) async throws -> R {
-    var configuration = try await PostgresTestCluster.shared().makeDatabase()
+    var configuration = try await PostgresTestCluster.shared().makeDatabase(icuLocale: icuLocale, encoding: encoding)
     configuration.maximumConnections = maximumConnections
     configuration.maximumDevicesPerUser = maximumDevicesPerUser
     var logger = Logger(label: "herald.test.postgres")

@@ -142,6 +142,54 @@ struct DirectoryContractTests {
     }
 
     @Test(
+        "devices registered in the same millisecond are kept in Swift's order of their ids (Unicode scalars, after NFC), whatever the PostgreSQL database's collation",
+        arguments: [nil, "en-US"] as [String?]
+    )
+    func deviceLimitOrderIsSwifts(_ icuLocale: String?) async throws {
+        // Both in the same millisecond: the greater id is the newer. C and Swift put "Phone" (P is
+        // 0x50) before "phone" (0x70), English rules the other way round. The two forms of "é"
+        // are the same id to Swift but not to PostgreSQL's C collation: "é" (U+00E9) after "f",
+        // and "e" followed by a combining accent before it, unless the ids are normalized first.
+        let ties: [(devices: [String], kept: String)] = [
+            (["phone", "Phone"], "phone"), (["f", "e\u{301}"], "e\u{301}"),
+        ]
+        try await withPostgresStore(maximumDevicesPerUser: 1, icuLocale: icuLocale) { store in
+            for (user, tie) in ties.enumerated() {
+                let applied = try await store.apply(
+                    tie.devices.enumerated().map { index, device in
+                        registered("u\(user)", device, token: "t\(user)-\(index)", at: "2026-11-01T10:00:00Z")
+                    }
+                )
+                #expect(applied.evicted == ["u\(user)"])
+                #expect(try await store.recipients(["u\(user)"])["u\(user)"]?.devices.map(\.deviceID) == [tie.kept])
+                // The memory store and SQLite, which sort in Swift, keep the same one.
+                let memory = MemoryStore(maximumDevicesPerUser: 1)
+                let sqlite = try SQLiteStore(path: ":memory:", maximumDevicesPerUser: 1)
+                for other in [memory, sqlite] as [any StateStore] {
+                    try await other.apply(
+                        tie.devices.enumerated().map { index, device in
+                            registered("u", device, token: "t\(index)", at: "2026-11-01T10:00:00Z")
+                        }
+                    )
+                    #expect(try await other.recipients(["u"])["u"]?.devices.map(\.deviceID) == [tie.kept])
+                }
+            }
+        }
+    }
+
+    @Test("in a PostgreSQL database not encoded in UTF-8, which cannot normalize, ties are ranked by their bytes")
+    func deviceLimitOrderWithoutUTF8() async throws {
+        try await withPostgresStore(maximumDevicesPerUser: 1, encoding: "SQL_ASCII") { store in
+            let applied = try await store.apply([
+                registered("u", "phone", token: "t1", at: "2026-11-01T10:00:00Z"),
+                registered("u", "Phone", token: "t2", at: "2026-11-01T10:00:00Z"),
+            ])
+            #expect(applied.evicted == ["u"])
+            #expect(try await store.recipients(["u"])["u"]?.devices.map(\.deviceID) == ["phone"])
+        }
+    }
+
+    @Test(
         "a user keeps their most recently registered devices up to the directory's limit: older ones are removed, reported, and their tokens freed",
         arguments: StoreKind.allCases
     )

@@ -13,7 +13,7 @@ enum PostgresSchema {
     /// keys it writes differently. One that only adds what older workers can pass over (an index,
     /// a table they never use) may leave it where it was, and workers can then be upgraded one by
     /// one. Every migration up to 10 is of the first kind (10 changed how events without a time are
-    /// keyed).
+    /// keyed); 11 is of the second (the same function, ranking ties in another order).
     static let compatibleFrom = 10
 
     /// Applied in order; `herald_schema_version` records how far a database is. Never edit a
@@ -479,6 +479,35 @@ enum PostgresSchema {
         INSERT INTO decisions_legacy_horizon SELECT max(decided_at) FROM decisions WHERE event_time = 0
             HAVING count(*) > 0
                 AND max(decided_at) > (SELECT coalesce(max(decided_at), -1) FROM decisions_legacy_horizon);
+        """,
+        // 11: the device limit ranks devices registered in the same millisecond as Swift orders
+        // their ids (the worker, the memory store and SQLite): by Unicode scalars after NFC
+        // normalization. Ranked in the database's collation, an English one put "phone" before
+        // "Phone" and C put a decomposed "é" before "f", so PostgreSQL removed another device than
+        // the other stores would. `normalize` needs a UTF8 database; any other keeps byte order.
+        """
+        CREATE OR REPLACE FUNCTION herald_apply_capped(batch jsonb, max_devices integer) RETURNS SETOF text
+        LANGUAGE plpgsql SET enable_seqscan = off AS $$
+        DECLARE
+            nfc boolean := current_setting('server_encoding') = 'UTF8';
+        BEGIN
+            PERFORM herald_apply(batch);
+            RETURN QUERY
+            WITH registering AS (
+                SELECT DISTINCT x.u FROM jsonb_to_recordset(batch) AS x(t text, u text) WHERE x.t = 'registered'
+            ), ranked AS (
+                SELECT v.user_id, v.device_id,
+                    row_number() OVER (
+                        PARTITION BY v.user_id
+                        ORDER BY v.registered_at DESC,
+                            (CASE WHEN nfc THEN normalize(v.device_id, NFC) ELSE v.device_id END) COLLATE "C" DESC
+                    ) AS n
+                FROM devices v JOIN registering r ON v.user_id = r.u
+            )
+            DELETE FROM devices v USING ranked k
+            WHERE v.user_id = k.user_id AND v.device_id = k.device_id AND k.n > max_devices
+            RETURNING v.user_id;
+        END $$;
         """,
     ]
 
