@@ -31,7 +31,8 @@ public struct PipelineBenchmark: Sendable {
     public var events = 1_000_000
     public var users = 100_000
     public var partitions = 12
-    public var batchSize = 1000
+    /// The worker's batch size: its default unless a run sets it.
+    public var batchSize = HeraldConfiguration.Worker.defaultBatchSize
     /// How far the feeder may run ahead of the worker, in events. Event-to-outbound latency includes
     /// the time an event waits behind the window, so a smaller window gives lower latency at a
     /// little throughput.

@@ -389,7 +389,7 @@ struct PipelineBenchCommand: AsyncParsableCommand {
     var partitions = 12
 
     @Option(help: "The worker's batch size (worker.batch_size).")
-    var batchSize = 1000
+    var batchSize = HeraldConfiguration.Worker.defaultBatchSize
 
     @Option(help: "How far the feeder may run ahead of the worker, in events.")
     var window = 20_000
