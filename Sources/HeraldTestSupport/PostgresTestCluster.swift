@@ -160,15 +160,15 @@ public final class PostgresTestCluster: Sendable {
         -> PostgresStore.Configuration
     {
         let name = "herald_test_\(Self.databases.add(1, ordering: .relaxed).newValue)"
-        var options = icuLocale.map { ["--locale-provider=icu", "--icu-locale=\($0)"] } ?? []
-        if let encoding { options += ["--encoding=\(encoding)"] }
-        // template1 has the cluster's collation and encoding; template0 takes others.
-        if !options.isEmpty { options.append("--template=template0") }
-        let collation = options
+        let collation = icuLocale.map { ["--locale-provider=icu", "--icu-locale=\($0)"] } ?? []
+        let encodings = encoding.map { ["--encoding=\($0)"] } ?? []
+        // template1 has the cluster's collation and encoding; only template0 takes others.
+        let template = collation.isEmpty && encodings.isEmpty ? [] : ["--template=template0"]
+        let options = collation + encodings + template
         try await offPool { () throws(PostgresTestClusterError) in
             try self.run(
                 "\(self.binaries)/createdb",
-                ["-h", "127.0.0.1", "-p", "\(self.port)", "-U", self.username] + collation + [name]
+                ["-h", "127.0.0.1", "-p", "\(self.port)", "-U", self.username] + options + [name]
             )
         }
         return PostgresStore.Configuration(host: "127.0.0.1", port: port, username: username, database: name)
