@@ -47,12 +47,14 @@ final class SQLiteConnection: @unchecked Sendable {
         // A memory map (if configured) reads pages without copying each one in with pread, which
         // makes lookups in a directory of a million devices cheaper; mapped pages count in the
         // process's resident memory, so the default is none (``SQLiteStore/defaultMemoryMapMegabytes``).
-        // A 32 MiB page cache ran the pipeline benchmark as fast as 128 MiB did, with 65 MB less
-        // resident memory.
         // Clamped before the shift, which would otherwise wrap a huge setting into a negative size;
         // SQLite then caps it at its own limit.
         let megabytes = Int64(min(max(memoryMapMegabytes, 0), Int(Int64.max >> 20)))
         try execute("PRAGMA mmap_size = \(megabytes << 20)")
+        // A 32 MiB page cache ran the pipeline benchmark as fast as 128 MiB did, with 65 MB less
+        // resident memory. Smaller ones save memory the pipeline does not miss, but 8 MiB slowed
+        // inserts at random places in a large ledger by a tenth to a sixth (`bench decisions
+        // --random-event-ids`; docs/benchmarks.md, 2026-12-01).
         try execute("PRAGMA cache_size = -32768")
         // Checkpoint the write-ahead log every 64 MiB rather than every 4 MiB: a page written many
         // times between checkpoints is copied back once. Throttle windows and the ledger are
