@@ -54,7 +54,9 @@ public final class Renderer: Sendable {
             ids.reserveCapacity(elements.count)
             // A search of the ids so far is quickest for the few most events name; a list of 40,000
             // (an event's 256 KB allows that many) searched that way took seconds of the worker.
-            var seen: Set<String>? = elements.count > 16 ? Set(minimumCapacity: elements.count) : nil
+            // Compared by their bytes: ids that differ only in their Unicode normalization are other
+            // users (``OpaqueID``).
+            var seen: Set<OpaqueID>? = elements.count > 16 ? Set(minimumCapacity: elements.count) : nil
             for element in elements {
                 guard case .string(let id) = element else {
                     throw RenderError(
@@ -62,7 +64,8 @@ public final class Renderer: Sendable {
                         message: "recipients (\(kind.recipients)) must be strings, not \(element.typeName)"
                     )
                 }
-                let isNew = seen != nil ? seen!.insert(id).inserted : !ids.contains(id)
+                let isNew =
+                    seen != nil ? seen!.insert(OpaqueID(id)).inserted : !ids.contains { $0.hasSameBytes(as: id) }
                 if isNew { ids.append(id) }
             }
         case let other?:

@@ -71,6 +71,18 @@ public struct ThrottleKey: Sendable, Hashable, CustomStringConvertible {
     }
 
     public var description: String { "\(rule)@\(windowStart)" }
+
+    // The recipient by its bytes (``OpaqueID``): two users whose ids differ only in their Unicode
+    // normalization have windows of their own, as the databases' rows are.
+    public static func == (lhs: ThrottleKey, rhs: ThrottleKey) -> Bool {
+        lhs.windowStart == rhs.windowStart && lhs.rule == rhs.rule && lhs.recipient.hasSameBytes(as: rhs.recipient)
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        recipient.hashBytes(into: &hasher)
+        hasher.combine(rule)
+        hasher.combine(windowStart)
+    }
 }
 
 /// What the policy decided without shared state, and the throttle limits the store still checks.

@@ -14,8 +14,9 @@ public protocol Directory: Sendable {
     @discardableResult
     func apply(_ events: [DirectoryEvent]) async throws(StoreError) -> AppliedChanges
     /// The recipients among `userIDs` (one round trip for the whole batch). Users the directory
-    /// does not know are absent; devices whose token is invalid are left out.
-    func recipients(_ userIDs: [String]) async throws(StoreError) -> [String: Recipient]
+    /// does not know are absent; devices whose token is invalid are left out. Keyed by the ids'
+    /// bytes (``OpaqueID``): ids that differ only in their Unicode normalization are other users.
+    func recipients(_ userIDs: [String]) async throws(StoreError) -> [OpaqueID: Recipient]
     /// ``recipients(_:)`` answered in the order of `userIDs`, one element each (`nil`: a user the
     /// directory does not know), repeated users answered each time. For a caller that walks its
     /// users in order anyway (the worker's batch), this spares hashing each id into a dictionary
@@ -24,7 +25,7 @@ public protocol Directory: Sendable {
     /// When each of `userIDs` that was deleted (`user.deleted`) was deleted, for those the store
     /// still remembers (until the purge, ``StateStore/purge(before:)``): what `herald directory
     /// show` tells an operator checking an erasure.
-    func deletions(_ userIDs: [String]) async throws(StoreError) -> [String: Timestamp]
+    func deletions(_ userIDs: [String]) async throws(StoreError) -> [OpaqueID: Timestamp]
 }
 
 /// What applying a batch of directory changes did beyond the changes themselves.
@@ -46,16 +47,16 @@ public enum DirectoryLimits {
     public static let maximumDevicesPerUser = 1000
     /// The users whose devices a batch may have pushed over the limit: those with a registration.
     static func registeringUsers(_ events: [DirectoryEvent]) -> [String] {
-        var users = Set<String>()
-        for case .deviceRegistered(let device) in events { users.insert(device.userID) }
-        return users.sorted()
+        var users = Set<OpaqueID>()
+        for case .deviceRegistered(let device) in events { users.insert(OpaqueID(device.userID)) }
+        return users.sorted().map(\.string)
     }
 }
 
 extension Directory {
     public func recipients(inOrder userIDs: [String]) async throws(StoreError) -> [Recipient?] {
         let found = try await recipients(userIDs)
-        return userIDs.map { found[$0] }
+        return userIDs.map { found[OpaqueID($0)] }
     }
 }
 
@@ -115,7 +116,7 @@ extension Recipient {
     /// Puts every recipient's devices in the order both stores return them: oldest registration
     /// first, then by device id. Keys are collected first so the dictionary is not copied by being
     /// mutated while it is iterated.
-    static func sortDevices(in recipients: inout [String: Recipient]) {
+    static func sortDevices(in recipients: inout [OpaqueID: Recipient]) {
         let several = recipients.compactMap { $0.value.devices.count > 1 ? $0.key : nil }
         for userID in several {
             recipients[userID]?.devices.sort { ($0.registeredAt, $0.deviceID) < ($1.registeredAt, $1.deviceID) }

@@ -67,6 +67,19 @@ public struct DecisionKey: Sendable, Hashable {
     /// The event time as both ledgers store it: 0 for none.
     var storedEventTime: Int64 { eventTime?.epochMilliseconds ?? 0 }
 
+    // The event id and the recipient by their bytes (``OpaqueID``), as the ledgers compare them.
+    public static func == (lhs: DecisionKey, rhs: DecisionKey) -> Bool {
+        lhs.eventTime == rhs.eventTime && lhs.kind == rhs.kind && lhs.eventID.hasSameBytes(as: rhs.eventID)
+            && lhs.recipient.hasSameBytes(as: rhs.recipient)
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        eventID.hashBytes(into: &hasher)
+        hasher.combine(kind)
+        recipient.hashBytes(into: &hasher)
+        hasher.combine(eventTime)
+    }
+
     /// The key a ledger row holds, `storedTime` as ``storedEventTime`` wrote it.
     init(eventID: String, kind: String, recipient: String, storedTime: Int64) {
         self.init(

@@ -44,7 +44,7 @@ extension EventProcessor {
                     &counters
                 )
             else { continue }
-            let recipient = directory[key.recipient]
+            let recipient = directory[OpaqueID(key.recipient)]
             let plan = policy.plan(
                 Policy.Input(
                     kind: kind.name,
@@ -67,7 +67,9 @@ extension EventProcessor {
         for (decision, (event, kind)) in zip(decisions, resumed) {
             counted(decision, &counters)
             if let topic = topics.decisions { appendDecision(decision, decidedAt: now, topic: topic, to: &records) }
-            guard decision.reason == .sent, let recipient = directory[decision.key.recipient] else { continue }
+            guard decision.reason == .sent, let recipient = directory[OpaqueID(decision.key.recipient)] else {
+                continue
+            }
             do {
                 try build(
                     event,
@@ -105,7 +107,9 @@ extension EventProcessor {
                 events.append(event)
                 kind = itemKind
             }
-            guard let kind, let latest = events.last, let recipient = directory[window.recipient] else { continue }
+            guard let kind, let latest = events.last, let recipient = directory[OpaqueID(window.recipient)] else {
+                continue
+            }
             do {
                 try build(
                     latest,

@@ -729,7 +729,7 @@ public final class EventProcessor: Sendable {
         // One line per user, with that user's count (the sampler bounds how many are written).
         var perUser: [(user: String, count: Int)] = []
         for user in users {
-            if let index = perUser.firstIndex(where: { $0.user == user }) {
+            if let index = perUser.firstIndex(where: { $0.user.hasSameBytes(as: user) }) {
                 perUser[index].count += 1
             } else {
                 perUser.append((user, 1))

@@ -1,5 +1,6 @@
 import ArgumentParser
 import HeraldApp
+import HeraldEvents
 import HeraldPolicy
 import HeraldStore
 import Logging
@@ -117,7 +118,7 @@ struct DirectoryShowCommand: AsyncParsableCommand {
             (try await store.recipients(users), try await store.deletions(users))
         }
         for user in users {
-            print(DirectoryTool.describe(user: user, recipients[user], deletedAt: deletions[user]))
+            print(DirectoryTool.describe(user: user, recipients[OpaqueID(user)], deletedAt: deletions[OpaqueID(user)]))
         }
     }
 }

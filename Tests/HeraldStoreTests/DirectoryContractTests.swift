@@ -81,7 +81,7 @@ struct DirectoryContractTests {
                 #expect(inOrder.map { $0?.userID } == ["ben", nil, "ana", "ben", nil, "ana"])
                 #expect(inOrder.map { $0?.devices.map(\.token) } == [["t2"], nil, ["t1"], ["t2"], nil, ["t1"]])
                 let found = try await directory.recipients(ids)
-                #expect(zip(ids, inOrder).allSatisfy { found[$0.0] == $0.1 })
+                #expect(zip(ids, inOrder).allSatisfy { found[OpaqueID($0.0)] == $0.1 })
             }
             #expect(try await directory.recipients(inOrder: []).isEmpty)
         }
@@ -161,7 +161,11 @@ struct DirectoryContractTests {
                     }
                 )
                 #expect(applied.evicted == ["u\(user)"])
-                #expect(try await store.recipients(["u\(user)"])["u\(user)"]?.devices.map(\.deviceID) == [tie.kept])
+                #expect(
+                    try await store.recipients(["u\(user)"])[OpaqueID("u\(user)")]?.devices.map(\.deviceID) == [
+                        tie.kept
+                    ]
+                )
                 // The memory store and SQLite, which sort in Swift, keep the same one.
                 let memory = MemoryStore(maximumDevicesPerUser: 1)
                 let sqlite = try SQLiteStore(path: ":memory:", maximumDevicesPerUser: 1)
@@ -367,11 +371,11 @@ extension DirectoryContractTests {
                 ),
                 .profileUpdated(userID: user, locale: locale, timeZone: "Europe/Oslo", at: at("2026-11-01T10:00:00Z")),
             ])
-            let found = try #require(try await directory.recipients([user])[user])
+            let found = try #require(try await directory.recipients([user])[OpaqueID(user)])
             #expect(found.devices.map(\.token) == [token])
             #expect(found.devices.first?.appID == app)
             try await directory.apply([.tokenInvalidated(provider: .fcm, token: token, at: at("2026-11-02T10:00:00Z"))])
-            #expect(try await directory.recipients([user])[user]?.devices.isEmpty ?? true)
+            #expect(try await directory.recipients([user])[OpaqueID(user)]?.devices.isEmpty ?? true)
         }
     }
 }

@@ -48,7 +48,7 @@ struct DirectoryClockTests {
                 ),
             ])
             try await eventually("both devices registered") {
-                try await store.recipients([Self.user])[Self.user]?.devices.count == 2
+                try await store.recipients([Self.user])[OpaqueID(Self.user)]?.devices.count == 2
             }
             // The user logs out of the phone, and APNs says the tablet's token is dead, both by
             // clocks that are right.
@@ -68,7 +68,7 @@ struct DirectoryClockTests {
             }
         }
         // Dated 2036, neither device would have gone before 2036.
-        #expect(try await store.recipients([Self.user])[Self.user]?.devices.isEmpty == true)
+        #expect(try await store.recipients([Self.user])[OpaqueID(Self.user)]?.devices.isEmpty == true)
         #expect(worker.statistics.snapshot.directoryChangesRedated == 2)
     }
 

@@ -451,6 +451,58 @@ struct EventProcessorTests {
         #expect(statistics.snapshot.outboundByLocale == ["en": 2, "nb": 1])
     }
 
+    @Test(
+        "two users whose ids differ only in their Unicode normalization each get their own notification, on their own device"
+    )
+    mutating func recipientsByBytes() async throws {
+        let (composed, decomposed) = ("jos\u{E9}", "jose\u{301}")
+        let registered = Timestamp(rfc3339: "2026-11-01T00:00:00Z")!
+        try await store.apply(
+            [(composed, "a"), (decomposed, "b")].map { user, digit in
+                .deviceRegistered(
+                    DeviceRegistration(
+                        userID: user,
+                        deviceID: "phone",
+                        platform: "ios",
+                        provider: .apns,
+                        token: String(repeating: digit, count: 64),
+                        appID: "no.getdrop.app",
+                        sandbox: false,
+                        locale: "en",
+                        at: registered
+                    )
+                )
+            }
+        )
+        func chat(_ id: String, to users: [String]) -> KafkaMessage {
+            message(
+                cloudEvent(
+                    id: id,
+                    type: "message.received",
+                    source: "/chat",
+                    time: "2026-11-21T12:00:00Z",
+                    data: object([
+                        ("recipientIds", .array(users.map { .string($0) })), ("chatId", .string("chat-1")),
+                        ("senderName", .string("Ana")), ("preview", .string("Hello")),
+                    ])
+                )
+            )
+        }
+        // One event naming both, then one each: the second batch is answered from the directory cache.
+        for batch in [
+            [chat("m1", to: [composed, decomposed])], [chat("m2", to: [decomposed]), chat("m3", to: [composed])],
+        ] {
+            let records = try await processor().process(batch)
+            let outbound = try records.map { try OutboundMessage(decoding: $0.value ?? KafkaBytes([])) }
+            #expect(outbound.count == 2)
+            for message in outbound {
+                let expected = message.recipient.utf8.elementsEqual(composed.utf8) ? "a" : "b"
+                #expect(message.token == String(repeating: expected, count: 64), "\(Array(message.recipient.utf8))")
+            }
+            #expect(Set(outbound.map { Array($0.recipient.utf8) }).count == 2)
+        }
+    }
+
     @Test("events of a type no kind handles are ignored, and counted, when so configured")
     mutating func unknownTypesIgnored() async throws {
         let processor = processor(unknown: .ignore)

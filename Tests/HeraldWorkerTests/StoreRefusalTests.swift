@@ -85,6 +85,6 @@ struct StoreRefusalTests {
             #expect(events == ["refused-1", "refused-2", "refused-3"])
             #expect(received.all.compactMap(\.outbound).map(\.eventID) == ["good-1", "good-2", "good-3"])
         }
-        #expect(try await store.recipients([user.user])[user.user]?.devices.count == 1)
+        #expect(try await store.recipients([user.user])[OpaqueID(user.user)]?.devices.count == 1)
     }
 }

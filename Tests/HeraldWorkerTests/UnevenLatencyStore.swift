@@ -52,11 +52,11 @@ final class UnevenLatencyStore: StateStore, ForwardingDeliveryLedger {
         try await store.apply(events)
     }
 
-    func recipients(_ userIDs: [String]) async throws(StoreError) -> [String: Recipient] {
+    func recipients(_ userIDs: [String]) async throws(StoreError) -> [OpaqueID: Recipient] {
         try await store.recipients(userIDs)
     }
 
-    func deletions(_ userIDs: [String]) async throws(StoreError) -> [String: Timestamp] {
+    func deletions(_ userIDs: [String]) async throws(StoreError) -> [OpaqueID: Timestamp] {
         try await store.deletions(userIDs)
     }
 

@@ -246,7 +246,7 @@ struct WorkerEndToEndTests {
                         recipientRecords(user)
                     )
                     try await eventually("the directory holds the user") {
-                        try await store.recipients([user.user])[user.user]?.devices.isEmpty == false
+                        try await store.recipients([user.user])[OpaqueID(user.user)]?.devices.isEmpty == false
                     }
                     // Keyed by the user: one partition, consumed in this order.
                     try await pipeline.produce(
@@ -402,7 +402,7 @@ struct WorkerEndToEndTests {
                 try await eventually("the directory holds both users, and the bad update is dead-lettered") {
                     try await store.recipients([user.user, "u-mars"]).count == 2 && received.count == 1
                 }
-                #expect(try await store.recipients(["u-mars"])["u-mars"]?.timeZone == "UTC")
+                #expect(try await store.recipients(["u-mars"])[OpaqueID("u-mars")]?.timeZone == "UTC")
                 // A zone stored before profile updates were checked (or by another tool) still fails
                 // when a notification with a date is rendered for the user.
                 try await store.apply([

@@ -49,11 +49,17 @@ struct DecisionTables: Sendable {
         }
 
         // Without the kind: an event and recipient nearly always have one, and a string fewer to
-        // hash is a tenth of the ledger's cost. Equality still compares it.
+        // hash is a tenth of the ledger's cost. Equality still compares it. The event id and the
+        // recipient by their bytes, as the databases key them (``OpaqueID``).
         func hash(into hasher: inout Hasher) {
             hasher.combine(eventTime)
-            hasher.combine(eventID)
-            hasher.combine(recipient)
+            eventID.hashBytes(into: &hasher)
+            recipient.hashBytes(into: &hasher)
+        }
+
+        static func == (lhs: LedgerKey, rhs: LedgerKey) -> Bool {
+            lhs.eventTime == rhs.eventTime && lhs.kind == rhs.kind && lhs.eventID.hasSameBytes(as: rhs.eventID)
+                && lhs.recipient.hasSameBytes(as: rhs.recipient)
         }
     }
 
@@ -128,7 +134,7 @@ struct DecisionTables: Sendable {
     /// purge to drop, not looked for in the list as each is done): a deleted user's waiting work is
     /// found without looking at everyone's. A replay of a week may hold hundreds of thousands of
     /// deferrals when its deletions come.
-    private var dueByRecipient: [String: [Int64]] = [:]
+    private var dueByRecipient: [OpaqueID: [Int64]] = [:]
     /// Ids are never reused: a new one is larger than every id in use, as SQLite's rowids are.
     private var lastDueID: Int64 = 0
     private var lastItemID: Int64 = 0
@@ -201,7 +207,7 @@ struct DecisionTables: Sendable {
     private mutating func add(_ work: Due) -> Int64 {
         lastDueID += 1
         due[lastDueID] = work
-        dueByRecipient[work.work.recipient, default: []].append(lastDueID)
+        dueByRecipient[OpaqueID(work.work.recipient), default: []].append(lastDueID)
         schedule.insert(Scheduled(dueAt: work.dueAt.epochMilliseconds, id: lastDueID))
         return lastDueID
     }
@@ -284,7 +290,7 @@ struct DecisionTables: Sendable {
     /// deferred ones whose event is no later than `at` (or has no time), digest items collected no
     /// later than it, and a digest with no item left.
     mutating func forget(_ recipient: String, asOf at: Timestamp) {
-        guard let ids = dueByRecipient.removeValue(forKey: recipient) else { return }
+        guard let ids = dueByRecipient.removeValue(forKey: OpaqueID(recipient)) else { return }
         var kept: [Int64] = []
         for id in ids {
             guard let work = due[id]?.work else { continue }
@@ -297,7 +303,7 @@ struct DecisionTables: Sendable {
                 if digestItems[window] == nil { removeDue(id, work) } else { kept.append(id) }
             }
         }
-        if !kept.isEmpty { dueByRecipient[recipient] = kept }
+        if !kept.isEmpty { dueByRecipient[OpaqueID(recipient)] = kept }
     }
 
     /// Forgets ledger entries decided before `before`, and windows that started and ended before it.

@@ -30,15 +30,15 @@ public final class MemoryStore: StateStore {
     @discardableResult
     public func apply(_ events: [DirectoryEvent]) async throws(StoreError) -> AppliedChanges {
         let applied = directory.withLock { tables in
-            var touched = Set<String>()
-            for event in events { tables.apply(event) { touched.insert($0) } }
+            var touched = Set<OpaqueID>()
+            for event in events { tables.apply(event) { touched.insert(OpaqueID($0)) } }
             var applied = AppliedChanges()
             for userID in DirectoryLimits.registeringUsers(events) {
                 let evicted = tables.evictDevices(of: userID, beyond: maximumDevicesPerUser)
-                if evicted > 0 { touched.insert(userID) }
+                if evicted > 0 { touched.insert(OpaqueID(userID)) }
                 applied.evicted += repeatElement(userID, count: evicted)
             }
-            for userID in touched { tables.assemble(userID) }
+            for userID in touched { tables.assemble(userID.string) }
             return applied
         }
         // The notifications waiting for a deleted user go too. Not atomic with the directory's
@@ -50,21 +50,21 @@ public final class MemoryStore: StateStore {
         return applied
     }
 
-    public func recipients(_ userIDs: [String]) async throws(StoreError) -> [String: Recipient] {
+    public func recipients(_ userIDs: [String]) async throws(StoreError) -> [OpaqueID: Recipient] {
         directory.withLock { tables in
-            var result: [String: Recipient] = [:]
+            var result: [OpaqueID: Recipient] = [:]
             result.reserveCapacity(userIDs.count)
-            for userID in userIDs {
+            for userID in userIDs.lazy.map { OpaqueID($0) } {
                 if let recipient = tables.recipients[userID] { result[userID] = recipient }
             }
             return result
         }
     }
 
-    public func deletions(_ userIDs: [String]) async throws(StoreError) -> [String: Timestamp] {
+    public func deletions(_ userIDs: [String]) async throws(StoreError) -> [OpaqueID: Timestamp] {
         directory.withLock { tables in
-            var found: [String: Timestamp] = [:]
-            for userID in userIDs { found[userID] = tables.deletedAt(userID) }
+            var found: [OpaqueID: Timestamp] = [:]
+            for userID in userIDs { found[OpaqueID(userID)] = tables.deletedAt(userID) }
             return found
         }
     }
@@ -88,12 +88,13 @@ struct DirectoryTables: Sendable {
         var profile: Profile?
 
         func find(_ deviceID: String) -> RegisteredDevice? {
-            devices.first { $0.deviceID == deviceID } ?? invalidated.first { $0.device.deviceID == deviceID }?.device
+            devices.first { $0.deviceID.hasSameBytes(as: deviceID) }
+                ?? invalidated.first { $0.device.deviceID.hasSameBytes(as: deviceID) }?.device
         }
 
         mutating func remove(_ deviceID: String) {
-            devices.removeAll { $0.deviceID == deviceID }
-            invalidated.removeAll { $0.device.deviceID == deviceID }
+            devices.removeAll { $0.deviceID.hasSameBytes(as: deviceID) }
+            invalidated.removeAll { $0.device.deviceID.hasSameBytes(as: deviceID) }
         }
 
         mutating func insert(_ device: RegisteredDevice) {
@@ -115,17 +116,36 @@ struct DirectoryTables: Sendable {
         var preferencesAt: Timestamp?
     }
 
+    // Ids and tokens by their bytes, as the databases key them (``OpaqueID``).
     struct DeviceKey: Hashable, Sendable {
         var userID: String
         var deviceID: String
+
+        static func == (lhs: DeviceKey, rhs: DeviceKey) -> Bool {
+            lhs.userID.hasSameBytes(as: rhs.userID) && lhs.deviceID.hasSameBytes(as: rhs.deviceID)
+        }
+
+        func hash(into hasher: inout Hasher) {
+            userID.hashBytes(into: &hasher)
+            deviceID.hashBytes(into: &hasher)
+        }
     }
 
     struct TokenKey: Hashable, Sendable {
         var provider: PushProvider
         var token: String
+
+        static func == (lhs: TokenKey, rhs: TokenKey) -> Bool {
+            lhs.provider == rhs.provider && lhs.token.hasSameBytes(as: rhs.token)
+        }
+
+        func hash(into hasher: inout Hasher) {
+            hasher.combine(provider)
+            token.hashBytes(into: &hasher)
+        }
     }
 
-    private var users: [String: User] = [:]
+    private var users: [OpaqueID: User] = [:]
     /// Which device holds each token: a token belongs to one device at a time.
     private var holders: [TokenKey: DeviceKey] = [:]
     /// The latest invalidation of each token: it applies to a registration no later than it.
@@ -133,14 +153,14 @@ struct DirectoryTables: Sendable {
     /// When each deleted user was deleted, and when that was applied (the wall clock, as the
     /// other stores take their database's): a change dated no later than the deletion is ignored
     /// until the purge forgets it, a retention after it was applied.
-    private var deletions: [String: (at: Timestamp, appliedAt: Timestamp)] = [:]
+    private var deletions: [OpaqueID: (at: Timestamp, appliedAt: Timestamp)] = [:]
     /// What a lookup answers, kept by ``assemble(_:)``.
-    private(set) var recipients: [String: Recipient] = [:]
+    private(set) var recipients: [OpaqueID: Recipient] = [:]
 
     /// Applies one change the way ``SQLiteStore`` does: by the change's time, so that order of
     /// arrival does not matter. `touched` is told of every user whose recipient it may change.
     mutating func apply(_ event: DirectoryEvent, touched: (String) -> Void) {
-        if let userID = event.userID, let deletedAt = deletions[userID]?.at, event.at <= deletedAt {
+        if let userID = event.userID, let deletedAt = deletions[OpaqueID(userID)]?.at, event.at <= deletedAt {
             switch event {
             case .deviceRegistered, .profileUpdated, .preferencesUpdated: return
             case .deviceUnregistered, .tokenInvalidated, .userDeleted: break
@@ -152,7 +172,7 @@ struct DirectoryTables: Sendable {
             let own = DeviceKey(userID: registration.userID, deviceID: registration.deviceID)
             let holder = holders[token].flatMap { $0 == own ? nil : $0 }
             // A newer registration of the same token elsewhere wins over this one.
-            if let holder, let device = users[holder.userID]?.find(holder.deviceID),
+            if let holder, let device = users[OpaqueID(holder.userID)]?.find(holder.deviceID),
                 device.registeredAt > registration.at
             {
                 return
@@ -163,7 +183,7 @@ struct DirectoryTables: Sendable {
                 remove(holder)
                 touched(holder.userID)
             }
-            if let existing = users[own.userID]?.find(own.deviceID) {
+            if let existing = users[OpaqueID(own.userID)]?.find(own.deviceID) {
                 guard registration.at >= existing.registeredAt else { return }
                 remove(own)
             }
@@ -179,57 +199,59 @@ struct DirectoryTables: Sendable {
             )
             // An invalidation at or after this registration still applies to it.
             if let invalidatedAt = invalidations[token], invalidatedAt >= registration.at {
-                users[own.userID, default: User()].invalidated.append((device, invalidatedAt))
+                users[OpaqueID(own.userID), default: User()].invalidated.append((device, invalidatedAt))
             } else {
-                users[own.userID, default: User()].insert(device)
+                users[OpaqueID(own.userID), default: User()].insert(device)
             }
             holders[token] = own
         case .deviceUnregistered(let userID, let deviceID, let at):
             touched(userID)
-            if let device = users[userID]?.find(deviceID), device.registeredAt <= at {
+            if let device = users[OpaqueID(userID)]?.find(deviceID), device.registeredAt <= at {
                 remove(DeviceKey(userID: userID, deviceID: deviceID))
             }
         case .tokenInvalidated(let provider, let token, let at):
             let key = TokenKey(provider: provider, token: token)
             invalidations[key] = max(invalidations[key] ?? at, at)
-            guard let holder = holders[key], var user = users[holder.userID] else { return }
-            if let index = user.devices.firstIndex(where: { $0.deviceID == holder.deviceID }),
+            guard let holder = holders[key], var user = users[OpaqueID(holder.userID)] else { return }
+            if let index = user.devices.firstIndex(where: { $0.deviceID.hasSameBytes(as: holder.deviceID) }),
                 user.devices[index].registeredAt <= at
             {
                 user.invalidated.append((user.devices.remove(at: index), at))
-            } else if let index = user.invalidated.firstIndex(where: { $0.device.deviceID == holder.deviceID }),
+            } else if let index = user.invalidated.firstIndex(where: {
+                $0.device.deviceID.hasSameBytes(as: holder.deviceID)
+            }),
                 user.invalidated[index].device.registeredAt <= at
             {
                 user.invalidated[index].at = max(user.invalidated[index].at, at)
             } else {
                 return
             }
-            users[holder.userID] = user
+            users[OpaqueID(holder.userID)] = user
             touched(holder.userID)
         case .profileUpdated(let userID, let locale, let timeZone, let at):
             touched(userID)
-            var profile = users[userID]?.profile ?? Profile()
+            var profile = users[OpaqueID(userID)]?.profile ?? Profile()
             if let profileAt = profile.profileAt, at < profileAt { return }
             profile.locale = locale ?? profile.locale
             profile.timeZone = timeZone ?? profile.timeZone
             profile.profileAt = at
-            users[userID, default: User()].profile = profile
+            users[OpaqueID(userID), default: User()].profile = profile
         case .preferencesUpdated(let userID, let preferences, let at):
             touched(userID)
-            var profile = users[userID]?.profile ?? Profile()
+            var profile = users[OpaqueID(userID)]?.profile ?? Profile()
             if let preferencesAt = profile.preferencesAt, at < preferencesAt { return }
             // Through the stored document, as the other stores keep them: a replay with this store
             // sees exactly the preferences a worker reads back.
             profile.preferences = PreferencesDocument.decode(PreferencesDocument.encode(preferences))
             profile.preferencesAt = at
-            users[userID, default: User()].profile = profile
+            users[OpaqueID(userID), default: User()].profile = profile
         case .userDeleted(let userID, let at):
             touched(userID)
-            deletions[userID] = (max(deletions[userID]?.at ?? at, at), WallClock().now())
-            guard var user = users[userID] else { return }
+            deletions[OpaqueID(userID)] = (max(deletions[OpaqueID(userID)]?.at ?? at, at), WallClock().now())
+            guard var user = users[OpaqueID(userID)] else { return }
             let gone = (user.devices + user.invalidated.map(\.device)).filter { $0.registeredAt <= at }
             for device in gone { remove(DeviceKey(userID: userID, deviceID: device.deviceID)) }
-            user = users[userID] ?? User()
+            user = users[OpaqueID(userID)] ?? User()
             if var profile = user.profile {
                 if let profileAt = profile.profileAt, profileAt <= at {
                     profile.locale = nil
@@ -242,14 +264,14 @@ struct DirectoryTables: Sendable {
                 }
                 user.profile = profile.profileAt == nil && profile.preferencesAt == nil ? nil : profile
             }
-            users[userID] = user.isEmpty ? nil : user
+            users[OpaqueID(userID)] = user.isEmpty ? nil : user
         }
     }
 
     /// Removes `userID`'s devices beyond the `limit` most recently registered (by registration,
     /// then device id), invalidated ones included, as ``SQLiteStore`` does; returns how many.
     mutating func evictDevices(of userID: String, beyond limit: Int) -> Int {
-        guard let user = users[userID], user.devices.count + user.invalidated.count > limit else { return 0 }
+        guard let user = users[OpaqueID(userID)], user.devices.count + user.invalidated.count > limit else { return 0 }
         let newestFirst = (user.devices + user.invalidated.map(\.device)).sorted {
             ($0.registeredAt, $0.deviceID) > ($1.registeredAt, $1.deviceID)
         }
@@ -258,7 +280,7 @@ struct DirectoryTables: Sendable {
     }
 
     /// When `userID` was deleted, while the deletion is remembered.
-    func deletedAt(_ userID: String) -> Timestamp? { deletions[userID]?.at }
+    func deletedAt(_ userID: String) -> Timestamp? { deletions[OpaqueID(userID)]?.at }
 
     /// Forgets users deleted (applied) before `before`, and devices whose token was invalidated
     /// before it with the invalidations, as ``SQLiteStore/purgeDeadDevices(before:)`` does.
@@ -268,7 +290,9 @@ struct DirectoryTables: Sendable {
         // every user.
         for (token, at) in invalidations where at < before {
             guard let holder = holders[token],
-                let dead = users[holder.userID]?.invalidated.first(where: { $0.device.deviceID == holder.deviceID }),
+                let dead = users[OpaqueID(holder.userID)]?.invalidated.first(where: {
+                    $0.device.deviceID.hasSameBytes(as: holder.deviceID)
+                }),
                 dead.at < before
             else { continue }
             remove(holder)
@@ -277,9 +301,9 @@ struct DirectoryTables: Sendable {
     }
 
     private mutating func remove(_ key: DeviceKey) {
-        guard let device = users[key.userID]?.find(key.deviceID) else { return }
-        users[key.userID]?.remove(key.deviceID)
-        if users[key.userID]?.isEmpty == true { users[key.userID] = nil }
+        guard let device = users[OpaqueID(key.userID)]?.find(key.deviceID) else { return }
+        users[OpaqueID(key.userID)]?.remove(key.deviceID)
+        if users[OpaqueID(key.userID)]?.isEmpty == true { users[OpaqueID(key.userID)] = nil }
         let token = TokenKey(provider: device.provider, token: device.token)
         if holders[token] == key { holders[token] = nil }
     }
@@ -287,11 +311,11 @@ struct DirectoryTables: Sendable {
     /// Rebuilds `userID`'s recipient from their devices and profile, as ``SQLiteStore`` assembles
     /// it: devices not invalidated, oldest registration first; absent if neither is left.
     mutating func assemble(_ userID: String) {
-        guard let user = users[userID], !user.devices.isEmpty || user.profile != nil else {
-            recipients[userID] = nil
+        guard let user = users[OpaqueID(userID)], !user.devices.isEmpty || user.profile != nil else {
+            recipients[OpaqueID(userID)] = nil
             return
         }
-        recipients[userID] = Recipient(
+        recipients[OpaqueID(userID)] = Recipient(
             userID: userID,
             devices: user.devices,
             locale: user.profile?.locale,

@@ -72,24 +72,24 @@ extension PostgresStore {
         return String(decoding: json.bytes, as: UTF8.self)
     }
 
-    public func deletions(_ userIDs: [String]) async throws(StoreError) -> [String: Timestamp] {
-        let unique = Array(Set(userIDs))
+    public func deletions(_ userIDs: [String]) async throws(StoreError) -> [OpaqueID: Timestamp] {
+        let unique = Set(userIDs.map { OpaqueID($0) }).map(\.string)
         guard !unique.isEmpty else { return [:] }
         return try await storeCall("deletions") { [self] in
-            var found: [String: Timestamp] = [:]
+            var found: [OpaqueID: Timestamp] = [:]
             let rows = try await client.query(
                 "SELECT user_id, deleted_at FROM deleted_users WHERE user_id = ANY(\(unique)::text[])",
                 logger: logger
             )
             for try await (userID, deletedAt) in rows.decode((String, Int64).self) {
-                found[userID] = Timestamp(epochMilliseconds: deletedAt)
+                found[OpaqueID(userID)] = Timestamp(epochMilliseconds: deletedAt)
             }
             return found
         }
     }
 
-    public func recipients(_ userIDs: [String]) async throws(StoreError) -> [String: Recipient] {
-        let unique = Array(Set(userIDs))
+    public func recipients(_ userIDs: [String]) async throws(StoreError) -> [OpaqueID: Recipient] {
+        let unique = Set(userIDs.map { OpaqueID($0) }).map(\.string)
         guard !unique.isEmpty else { return [:] }
         return try await storeCall("recipients") { [self] in
             // One round trip, index searches driven by the list of users: each LATERAL part is fenced
@@ -114,7 +114,7 @@ extension PostgresStore {
                 """,
                 logger: logger
             )
-            var result: [String: Recipient] = [:]
+            var result: [OpaqueID: Recipient] = [:]
             for try await row in rows {
                 let (
                     part, userID, deviceID, platform, providerName, token, appID, sandbox, locale, registeredAt, text
@@ -140,12 +140,12 @@ extension PostgresStore {
                         locale: locale,
                         registeredAt: Timestamp(epochMilliseconds: registeredAt ?? 0)
                     )
-                    result[userID, default: Recipient(userID: userID)].devices.append(device)
+                    result[OpaqueID(userID), default: Recipient(userID: userID)].devices.append(device)
                 case 1:
-                    result[userID, default: Recipient(userID: userID)].locale = locale
-                    result[userID, default: Recipient(userID: userID)].timeZone = text
+                    result[OpaqueID(userID), default: Recipient(userID: userID)].locale = locale
+                    result[OpaqueID(userID), default: Recipient(userID: userID)].timeZone = text
                 default:
-                    result[userID, default: Recipient(userID: userID)].preferences =
+                    result[OpaqueID(userID), default: Recipient(userID: userID)].preferences =
                         PreferencesDocument.decode(text ?? "")
                 }
             }

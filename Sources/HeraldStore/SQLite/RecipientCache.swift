@@ -1,3 +1,5 @@
+import HeraldEvents
+
 /// Recipients recently read from SQLite, so the worker's hot users are not looked up in the B-trees
 /// on every batch: a lookup is a few microseconds of SQLite and row decoding per user, which is
 /// most of a decision's cost.
@@ -22,15 +24,16 @@ struct RecipientCache {
     }
 
     private struct Slot {
-        var userID: String
+        var userID: OpaqueID
         var entry: Entry
         var used: Bool
     }
 
     let capacity: Int
     private var slots: [Slot] = []
-    /// Each cached user's slot.
-    private var index: [String: Int] = [:]
+    /// Each cached user's slot, by the id's bytes: ids that differ only in their Unicode
+    /// normalization are other users (``OpaqueID``).
+    private var index: [OpaqueID: Int] = [:]
     /// Slots emptied by ``invalidate(_:)``, filled before anything is evicted.
     private var free: [Int] = []
     private var hand = 0
@@ -44,13 +47,14 @@ struct RecipientCache {
     var isEnabled: Bool { capacity > 0 }
 
     mutating func lookup(_ userID: String) -> Entry? {
-        guard let slot = index[userID] else { return nil }
+        guard let slot = index[OpaqueID(userID)] else { return nil }
         slots[slot].used = true
         return slots[slot].entry
     }
 
     mutating func insert(_ entry: Entry, for userID: String) {
         guard isEnabled else { return }
+        let userID = OpaqueID(userID)
         if let slot = index[userID] {
             slots[slot].entry = entry
             slots[slot].used = true
@@ -81,7 +85,7 @@ struct RecipientCache {
         index[userID] = slot
     }
 
-    mutating func invalidate(_ userID: String) {
+    mutating func invalidate(_ userID: OpaqueID) {
         guard let slot = index.removeValue(forKey: userID) else { return }
         // The slot keeps its user's id until reused, but no longer answers for it.
         slots[slot].entry = .absent

@@ -476,7 +476,7 @@ extension SQLiteStore {
         while true {
             let deleted = try await run { connection throws(StoreError) in
                 try connection.transaction { () throws(StoreError) -> Int in
-                    var users = Set<String>()
+                    var users = Set<OpaqueID>()
                     var count = 0
                     try connection.query(
                         """
@@ -486,12 +486,12 @@ extension SQLiteStore {
                         """,
                         [.integer(before.epochMilliseconds), .integer(Int64(purgeChunk))]
                     ) { row in
-                        users.insert(row.text(0) ?? "")
+                        users.insert(OpaqueID(row.text(0) ?? ""))
                         count += 1
                     }
                     for userID in users { self.cache.invalidate(userID) }
                     self.noteCachedUsers()
-                    try Self.refreshRecipientRecords(Array(users), connection)
+                    try Self.refreshRecipientRecords(users.map(\.string), connection)
                     return count
                 }
             }

@@ -356,20 +356,20 @@ public final class SQLiteStore: StateStore, @unchecked Sendable {
             // Cached users are dropped before the transaction commits: nothing else runs on the
             // queue in between, and dropping a user whose change then rolls back costs one lookup.
             try connection.transaction { () throws(StoreError) -> AppliedChanges in
-                var touched = Set<String>()
+                var touched = Set<OpaqueID>()
                 for event in events {
-                    try Self.apply(event, connection) { userID in touched.insert(userID) }
+                    try Self.apply(event, connection) { userID in touched.insert(OpaqueID(userID)) }
                 }
                 var applied = AppliedChanges()
                 for userID in DirectoryLimits.registeringUsers(events) {
                     try Self.evictDevices(of: userID, beyond: limit, connection) {
                         applied.evicted.append(userID)
-                        touched.insert(userID)
+                        touched.insert(OpaqueID(userID))
                     }
                 }
                 for userID in touched { self.cache.invalidate(userID) }
                 self.noteCachedUsers()
-                try Self.refreshRecipientRecords(Array(touched), connection)
+                try Self.refreshRecipientRecords(touched.map(\.string), connection)
                 return applied
             }
         }
@@ -526,11 +526,12 @@ public final class SQLiteStore: StateStore, @unchecked Sendable {
         }
     }
 
-    public func deletions(_ userIDs: [String]) async throws(StoreError) -> [String: Timestamp] {
+    public func deletions(_ userIDs: [String]) async throws(StoreError) -> [OpaqueID: Timestamp] {
         try await run { connection throws(StoreError) in
-            var found: [String: Timestamp] = [:]
-            for userID in Set(userIDs) {
-                try connection.query("SELECT deleted_at FROM deleted_users WHERE user_id = ?", [.text(userID)]) { row in
+            var found: [OpaqueID: Timestamp] = [:]
+            for userID in Set(userIDs.map { OpaqueID($0) }) {
+                try connection.query("SELECT deleted_at FROM deleted_users WHERE user_id = ?", [.text(userID.string)]) {
+                    row in
                     found[userID] = Timestamp(epochMilliseconds: row.integer(0))
                 }
             }
@@ -617,11 +618,11 @@ public final class SQLiteStore: StateStore, @unchecked Sendable {
     /// SQLite's default limit on `?` parameters is 32766; batches are split well below it.
     static let chunkSize = 500
 
-    public func recipients(_ userIDs: [String]) async throws(StoreError) -> [String: Recipient] {
+    public func recipients(_ userIDs: [String]) async throws(StoreError) -> [OpaqueID: Recipient] {
         let found = try await recipients(inOrder: userIDs)
-        var result: [String: Recipient] = [:]
+        var result: [OpaqueID: Recipient] = [:]
         result.reserveCapacity(userIDs.count)
-        for case (let userID, let recipient?) in zip(userIDs, found) { result[userID] = recipient }
+        for case (let userID, let recipient?) in zip(userIDs, found) { result[OpaqueID(userID)] = recipient }
         return result
     }
 
@@ -644,8 +645,8 @@ public final class SQLiteStore: StateStore, @unchecked Sendable {
         try await run { connection throws(StoreError) in
             guard self.cache.isEnabled else {
                 self.cacheMisses.add(userIDs.count, ordering: .relaxed)
-                let found = try Self.recipients(Array(Set(userIDs)), connection)
-                return userIDs.map { found[$0] }
+                let found = try Self.recipients(Set(userIDs.map { OpaqueID($0) }).map(\.string), connection)
+                return userIDs.map { found[OpaqueID($0)] }
             }
             // Another connection's commit (another process) may have changed any user.
             var version: Int64 = 0
@@ -674,17 +675,17 @@ public final class SQLiteStore: StateStore, @unchecked Sendable {
                 self.noteCachedUsers()
                 return result
             }
-            var seen = Set<String>()
-            let unique = missing.map { userIDs[$0] }.filter { seen.insert($0).inserted }
+            var seen = Set<OpaqueID>()
+            let unique = missing.map { userIDs[$0] }.filter { seen.insert(OpaqueID($0)).inserted }
             let loaded = try Self.recipients(unique, connection)
             for userID in unique {
-                if let recipient = loaded[userID] {
+                if let recipient = loaded[OpaqueID(userID)] {
                     self.cache.insert(.present(recipient), for: userID)
                 } else {
                     self.cache.insert(.absent, for: userID)
                 }
             }
-            for position in missing { result[position] = loaded[userIDs[position]] }
+            for position in missing { result[position] = loaded[OpaqueID(userIDs[position])] }
             self.noteCachedUsers()
             return result
         }
@@ -719,20 +720,20 @@ public final class SQLiteStore: StateStore, @unchecked Sendable {
     static func recipients(
         _ unique: [String],
         _ connection: SQLiteConnection
-    ) throws(StoreError) -> [String: Recipient] {
-        var result: [String: Recipient] = [:]
+    ) throws(StoreError) -> [OpaqueID: Recipient] {
+        var result: [OpaqueID: Recipient] = [:]
         result.reserveCapacity(unique.count)
         var unreadable: [String] = []
         for start in stride(from: 0, to: unique.count, by: Self.chunkSize) {
             let chunk = unique[start..<min(start + Self.chunkSize, unique.count)]
             // A user whose key collides with a requested one's comes back too, and is passed over.
-            let wanted = Set(chunk)
+            let wanted = Set(chunk.map { OpaqueID($0) })
             try connection.query(recordLookup(keys: chunk.count), chunk.map { .integer(RecipientRecord.key($0)) }) {
                 row in
                 let userID = row.text(0) ?? ""
-                guard wanted.contains(userID) else { return }
+                guard wanted.contains(OpaqueID(userID)) else { return }
                 do {
-                    result[userID] = try RecipientRecord.decode(userID: userID, row.blob(1))
+                    result[OpaqueID(userID)] = try RecipientRecord.decode(userID: userID, row.blob(1))
                 } catch {
                     unreadable.append(userID)
                 }
@@ -752,8 +753,10 @@ public final class SQLiteStore: StateStore, @unchecked Sendable {
 
     /// The recipients as `devices` and `users` describe them, without the records: what the records
     /// must agree with.
-    func assembledRecipients(_ userIDs: [String]) async throws(StoreError) -> [String: Recipient] {
-        try await run { connection throws(StoreError) in try Self.assembleRecipients(Array(Set(userIDs)), connection) }
+    func assembledRecipients(_ userIDs: [String]) async throws(StoreError) -> [OpaqueID: Recipient] {
+        try await run { connection throws(StoreError) in
+            try Self.assembleRecipients(Set(userIDs.map { OpaqueID($0) }).map(\.string), connection)
+        }
     }
 
     /// Rewrites the records of `userIDs` from `devices` and `users`, and removes those of users the
@@ -763,13 +766,13 @@ public final class SQLiteStore: StateStore, @unchecked Sendable {
     static func refreshRecipientRecords(
         _ userIDs: [String],
         _ connection: SQLiteConnection
-    ) throws(StoreError) -> [String: Recipient] {
+    ) throws(StoreError) -> [OpaqueID: Recipient] {
         let assembled = try assembleRecipients(userIDs, connection)
         let keyed = userIDs.map { (key: RecipientRecord.key($0), userID: $0) }.sorted {
             ($0.key, $0.userID) < ($1.key, $1.userID)
         }
         for (key, userID) in keyed {
-            if let recipient = assembled[userID] {
+            if let recipient = assembled[OpaqueID(userID)] {
                 try connection.query(
                     """
                     INSERT INTO recipient_records (user_key, user_id, record) VALUES (?, ?, ?)
@@ -808,8 +811,8 @@ public final class SQLiteStore: StateStore, @unchecked Sendable {
     static func assembleRecipients(
         _ unique: [String],
         _ connection: SQLiteConnection
-    ) throws(StoreError) -> [String: Recipient] {
-        var result: [String: Recipient] = [:]
+    ) throws(StoreError) -> [OpaqueID: Recipient] {
+        var result: [OpaqueID: Recipient] = [:]
         result.reserveCapacity(unique.count)
         for start in stride(from: 0, to: unique.count, by: Self.chunkSize) {
             let chunk = Array(unique[start..<min(start + Self.chunkSize, unique.count)])
@@ -838,7 +841,7 @@ public final class SQLiteStore: StateStore, @unchecked Sendable {
                     locale: row.text(7),
                     registeredAt: Timestamp(epochMilliseconds: row.integer(8))
                 )
-                result[userID, default: Recipient(userID: userID)].devices.append(device)
+                result[OpaqueID(userID), default: Recipient(userID: userID)].devices.append(device)
             }
             try connection.query(
                 SQLiteConnection.SQL(
@@ -848,11 +851,11 @@ public final class SQLiteStore: StateStore, @unchecked Sendable {
                 values
             ) { row in
                 let userID = row.text(0) ?? ""
-                var recipient = result.removeValue(forKey: userID) ?? Recipient(userID: userID)
+                var recipient = result.removeValue(forKey: OpaqueID(userID)) ?? Recipient(userID: userID)
                 recipient.locale = row.text(1)
                 recipient.timeZone = row.text(2)
                 if let document = row.text(3) { recipient.preferences = PreferencesDocument.decode(document) }
-                result[userID] = recipient
+                result[OpaqueID(userID)] = recipient
             }
         }
         Recipient.sortDevices(in: &result)
