@@ -45,11 +45,15 @@ public enum DirectoryLimits {
     /// every start, or a buggy or hostile one, would grow a user without end, and every look-up of
     /// them would read it all.
     public static let maximumDevicesPerUser = 1000
-    /// The users whose devices a batch may have pushed over the limit: those with a registration.
+    /// The users whose devices a batch may have pushed over the limit: those with a registration,
+    /// each once, in the order of their first registration in the batch.
     static func registeringUsers(_ events: [DirectoryEvent]) -> [String] {
-        var users = Set<OpaqueID>()
-        for case .deviceRegistered(let device) in events { users.insert(OpaqueID(device.userID)) }
-        return users.sorted().map(\.string)
+        var seen = Set<OpaqueID>()
+        var users: [String] = []
+        for case .deviceRegistered(let device) in events where seen.insert(OpaqueID(device.userID)).inserted {
+            users.append(device.userID)
+        }
+        return users
     }
 }
 

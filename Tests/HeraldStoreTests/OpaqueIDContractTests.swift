@@ -25,6 +25,9 @@ struct OpaqueIDContractTests {
         let long = String(repeating: "x", count: 40)
         #expect(!long.hasSameBytes(as: "x") && long.hasSameBytes(as: String(repeating: "x", count: 40)))
         #expect(OpaqueID(decomposed) < OpaqueID(composed), "by bytes: 0x65 before 0xC3")
+        #expect(OpaqueID("ab") < OpaqueID("abc") && !(OpaqueID("abc") < OpaqueID("ab")) && !(OpaqueID("ab") < "ab"))
+        #expect(!"ab".hasSameBytes(as: "abc") && !"".hasSameBytes(as: "a") && "".hasSameBytes(as: String()))
+        #expect([OpaqueID("b"), "", "ab", "a"].sorted() == ["", "a", "ab", "b"])
     }
 
     @Test(
