@@ -6,10 +6,11 @@ import Glibc
 /// key: two are the same only when their UTF-8 bytes are, as SQLite and PostgreSQL compare them.
 ///
 /// Swift's `String` compares and hashes by canonical equivalence, so `"jos\u{E9}"` (NFC) and
-/// `"jose\u{301}"` (NFD) are one key to it and two users to the databases. Keyed by `String`, the
-/// directory cache answered a look-up of one with the other's devices: a notification delivered
-/// to another person. Herald never normalizes an id: it is the publisher's, and it is sent back
-/// out as it came (the outbound message's `recipient`, a provider's token).
+/// `"jose\u{301}"` (NFD) are one key to it and two users to the databases. Until 2026-12-01 the
+/// directory cache was keyed by `String` and answered a look-up of one with the other's devices: a
+/// notification delivered to another person (docs/store.md). Herald never normalizes an id: it is
+/// the publisher's, and it is sent back out as it came (the outbound message's `recipient`, a
+/// provider's token).
 public struct OpaqueID: Sendable, Hashable, Comparable, CustomStringConvertible, ExpressibleByStringLiteral {
     public let string: String
 
