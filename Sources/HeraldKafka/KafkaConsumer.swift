@@ -239,6 +239,27 @@ public final class KafkaConsumer: Service, Sendable {
         Set(assignment.filter { partition in client.watermarks(partition).map { $0.low == $0.high } ?? false })
     }
 
+    /// Where reading stands in each assigned partition: for an error or a failed test that must say
+    /// which partition did not reach its end, and whether it was ever fetched. Uses cached
+    /// watermarks; non-blocking.
+    public var readingPositions: String {
+        let assignment = assignment.sorted()
+        guard !assignment.isEmpty else { return "no partition was assigned" }
+        let lag = lag()
+        let buffered = bufferedMessageCount
+        let partitions = assignment.map { partition in
+            guard let marks = client.watermarks(partition) else {
+                return "\(partition) not fetched (no watermarks)"
+            }
+            let range = "offsets \(marks.low)..<\(marks.high)"
+            guard let behind = lag[partition] else { return "\(partition) at no known position, \(range)" }
+            // Done with, or fetched into the buffer (counted below): either way nothing is missing.
+            return behind == 0
+                ? "\(partition) fetched to its end, \(range)" : "\(partition) \(behind) behind its end, \(range)"
+        }
+        return partitions.joined(separator: "; ") + (buffered > 0 ? "; \(buffered) records buffered" : "")
+    }
+
     /// The offsets the group has committed for `partitions`, asked of the broker.
     public func committedOffsets(
         for partitions: [TopicPartition],

@@ -70,7 +70,7 @@ public struct TopicReader: Sendable {
                 } else if ContinuousClock.now - idleSince > idleTimeout {
                     // The count then, beside the positions: records the body finishes afterwards
                     // are counted in the total too.
-                    let stoppedAt = "\(count) read, " + Self.positions(of: consumer)
+                    let stoppedAt = "\(count) read, " + consumer.readingPositions
                     consumer.triggerShutdown()
                     return stoppedAt
                 }
@@ -99,26 +99,6 @@ public struct TopicReader: Sendable {
             throw TopicReaderError.incomplete(topic: topic, idle: idleTimeout, read: read, partitions: stopped)
         }
         return read
-    }
-
-    /// Where reading stood in each assigned partition, for an error that must say which partition
-    /// did not reach its end, and whether it was ever fetched.
-    static func positions(of consumer: KafkaConsumer) -> String {
-        let assignment = consumer.assignment.sorted()
-        guard !assignment.isEmpty else { return "no partition was assigned" }
-        let lag = consumer.lag()
-        let buffered = consumer.bufferedMessageCount
-        let partitions = assignment.map { partition in
-            guard let marks = consumer.client.watermarks(partition) else {
-                return "\(partition) not fetched (no watermarks)"
-            }
-            let range = "offsets \(marks.low)..<\(marks.high)"
-            guard let behind = lag[partition] else { return "\(partition) at no known position, \(range)" }
-            // Done with, or fetched into the buffer (counted below): either way nothing is missing.
-            return behind == 0
-                ? "\(partition) fetched to its end, \(range)" : "\(partition) \(behind) behind its end, \(range)"
-        }
-        return partitions.joined(separator: "; ") + (buffered > 0 ? "; \(buffered) records buffered" : "")
     }
 }
 

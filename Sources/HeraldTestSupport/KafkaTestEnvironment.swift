@@ -73,8 +73,19 @@ public struct KafkaTestEnvironment: Sendable {
 /// What a test consumer has seen, shared between the consuming task and the test's assertions.
 public final class ReceivedMessages: Sendable {
     private let storage = Mutex<[KafkaMessage]>([])
+    private let reader: KafkaConsumer?
 
-    public init() {}
+    /// - Parameter reader: the consumer that appends what it reads, if any: ``readerPositions`` says
+    ///   where it stands.
+    public init(reader: KafkaConsumer? = nil) {
+        self.reader = reader
+    }
+
+    /// Where the reading consumer stands in each partition, for the comment of a wait that failed:
+    /// whether it was assigned anything, fetched, or read to the end and found too little.
+    public var readerPositions: String {
+        "\(count) received; " + (reader?.readingPositions ?? "no reader")
+    }
 
     public func append(_ messages: [KafkaMessage]) {
         storage.withLock { $0.append(contentsOf: messages) }
@@ -141,7 +152,7 @@ extension KafkaTestEnvironment {
         _ body: (ReceivedMessages) async throws -> R
     ) async throws -> R {
         let consumer = try makeConsumer(group: "collector-\(UInt64.random(in: 0...UInt64.max))", topics: topics)
-        let received = ReceivedMessages()
+        let received = ReceivedMessages(reader: consumer)
         return try await withRunningServices([consumer]) {
             let reading = Task {
                 for await batch in consumer.messages {

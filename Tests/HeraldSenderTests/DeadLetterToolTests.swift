@@ -95,7 +95,7 @@ struct DeadLetterToolTests {
             #expect(matched == 4)
             #expect(counts == ["herald.outbound": 2, "orders.events": 1])
             #expect(truncated == 1, "a cut value is not the original event: not re-driven")
-            #expect(await eventually { received.count == 3 })
+            #expect(await eventually { received.count == 3 }, "\(received.readerPositions)")
             for message in received.all {
                 #expect(!message.headers.contains { $0.name.hasPrefix("herald.") })
                 #expect(message.header("traceparent") != nil)

@@ -254,7 +254,8 @@ struct SenderTests {
                     #expect(await eventually { sender.statistics.snapshot.skippedAlreadyDelivered == 1 })
                     #expect(fixture.simulator.acceptedCount(id: "n-once") == 1)
                     #expect(fixture.simulator.acceptedCount(id: "n-expired") == 0)
-                    #expect(await eventually { decisions.count == 1 })
+                    // Required, not expected: the record is read below.
+                    try #require(await eventually { decisions.count == 1 }, "\(decisions.readerPositions)")
                     let decision = try JSONParser().parse(decisions.all[0].value ?? KafkaBytes([]))
                     #expect(decision["reason"]?.stringValue == "expired")
                     #expect(decision["notificationId"]?.stringValue == "n-expired")
@@ -527,7 +528,7 @@ struct SenderTests {
                             try SimulatorFixture.message(.expo, token: "ExponentPushToken[gone]", id: "n-expo")
                         ),
                     ])
-                    #expect(await eventually { received.count == 2 })
+                    #expect(await eventually { received.count == 2 }, "\(received.readerPositions)")
                     let events = try received.all.map { message in
                         #expect(message.topic == "herald.directory")
                         return (
@@ -588,7 +589,7 @@ struct SenderTests {
                         #expect(
                             try await eventually { try await ledger.delivered(among: ["n-after"]) == ["n-after"] }
                         )
-                        #expect(await eventually { received.all.count == 2 })
+                        #expect(await eventually { received.all.count == 2 }, "\(received.readerPositions)")
                         for letter in received.all {
                             #expect(Self.header(letter, HeraldHeader.errorCode) == "outbound.invalid_message")
                             #expect(
@@ -618,7 +619,7 @@ struct SenderTests {
                 try await Self.withSender(environment, fixture, ledger: try SQLiteStore(path: ":memory:")) { _ in
                     try await environment.produce([longKey, manyHeaders, fine])
                     #expect(await eventually { fixture.simulator.acceptedCount(id: "n-fine") == 1 })
-                    #expect(await eventually { received.count == 2 })
+                    #expect(await eventually { received.count == 2 }, "\(received.readerPositions)")
                 }
                 for letter in received.all {
                     #expect(Self.header(letter, HeraldHeader.errorCode) == "outbound.invalid_message")
@@ -690,7 +691,7 @@ struct SenderTests {
                     try await environment.produce(messages.map { Self.record($0) })
                     // n-ok 1, n-config 1, n-failing 4 retries and a failure, n-gone 1, n-expo its
                     // ticket and its receipt.
-                    #expect(await eventually { received.count == 10 })
+                    #expect(await eventually { received.count == 10 }, "\(received.readerPositions)")
                 }
                 collected = received.all
             }
@@ -741,7 +742,10 @@ struct SenderTests {
                         Self.record(try SimulatorFixture.message(.apns, token: misconfigured, id: "n-config")),
                         Self.record(try SimulatorFixture.message(.apns, token: failing, id: "n-failing")),
                     ])
-                    #expect(await eventually { received.all.filter { $0.topic == "herald.outbound.dlq" }.count == 2 })
+                    #expect(
+                        await eventually { received.all.filter { $0.topic == "herald.outbound.dlq" }.count == 2 },
+                        "\(received.readerPositions)"
+                    )
                     let letters = Dictionary(
                         uniqueKeysWithValues: try received.all.filter { $0.topic == "herald.outbound.dlq" }.map {
                             (try OutboundMessage(decoding: $0.value ?? KafkaBytes([])).notificationID, $0)
