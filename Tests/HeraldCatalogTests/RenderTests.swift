@@ -590,6 +590,7 @@ struct RenderPlanTests {
                 $0.replacingOccurrences(of: "\"Your order is on its way\"", with: "\"Shipped and on its way\"")
             }
         ])
+        defer { try? FileManager.default.removeItem(atPath: changed) }
         let (changedCatalog, _) = try CatalogLoader.load(directory: changed)
         let plans = RenderPlans()
         let first = Renderer(catalog: catalog)
