@@ -160,8 +160,9 @@ struct KafkaConsumerGroupTests {
             // Nothing marked done: the committed offset must stay where the first consumer left it
             // (marking 2 and 3 done would race the next periodic commit to 4).
             let task = consume(next, into: redelivered, markDone: { _ in false })
-            // The joiner's first assignment can wait out rebalance rounds of the embedded
-            // coordinator after the first member left (a CI run saw none within 30 s).
+            // The joiner's first assignment waits out two rebalance rounds of the embedded
+            // coordinator after the first member left; a CI run saw none within 30 s while the tests
+            // refreshed metadata every second (see KafkaTestEnvironment.consumerConfiguration).
             #expect(await eventually(within: .seconds(60)) { redelivered.count >= 2 })
             let committed = try await next.committedOffsets(for: [TopicPartition("gaps", 0)])
             #expect(committed[TopicPartition("gaps", 0)] == 2)
