@@ -131,8 +131,13 @@ public final class Worker: Service, Sendable {
         let deciding = Turnstile()
         let enqueueing = Turnstile()
         var turn = 0
+        var received = false
         try await withThrowingDiscardingTaskGroup { tasks in
             for await batch in consumer.messages {
+                if !received && !batch.isEmpty {
+                    received = true
+                    statistics.noteBatchReceived()
+                }
                 await enqueueing.wait(until: turn - 2)
                 let prepared = try await retryingStore { () async throws(StoreError) in
                     try await processor.prepare(batch)

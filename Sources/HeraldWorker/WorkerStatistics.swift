@@ -90,8 +90,21 @@ public final class WorkerStatistics: Sendable {
     }
 
     private let counters = Mutex(Counters())
+    private let firstBatch = Mutex<ContinuousClock.Instant?>(nil)
 
     public init() {}
+
+    /// When the worker's consumer handed it its first batch of messages; `nil` before. A benchmark's
+    /// clock starts here, as the raw passthrough's starts at its first message: the time before it is
+    /// the feeder's and the broker's start-up, not the pipeline's throughput.
+    public var firstBatchReceived: ContinuousClock.Instant? { firstBatch.withLock { $0 } }
+
+    /// Notes that a batch arrived; only the first is kept.
+    func noteBatchReceived() {
+        firstBatch.withLock { first in
+            if first == nil { first = .now }
+        }
+    }
 
     public func update(_ body: (inout Counters) -> Void) { counters.withLock { body(&$0) } }
 

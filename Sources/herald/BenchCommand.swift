@@ -494,7 +494,7 @@ struct PipelineBenchCommand: AsyncParsableCommand {
             "herald bench pipeline: \(report.events) events (\(report.averageEventBytes) bytes on average\(eventShape)), \(report.users) users, \(report.devices) devices, \(report.store)"
         )
         print(
-            "  pipeline: \(String(format: "%.0f", report.eventsPerSecond)) events/s, \(String(format: "%.0f", report.outboundPerSecond)) outbound messages/s (\(report.outbound) in \(String(format: "%.1f", report.seconds)) s)"
+            "  pipeline: \(String(format: "%.0f", report.eventsPerSecond)) events/s, \(String(format: "%.0f", report.outboundPerSecond)) outbound messages/s (\(report.outbound) in \(String(format: "%.1f", report.seconds)) s from the worker's first batch; the feeder started \(String(format: "%.2f", report.startupSeconds)) s before it)"
         )
         let latency = counters.latencies
         let bound = { (fraction: Double) -> String in
@@ -513,7 +513,7 @@ struct PipelineBenchCommand: AsyncParsableCommand {
         print(
             "  process CPU (\(cpuOwner)): \(String(format: "%.1f", report.cpuSeconds)) s, "
                 + "\(String(format: "%.1f", report.cpuSeconds / Double(max(report.events, 1)) * 1e6)) µs per event, "
-                + "\(String(format: "%.2f", report.cpuSeconds / report.seconds)) cores busy; "
+                + "\(String(format: "%.2f", report.cpuSeconds / (report.startupSeconds + report.seconds))) cores busy; "
                 + "allocator: \(MemoryAllocator.description)"
         )
         print(

@@ -151,6 +151,10 @@ struct ParallelBuildTests {
         #expect(report.outbound >= sent && report.outbound <= 3 * sent)
         #expect(report.counters.latencies.count == 3000)
         #expect(report.eventsPerSecond > 0)
+        // The clock starts at the worker's first batch, after the feeder started: had the worker not
+        // noted its first batch, the start-up would be zero (the clock then falls back to the feeder's
+        // start).
+        #expect(report.startupSeconds > 0 && report.startupSeconds < 30, "\(report.startupSeconds)")
         // Every recipient looked up (an offer has two): each user missed at least once (more if they
         // came twice in the batch that first read them), then mostly found in the cache.
         let cache = try #require(report.directoryCache)
