@@ -580,7 +580,31 @@ public final class EventProcessor: Sendable {
         // Each device is read where it is, by index, its fields passed on one by one: a device
         // passed on whole was copied out of its array, retaining each of its strings (in a
         // directory too large for the CPU's caches, a miss each).
+        // Notification ids are made two at a time (see `NotificationID.make(eventID:kind:recipient:
+        // devices:_:)`): the next device's, made with this one's, waits here.
+        var nextID: String?
         for index in kept {
+            let notificationID: String
+            if let made = nextID {
+                notificationID = made
+                nextID = nil
+            } else if index + 1 < kept.upperBound {
+                let pair = NotificationID.make(
+                    eventID: envelope.eventID,
+                    kind: kind.name,
+                    recipient: envelope.recipient,
+                    devices: devices[index].token,
+                    devices[index + 1].token
+                )
+                (notificationID, nextID) = (pair.0, pair.1)
+            } else {
+                notificationID = NotificationID.make(
+                    eventID: envelope.eventID,
+                    kind: kind.name,
+                    recipient: envelope.recipient,
+                    device: devices[index].token
+                )
+            }
             let locale = devices[index].locale ?? recipient.locale
             let slot: Int
             if let found = renders.firstIndex(where: { $0.locale == locale }) {
@@ -623,7 +647,7 @@ public final class EventProcessor: Sendable {
             // every record cost librdkafka four allocations and frees per message.
             let written = try records.append(topic: topics.outbound, key: key) {
                 writer throws(DeadLetterReason) in
-                try write(devices, index, envelope, &renders[slot], into: &writer, counters: &counters)
+                try write(devices, index, notificationID, envelope, &renders[slot], into: &writer, counters: &counters)
             }
             guard let bodySize = written else { continue }
             built += 1
@@ -652,9 +676,9 @@ public final class EventProcessor: Sendable {
         var trace: (parent: String?, state: String?)
     }
 
-    /// Writes the outbound message of `devices[index]` (read where it is, not copied) from `render`
-    /// (taken `inout` so that nothing of it is copied; only its notification id changes, to the
-    /// device's) into `writer`.
+    /// Writes the outbound message of `devices[index]` (read where it is, not copied), whose
+    /// notification id is `notificationID`, from `render` (taken `inout` so that nothing of it is
+    /// copied; only its notification id changes, to the device's) into `writer`.
     ///
     /// - Returns: the request body's size, or nil for a device whose token no provider accepts
     ///   (counted and logged: the event is fine).
@@ -662,17 +686,13 @@ public final class EventProcessor: Sendable {
     private func write(
         _ devices: [RegisteredDevice],
         _ index: Int,
+        _ notificationID: String,
         _ envelope: Envelope,
         _ render: inout Render,
         into writer: inout JSONStreamWriter,
         counters: inout WorkerStatistics.Counters
     ) throws(DeadLetterReason) -> Int? {
-        render.message.notificationID = NotificationID.make(
-            eventID: envelope.eventID,
-            kind: render.rendered.kind,
-            recipient: envelope.recipient,
-            device: devices[index].token
-        )
+        render.message.notificationID = notificationID
         let bodySize: Int
         do {
             bodySize = try OutboundBuilder.write(

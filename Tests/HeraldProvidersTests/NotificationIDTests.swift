@@ -27,6 +27,42 @@ struct NotificationIDTests {
         #expect(StableHash.uuid(from: made) == apnsID)
     }
 
+    @Test("two devices' ids made together are each the id made alone, whatever their lengths")
+    func pairs() {
+        let devices = [
+            "", "a", "token-a", "token-b", String(repeating: "0", count: 64),
+            "fcm-35-1:APA91bBenchmarkRegistrationToken", "ExponentPushToken[bench-35-2]", "użytkownik-😀",
+        ]
+        for (event, kind, recipient) in [("evt-1", "order.confirmed", "u-2048"), ("", "", ""), ("ünïcødé", "k", "u")] {
+            for first in devices {
+                for second in devices {
+                    let pair = NotificationID.make(
+                        eventID: event,
+                        kind: kind,
+                        recipient: recipient,
+                        devices: first,
+                        second
+                    )
+                    #expect(
+                        pair.0 == NotificationID.make(eventID: event, kind: kind, recipient: recipient, device: first)
+                    )
+                    #expect(
+                        pair.1 == NotificationID.make(eventID: event, kind: kind, recipient: recipient, device: second)
+                    )
+                }
+            }
+        }
+        // A pinned id, made in a pair: the same as every earlier version made it alone.
+        let pinned = NotificationID.make(
+            eventID: "evt-1",
+            kind: "order.confirmed",
+            recipient: "u-2048",
+            devices: "token-a",
+            String(repeating: "ab", count: 40)
+        )
+        #expect(pinned.0 == "81005220D4DADF4D6076B419A331A774")
+    }
+
     @Test("hex digits written eight at a time are each digit's own, for every nibble")
     func hexDigits() {
         func reference(_ value: UInt64) -> String {
