@@ -20,7 +20,8 @@ import Glibc
 /// `herald run --role worker` runs — consumes them, decides, renders and produces the outbound
 /// records. The feeder stays at most `window` events ahead of the worker: the embedded cluster keeps
 /// only about 5 MiB per partition. The run ends when every event's records are acknowledged and its
-/// offset committable.
+/// offset committable; it is timed from the worker's first batch, as the raw passthrough is timed
+/// from its first message.
 ///
 /// The raw librdkafka passthrough of `herald bench kafka` runs afterwards on the same cluster, with
 /// events of the same size, so that the ratio between the two is measured on one machine in one run.
