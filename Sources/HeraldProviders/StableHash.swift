@@ -27,6 +27,21 @@ enum StableHash {
         hash &*= 0x0000_0100_0000_01B3
     }
 
+    /// Continues an FNV-1a hash with `text`'s UTF-8, then `separator`.
+    @inline(__always)
+    static func add(_ text: String, then separator: UInt8, to hash: inout UInt64) {
+        add(text, to: &hash)
+        add(separator, to: &hash)
+    }
+
+    /// Continues two FNV-1a hashes with `text`'s UTF-8, then `separator`, in one loop.
+    @inline(__always)
+    static func add(_ text: String, then separator: UInt8, to first: inout UInt64, _ second: inout UInt64) {
+        add(text, to: &first, &second)
+        add(separator, to: &first)
+        add(separator, to: &second)
+    }
+
     /// Continues two FNV-1a hashes with the same text's UTF-8, in one loop: each byte of a hash
     /// waits for the multiply before it (about four cycles), and the two chains overlap.
     @inline(__always)
@@ -152,21 +167,13 @@ enum StableHash {
 public enum NotificationID {
     /// A 32-hex-digit id for one (event, kind, recipient, device).
     public static func make(eventID: String, kind: String, recipient: String, device: String) -> String {
-        // The hash of the four joined by unit separators, which keep ("ab", "c") and ("a", "bc")
-        // apart; fed part by part, as the join is made for every notification.
-        func hash(seed: UInt64) -> UInt64 {
-            var hash = seed
-            StableHash.add(eventID, to: &hash)
-            StableHash.add(0x1F, to: &hash)
-            StableHash.add(kind, to: &hash)
-            StableHash.add(0x1F, to: &hash)
-            StableHash.add(recipient, to: &hash)
-            StableHash.add(0x1F, to: &hash)
-            StableHash.add(device, to: &hash)
-            return hash
-        }
-        let high = hash(seed: Self.firstSeed)
-        return StableHash.hexString(high, hash(seed: high ^ Self.secondSeed))
+        // Two passes over the four joined by unit separators, the second seeded from the first; fed
+        // part by part, as the join is made for every notification.
+        var high = prefixed(Self.firstSeed, eventID, kind, recipient)
+        StableHash.add(device, to: &high)
+        var low = prefixed(high ^ Self.secondSeed, eventID, kind, recipient)
+        StableHash.add(device, to: &low)
+        return StableHash.hexString(high, low)
     }
 
     /// The ids of two devices of one recipient, the same as two calls of
@@ -181,29 +188,30 @@ public enum NotificationID {
         devices first: String,
         _ second: String
     ) -> (String, String) {
-        var shared = Self.firstSeed
-        StableHash.add(eventID, to: &shared)
-        StableHash.add(0x1F, to: &shared)
-        StableHash.add(kind, to: &shared)
-        StableHash.add(0x1F, to: &shared)
-        StableHash.add(recipient, to: &shared)
-        StableHash.add(0x1F, to: &shared)
+        let shared = prefixed(Self.firstSeed, eventID, kind, recipient)
         var (highOfFirst, highOfSecond) = (shared, shared)
         StableHash.add(first, to: &highOfFirst, second, to: &highOfSecond)
         var (lowOfFirst, lowOfSecond) = (highOfFirst ^ Self.secondSeed, highOfSecond ^ Self.secondSeed)
-        StableHash.add(eventID, to: &lowOfFirst, &lowOfSecond)
-        StableHash.add(0x1F, to: &lowOfFirst)
-        StableHash.add(0x1F, to: &lowOfSecond)
-        StableHash.add(kind, to: &lowOfFirst, &lowOfSecond)
-        StableHash.add(0x1F, to: &lowOfFirst)
-        StableHash.add(0x1F, to: &lowOfSecond)
-        StableHash.add(recipient, to: &lowOfFirst, &lowOfSecond)
-        StableHash.add(0x1F, to: &lowOfFirst)
-        StableHash.add(0x1F, to: &lowOfSecond)
+        StableHash.add(eventID, then: Self.separator, to: &lowOfFirst, &lowOfSecond)
+        StableHash.add(kind, then: Self.separator, to: &lowOfFirst, &lowOfSecond)
+        StableHash.add(recipient, then: Self.separator, to: &lowOfFirst, &lowOfSecond)
         StableHash.add(first, to: &lowOfFirst, second, to: &lowOfSecond)
         return (StableHash.hexString(highOfFirst, lowOfFirst), StableHash.hexString(highOfSecond, lowOfSecond))
     }
 
+    /// `seed` continued with what precedes the device in a pass: the event id, the kind and the
+    /// recipient, each followed by a unit separator.
+    @inline(__always)
+    private static func prefixed(_ seed: UInt64, _ eventID: String, _ kind: String, _ recipient: String) -> UInt64 {
+        var hash = seed
+        StableHash.add(eventID, then: Self.separator, to: &hash)
+        StableHash.add(kind, then: Self.separator, to: &hash)
+        StableHash.add(recipient, then: Self.separator, to: &hash)
+        return hash
+    }
+
+    /// The unit separator after each part: it keeps ("ab", "c") and ("a", "bc") apart.
+    private static let separator: UInt8 = 0x1F
     /// FNV-1a's offset basis, the first pass's seed.
     private static let firstSeed: UInt64 = 0xcbf2_9ce4_8422_2325
     /// Mixed into the first pass's result to seed the second.
