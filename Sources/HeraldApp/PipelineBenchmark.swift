@@ -277,8 +277,9 @@ public struct PipelineBenchmark: Sendable {
                 }
             }
             let finished = ContinuousClock.now
-            // From the worker's first batch, as the raw passthrough counts from its first message.
-            let first = statistics.firstBatchReceived ?? started
+            // From the worker's first batch, as the raw passthrough counts from its first message
+            // (not before the feeder's start: a batch of `herald.directory` may come earlier).
+            let first = max(statistics.firstBatchReceived ?? started, started)
             let timing = Timing(
                 startup: (first - started).inSeconds,
                 seconds: (finished - first).inSeconds,
