@@ -11,13 +11,8 @@ enum StableHash {
     /// Continues an FNV-1a hash with `text`'s UTF-8.
     @inline(__always)
     static func add(_ text: String, to hash: inout UInt64) {
-        // A native string's bytes are read where they are: `withUTF8` needs a copy of the string
-        // (`var`), which retains it, four times per notification id.
-        let done: Void? = text.utf8.withContiguousStorageIfAvailable { bytes in
+        withBytes(text) { bytes in
             for byte in bytes { add(byte, to: &hash) }
-        }
-        if done == nil {
-            for byte in text.utf8 { add(byte, to: &hash) }
         }
     }
 
@@ -37,25 +32,14 @@ enum StableHash {
     /// Continues two FNV-1a hashes with `text`'s UTF-8, then `separator`, in one loop.
     @inline(__always)
     static func add(_ text: String, then separator: UInt8, to first: inout UInt64, _ second: inout UInt64) {
-        add(text, to: &first, &second)
+        add(text, to: &first, text, to: &second)
         add(separator, to: &first)
         add(separator, to: &second)
     }
 
-    /// Continues two FNV-1a hashes with the same text's UTF-8, in one loop: each byte of a hash
-    /// waits for the multiply before it (about four cycles), and the two chains overlap.
-    @inline(__always)
-    static func add(_ text: String, to first: inout UInt64, _ second: inout UInt64) {
-        withBytes(text) { bytes in
-            for byte in bytes {
-                add(byte, to: &first)
-                add(byte, to: &second)
-            }
-        }
-    }
-
     /// Continues one FNV-1a hash with `text`'s UTF-8 and another with `other`'s, in one loop as far
-    /// as both go.
+    /// as both go: each byte of a hash waits for the multiply before it (about four cycles), and the
+    /// two chains overlap.
     @inline(__always)
     static func add(_ text: String, to first: inout UInt64, _ other: String, to second: inout UInt64) {
         withBytes(text) { bytes in
@@ -72,7 +56,8 @@ enum StableHash {
     }
 
     /// Calls `body` with `text`'s UTF-8 where it is, or (for a string not stored contiguously) with a
-    /// copy.
+    /// copy. Not `withUTF8`, which needs a copy of the string (`var`) and so retains it, for every
+    /// part of every notification id.
     @inline(__always)
     private static func withBytes(_ text: String, _ body: (UnsafeBufferPointer<UInt8>) -> Void) {
         if text.utf8.withContiguousStorageIfAvailable(body) == nil {
