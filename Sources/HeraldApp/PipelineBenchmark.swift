@@ -59,6 +59,10 @@ public struct PipelineBenchmark: Sendable {
     public var untimedEvents = false
     /// The feeder's event ids as random UUIDs (see ``EventGenerator/randomIDs``).
     public var randomEventIDs = false
+    /// SQLite's directory cache emptied once the directory is seeded, as after a worker's start:
+    /// every user's first event then reads SQLite. Seeded through the store's `apply`, as the
+    /// worker's directory consumer applies changes, the users are otherwise cached as written.
+    public var coldDirectoryCache = false
 
     public init() {}
 
@@ -165,6 +169,7 @@ public struct PipelineBenchmark: Sendable {
         let devices = try await Self.seedDirectory(store, users: users) { timeZone in
             Self.quietHours(after: runStarted, timeZone: timeZone)
         }
+        if coldDirectoryCache, let sqlite = store as? SQLiteStore { try await sqlite.emptyDirectoryCache() }
         let seedSeconds = (ContinuousClock.now - seeded).inSeconds
         progress("seeded \(users) users with \(devices) devices in \(String(format: "%.1f", seedSeconds)) s")
 

@@ -421,6 +421,12 @@ struct PipelineBenchCommand: AsyncParsableCommand {
     )
     var randomEventIDs = false
 
+    @Flag(
+        help:
+            "Empty SQLite's directory cache once the directory is seeded: every user's first event reads SQLite, as after a worker's start."
+    )
+    var coldDirectoryCache = false
+
     @Option(
         name: .customLong("kafka-property"),
         help: ArgumentHelp(
@@ -480,6 +486,7 @@ struct PipelineBenchCommand: AsyncParsableCommand {
         benchmark.kafkaProperties = try workerKafkaProperties()
         benchmark.untimedEvents = untimedEvents
         benchmark.randomEventIDs = randomEventIDs
+        benchmark.coldDirectoryCache = coldDirectoryCache
         if !brokerInProcess {
             benchmark.brokerExecutable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().path
         }
@@ -492,6 +499,7 @@ struct PipelineBenchCommand: AsyncParsableCommand {
         let eventShape = (untimedEvents ? ", without `time`" : "") + (randomEventIDs ? ", random ids" : "")
         print(
             "herald bench pipeline: \(report.events) events (\(report.averageEventBytes) bytes on average\(eventShape)), \(report.users) users, \(report.devices) devices, \(report.store)"
+                + (coldDirectoryCache ? "; the directory cache emptied after seeding" : "")
         )
         print(
             "  pipeline: \(String(format: "%.0f", report.eventsPerSecond)) events/s, \(String(format: "%.0f", report.outboundPerSecond)) outbound messages/s (\(report.outbound) in \(String(format: "%.1f", report.seconds)) s from the worker's first batch; the feeder started \(String(format: "%.2f", report.startupSeconds)) s before it)"

@@ -65,6 +65,9 @@ struct RecipientCacheTests {
             registered("ben", "phone", token: "t2", at: "2026-11-01T10:00:00Z"),
             registered("cy", "phone", token: "t3", at: "2026-11-01T10:00:00Z"),
         ])
+        // The change leaves the first two users cached (the cache's room); emptied, as after a start.
+        #expect(store.directoryCacheStatistics == DirectoryCacheStatistics(hits: 0, misses: 0, users: 2, capacity: 2))
+        try await store.emptyDirectoryCache()
         #expect(store.directoryCacheStatistics == DirectoryCacheStatistics(hits: 0, misses: 0, users: 0, capacity: 2))
         // Repeated in one look-up: both places miss (read once); an unknown user is cached as absent.
         _ = try await store.recipients(inOrder: ["ana", "ana", "nobody"])
@@ -74,9 +77,11 @@ struct RecipientCacheTests {
         // Two more users than it holds: one is evicted for each.
         _ = try await store.recipients(inOrder: ["ben", "cy"])
         #expect(store.directoryCacheStatistics == DirectoryCacheStatistics(hits: 2, misses: 5, users: 2, capacity: 2))
-        // A change to a cached user drops them at once.
+        // A change to a cached user replaces their entry: still two users, and cy's next look-up hits.
         try await store.apply([.deviceUnregistered(userID: "cy", deviceID: "phone", at: at("2026-11-02T10:00:00Z"))])
-        #expect(store.directoryCacheStatistics.users == 1)
+        #expect(store.directoryCacheStatistics.users == 2)
+        #expect(try await store.recipients(inOrder: ["cy"]) == [nil], "cy has nothing left: cached as absent")
+        #expect(store.directoryCacheStatistics == DirectoryCacheStatistics(hits: 3, misses: 5, users: 2, capacity: 2))
 
         let uncached = try SQLiteStore(path: ":memory:", directoryCache: 0)
         _ = try await uncached.recipients(inOrder: ["ana", "ana"])
@@ -84,11 +89,79 @@ struct RecipientCacheTests {
             uncached.directoryCacheStatistics == DirectoryCacheStatistics(hits: 0, misses: 2, users: 0, capacity: 0)
         )
         let lines = store.directoryCacheStatistics.metricLines
-        #expect(lines.contains("herald_directory_cache_lookups_total{result=\"hit\"} 2\n"))
+        #expect(lines.contains("herald_directory_cache_lookups_total{result=\"hit\"} 3\n"))
         #expect(lines.contains("herald_directory_cache_lookups_total{result=\"miss\"} 5\n"))
         #expect(
-            lines.contains("herald_directory_cache_users 1\n") && lines.contains("herald_directory_cache_capacity 2\n")
+            lines.contains("herald_directory_cache_users 2\n") && lines.contains("herald_directory_cache_capacity 2\n")
         )
+    }
+
+    @Test("a directory change leaves its users cached as SQLite holds them: their next look-up hits and reads the same")
+    func changesCachedAsWritten() async throws {
+        let changes: [DirectoryEvent] = [
+            registered("ana", "phone", token: "t1", at: "2026-11-01T10:00:00Z"),
+            registered("ana", "tablet", token: "t2", at: "2026-11-01T11:00:00Z", provider: .fcm),
+            .profileUpdated(userID: "ana", locale: "nb-NO", timeZone: "Europe/Oslo", at: at("2026-11-01T10:00:00Z")),
+            .preferencesUpdated(
+                userID: "ana",
+                preferences: Preferences(
+                    categories: ["marketing": false],
+                    quietHours: QuietHours(start: "22:00", end: "07:00", timeZone: "Europe/Oslo")
+                ),
+                at: at("2026-11-01T10:00:00Z")
+            ),
+            registered("ben", "phone", token: "t3", at: "2026-11-01T10:00:00Z"),
+            .deviceUnregistered(userID: "ben", deviceID: "phone", at: at("2026-11-01T12:00:00Z")),
+        ]
+        let cached = try SQLiteStore(path: ":memory:", directoryCache: 100)
+        let uncached = try SQLiteStore(path: ":memory:", directoryCache: 0)
+        try await cached.apply(changes)
+        try await uncached.apply(changes)
+        #expect(cached.directoryCacheStatistics.users == 2)
+        let users = ["ana", "ben", "nobody"]
+        let answer = try await cached.recipients(inOrder: users)
+        #expect(cached.directoryCacheStatistics.hits == 2, "ana and ben were cached by the change")
+        #expect(cached.directoryCacheStatistics.misses == 1, "nobody was never written")
+        #expect(answer == (try await uncached.recipients(inOrder: users)))
+        #expect(answer.first??.devices.map(\.token) == ["t1", "t2"])
+        #expect(answer.first??.preferences.quietHours?.timeZone == "Europe/Oslo")
+    }
+
+    @Test("changes of users a full cache does not hold evict no one; a cached user's change replaces their entry")
+    func fullCacheOffered() async throws {
+        let store = try SQLiteStore(path: ":memory:", directoryCache: 2)
+        try await store.apply([
+            registered("ana", "phone", token: "t1", at: "2026-11-01T10:00:00Z"),
+            registered("ben", "phone", token: "t2", at: "2026-11-01T10:00:00Z"),
+        ])
+        for user in ["cy", "dan", "eve"] {
+            try await store.apply([registered(user, "phone", token: "t-\(user)", at: "2026-11-01T10:00:00Z")])
+        }
+        _ = try await store.recipients(inOrder: ["ana", "ben"])
+        #expect(store.directoryCacheStatistics == DirectoryCacheStatistics(hits: 2, misses: 0, users: 2, capacity: 2))
+        try await store.apply([registered("ana", "tablet", token: "t9", at: "2026-11-02T10:00:00Z")])
+        let ana = try await store.recipients(inOrder: ["ana"]).first ?? nil
+        #expect(ana?.devices.map(\.token) == ["t1", "t9"])
+        #expect(store.directoryCacheStatistics == DirectoryCacheStatistics(hits: 3, misses: 0, users: 2, capacity: 2))
+        #expect(try await store.recipients(inOrder: ["eve"]).first??.devices.map(\.token) == ["t-eve"])
+        #expect(store.directoryCacheStatistics.misses == 1, "eve was read from SQLite")
+    }
+
+    @Test(
+        "a store's own change after another connection's commit empties its cache first: users cached before it are read again"
+    )
+    func ownChangeAfterOtherConnection() async throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("herald-\(UUID().uuidString).sqlite")
+            .path
+        defer { for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) } }
+        let worker = try SQLiteStore(path: path, directoryCache: 100)
+        let other = try SQLiteStore(path: path, directoryCache: 100)
+        try await worker.apply([registered("ana", "phone", token: "t1", at: "2026-11-01T10:00:00Z")])
+        try await other.apply([registered("ana", "tablet", token: "t2", at: "2026-11-02T10:00:00Z")])
+        // The worker's next change checks the file's version before caching what it wrote.
+        try await worker.apply([registered("ben", "phone", token: "t3", at: "2026-11-02T10:00:00Z")])
+        #expect(worker.directoryCacheStatistics.users == 1, "ana's entry was dropped, ben's kept")
+        #expect(try await worker.recipients(["ana"])["ana"]?.devices.map(\.token) == ["t1", "t2"])
     }
 
     @Test("a change committed through another connection (another process) is seen by a store that cached the user")
@@ -128,8 +201,23 @@ struct RecipientCacheTests {
         cache.insert(.absent, for: "h")
         #expect(cache.count == 4)
         for user in ["c", "f", "g", "h"] { #expect(cache.lookup(user) != nil, "\(user) stays") }
+        // Offered entries evict no one: a cached user's is replaced, a full ring takes no one new.
+        cache.offer(.present(Recipient(userID: "c")), for: "c")
+        if case .present(let recipient)? = cache.lookup("c") {
+            #expect(recipient.userID == "c")
+        } else {
+            Issue.record("c's entry was replaced by the one offered")
+        }
+        cache.offer(.absent, for: "i")
+        #expect(cache.lookup("i") == nil)
+        for user in ["c", "f", "g", "h"] { #expect(cache.lookup(user) != nil, "\(user) stays") }
+        cache.invalidate("f")
+        cache.offer(.absent, for: "i")
+        #expect(cache.lookup("i") != nil, "a free slot takes an offered user")
+        #expect(cache.count == 4)
         var disabled = RecipientCache(capacity: 0)
         disabled.insert(.absent, for: "a")
-        #expect(disabled.lookup("a") == nil)
+        disabled.offer(.absent, for: "b")
+        #expect(disabled.lookup("a") == nil && disabled.lookup("b") == nil)
     }
 }

@@ -5,9 +5,10 @@ import HeraldEvents
 /// most of a decision's cost.
 ///
 /// It stays right because every change passes through its owner: ``SQLiteStore/apply(_:)`` drops
-/// the users a change touched (including the previous holder of a token that moved), and a commit
-/// by any other connection — another process sharing the file — changes `PRAGMA data_version`,
-/// which drops everything.
+/// the users a change touched (including the previous holder of a token that moved) and, once the
+/// change has committed, offers them back as written (``offer(_:for:)``); a commit by any other
+/// connection — another process sharing the file — changes `PRAGMA data_version`, which drops
+/// everything.
 ///
 /// Bounded to `capacity` users by the clock (second-chance) policy: entries sit in a ring of slots,
 /// a hit sets its slot's `used` bit, and an insert into a full ring sweeps from the hand, clearing
@@ -67,7 +68,11 @@ struct RecipientCache {
         } else if slots.count < capacity {
             // Room for the slots at once: the ring is filled front to back, so untouched room
             // costs address space only, where growing by doubling copied every cached recipient.
-            if slots.isEmpty { slots.reserveCapacity(min(capacity, 1 << 20)) }
+            // The index too: grown by doubling, it hashed every cached id again at each step.
+            if slots.isEmpty {
+                slots.reserveCapacity(min(capacity, 1 << 20))
+                index.reserveCapacity(min(capacity, 1 << 20))
+            }
             slot = slots.count
             slots.append(Slot(userID: userID, entry: entry, used: false))
         } else {
@@ -83,6 +88,21 @@ struct RecipientCache {
             slots[slot] = Slot(userID: userID, entry: entry, used: false)
         }
         index[userID] = slot
+    }
+
+    /// Keeps `entry` for `userID` only where that evicts no one: it replaces a cached user's entry
+    /// (their `used` bit as it was), or takes a free slot or room the ring has not filled yet.
+    /// A directory change offers each user it wrote, so a user who just registered a device or
+    /// changed their preferences is found here by their next event, and a cache still filling
+    /// after a start fills with them; a full cache keeps the users its look-ups chose.
+    mutating func offer(_ entry: Entry, for userID: String) {
+        guard isEnabled else { return }
+        if let slot = index[OpaqueID(userID)] {
+            slots[slot].entry = entry
+            return
+        }
+        if free.isEmpty && slots.count >= capacity { return }
+        insert(entry, for: userID)
     }
 
     mutating func invalidate(_ userID: OpaqueID) {

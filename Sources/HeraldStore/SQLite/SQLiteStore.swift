@@ -355,7 +355,13 @@ public final class SQLiteStore: StateStore, @unchecked Sendable {
         return try await run { connection throws(StoreError) in
             // Cached users are dropped before the transaction commits: nothing else runs on the
             // queue in between, and dropping a user whose change then rolls back costs one lookup.
-            try connection.transaction { () throws(StoreError) -> AppliedChanges in
+            // Once it has committed, the records it wrote are offered back to the cache, read as a
+            // look-up reads them: the user's next event finds them there, not in SQLite.
+            var written: [(userID: String, record: [UInt8]?)] = []
+            let changes = try connection.transaction { () throws(StoreError) -> AppliedChanges in
+                // Under the write lock (BEGIN IMMEDIATE): no other connection commits between this
+                // check and the commit, so the records offered below are the file's latest.
+                try self.checkCacheVersion(connection)
                 var touched = Set<OpaqueID>()
                 for event in events {
                     try Self.apply(event, connection) { userID in touched.insert(OpaqueID(userID)) }
@@ -368,10 +374,43 @@ public final class SQLiteStore: StateStore, @unchecked Sendable {
                     }
                 }
                 for userID in touched { self.cache.invalidate(userID) }
-                self.noteCachedUsers()
-                try Self.refreshRecipientRecords(touched.map(\.string), connection)
+                try Self.refreshRecipientRecords(touched.map(\.string), connection) { userID, record in
+                    written.append((userID, record))
+                }
                 return applied
             }
+            for (userID, record) in written {
+                guard let record else {
+                    self.cache.offer(.absent, for: userID)
+                    continue
+                }
+                // Just written, so readable; one that could not be read is left to a look-up.
+                let recipient = try? record.withUnsafeBytes { bytes throws(StoreError) in
+                    try RecipientRecord.decode(userID: userID, bytes)
+                }
+                if let recipient { self.cache.offer(.present(recipient), for: userID) }
+            }
+            self.noteCachedUsers()
+            return changes
+        }
+    }
+
+    /// Forgets every cached user, as a start does (`herald bench pipeline --cold-directory-cache`).
+    package func emptyDirectoryCache() async throws(StoreError) {
+        try await run { _ throws(StoreError) in
+            self.cache.removeAll()
+            self.noteCachedUsers()
+        }
+    }
+
+    /// Drops every cached user if another connection (another process) has committed since the
+    /// cache was filled: any of them may have changed. On `queue`.
+    func checkCacheVersion(_ connection: SQLiteConnection) throws(StoreError) {
+        var version: Int64 = 0
+        try connection.query("PRAGMA data_version") { row in version = row.integer(0) }
+        if cache.dataVersion != version {
+            cache.removeAll()
+            cache.dataVersion = version
         }
     }
 
@@ -648,13 +687,7 @@ public final class SQLiteStore: StateStore, @unchecked Sendable {
                 let found = try Self.recipients(Set(userIDs.map { OpaqueID($0) }).map(\.string), connection)
                 return userIDs.map { found[OpaqueID($0)] }
             }
-            // Another connection's commit (another process) may have changed any user.
-            var version: Int64 = 0
-            try connection.query("PRAGMA data_version") { row in version = row.integer(0) }
-            if self.cache.dataVersion != version {
-                self.cache.removeAll()
-                self.cache.dataVersion = version
-            }
+            try self.checkCacheVersion(connection)
             // A cached user costs one hash of their id (the cache's index): a repeated user is
             // looked up again rather than remembered in a set, which would hash every id once more.
             var result: [Recipient?] = []
@@ -762,10 +795,12 @@ public final class SQLiteStore: StateStore, @unchecked Sendable {
     /// Rewrites the records of `userIDs` from `devices` and `users`, and removes those of users the
     /// directory no longer knows, and answers the recipients it wrote. In key order: neighbouring
     /// records share pages.
+    /// `wrote` is told each user's new record, or nil for a record removed.
     @discardableResult
     static func refreshRecipientRecords(
         _ userIDs: [String],
-        _ connection: SQLiteConnection
+        _ connection: SQLiteConnection,
+        wrote: (_ userID: String, _ record: [UInt8]?) -> Void = { _, _ in }
     ) throws(StoreError) -> [OpaqueID: Recipient] {
         let assembled = try assembleRecipients(userIDs, connection)
         let keyed = userIDs.map { (key: RecipientRecord.key($0), userID: $0) }.sorted {
@@ -773,18 +808,21 @@ public final class SQLiteStore: StateStore, @unchecked Sendable {
         }
         for (key, userID) in keyed {
             if let recipient = assembled[OpaqueID(userID)] {
+                let record = RecipientRecord.encode(recipient)
                 try connection.query(
                     """
                     INSERT INTO recipient_records (user_key, user_id, record) VALUES (?, ?, ?)
                     ON CONFLICT (user_key, user_id) DO UPDATE SET record = excluded.record
                     """,
-                    [.integer(key), .text(userID), .blob(RecipientRecord.encode(recipient))]
+                    [.integer(key), .text(userID), .blob(record)]
                 )
+                wrote(userID, record)
             } else {
                 try connection.query(
                     "DELETE FROM recipient_records WHERE user_key = ? AND user_id = ?",
                     [.integer(key), .text(userID)]
                 )
+                wrote(userID, nil)
             }
         }
         return assembled
