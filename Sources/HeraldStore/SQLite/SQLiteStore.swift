@@ -355,9 +355,10 @@ public final class SQLiteStore: StateStore, @unchecked Sendable {
         return try await run { connection throws(StoreError) in
             // Cached users are dropped before the transaction commits: nothing else runs on the
             // queue in between, and dropping a user whose change then rolls back costs one lookup.
-            // Once it has committed, the records it wrote are offered back to the cache, read as a
-            // look-up reads them: the user's next event finds them there, not in SQLite.
-            var written: [(userID: String, record: [UInt8]?)] = []
+            // Once it has committed, the recipients it wrote records of are offered back to the
+            // cache (the records say what they do: RecipientRecordTests), so a changed user's next
+            // event finds them there, not in SQLite.
+            var written: [(userID: OpaqueID, recipient: Recipient?)] = []
             let changes = try connection.transaction { () throws(StoreError) -> AppliedChanges in
                 // Under the write lock (BEGIN IMMEDIATE): no other connection commits between this
                 // check and the commit, so the records offered below are the file's latest.
@@ -374,21 +375,12 @@ public final class SQLiteStore: StateStore, @unchecked Sendable {
                     }
                 }
                 for userID in touched { self.cache.invalidate(userID) }
-                try Self.refreshRecipientRecords(touched.map(\.string), connection) { userID, record in
-                    written.append((userID, record))
-                }
+                let recipients = try Self.refreshRecipientRecords(touched.map(\.string), connection)
+                written = touched.map { ($0, recipients[$0]) }
                 return applied
             }
-            for (userID, record) in written {
-                guard let record else {
-                    self.cache.offer(.absent, for: userID)
-                    continue
-                }
-                // Just written, so readable; one that could not be read is left to a look-up.
-                let recipient = try? record.withUnsafeBytes { bytes throws(StoreError) in
-                    try RecipientRecord.decode(userID: userID, bytes)
-                }
-                if let recipient { self.cache.offer(.present(recipient), for: userID) }
+            for (userID, recipient) in written {
+                self.cache.offer(recipient.map { .present($0) } ?? .absent, for: userID.string)
             }
             self.noteCachedUsers()
             return changes
@@ -795,12 +787,10 @@ public final class SQLiteStore: StateStore, @unchecked Sendable {
     /// Rewrites the records of `userIDs` from `devices` and `users`, and removes those of users the
     /// directory no longer knows, and answers the recipients it wrote. In key order: neighbouring
     /// records share pages.
-    /// `wrote` is told each user's new record, or nil for a record removed.
     @discardableResult
     static func refreshRecipientRecords(
         _ userIDs: [String],
-        _ connection: SQLiteConnection,
-        wrote: (_ userID: String, _ record: [UInt8]?) -> Void = { _, _ in }
+        _ connection: SQLiteConnection
     ) throws(StoreError) -> [OpaqueID: Recipient] {
         let assembled = try assembleRecipients(userIDs, connection)
         let keyed = userIDs.map { (key: RecipientRecord.key($0), userID: $0) }.sorted {
@@ -808,21 +798,18 @@ public final class SQLiteStore: StateStore, @unchecked Sendable {
         }
         for (key, userID) in keyed {
             if let recipient = assembled[OpaqueID(userID)] {
-                let record = RecipientRecord.encode(recipient)
                 try connection.query(
                     """
                     INSERT INTO recipient_records (user_key, user_id, record) VALUES (?, ?, ?)
                     ON CONFLICT (user_key, user_id) DO UPDATE SET record = excluded.record
                     """,
-                    [.integer(key), .text(userID), .blob(record)]
+                    [.integer(key), .text(userID), .blob(RecipientRecord.encode(recipient))]
                 )
-                wrote(userID, record)
             } else {
                 try connection.query(
                     "DELETE FROM recipient_records WHERE user_key = ? AND user_id = ?",
                     [.integer(key), .text(userID)]
                 )
-                wrote(userID, nil)
             }
         }
         return assembled
