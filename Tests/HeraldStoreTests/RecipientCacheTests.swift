@@ -151,9 +151,8 @@ struct RecipientCacheTests {
         "a store's own change after another connection's commit empties its cache first: users cached before it are read again"
     )
     func ownChangeAfterOtherConnection() async throws {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("herald-\(UUID().uuidString).sqlite")
-            .path
-        defer { for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) } }
+        let path = Self.databaseFile()
+        defer { Self.remove(path) }
         let worker = try SQLiteStore(path: path, directoryCache: 100)
         let other = try SQLiteStore(path: path, directoryCache: 100)
         try await worker.apply([registered("ana", "phone", token: "t1", at: "2026-11-01T10:00:00Z")])
@@ -166,15 +165,24 @@ struct RecipientCacheTests {
 
     @Test("a change committed through another connection (another process) is seen by a store that cached the user")
     func otherConnection() async throws {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("herald-\(UUID().uuidString).sqlite")
-            .path
-        defer { for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) } }
+        let path = Self.databaseFile()
+        defer { Self.remove(path) }
         let reader = try SQLiteStore(path: path, directoryCache: 100)
         let writer = try SQLiteStore(path: path, directoryCache: 100)
         try await writer.apply([registered("ana", "phone", token: "t1", at: "2026-11-01T10:00:00Z")])
         #expect(try await reader.recipients(["ana"])["ana"]?.devices.map(\.token) == ["t1"])
         try await writer.apply([.deviceUnregistered(userID: "ana", deviceID: "phone", at: at("2026-11-02T10:00:00Z"))])
         #expect(try await reader.recipients(["ana"])["ana"]?.devices.isEmpty ?? true)
+    }
+
+    /// A path for a database file of a test's own, which two stores open as two processes would.
+    static func databaseFile() -> String {
+        FileManager.default.temporaryDirectory.appendingPathComponent("herald-\(UUID().uuidString).sqlite").path
+    }
+
+    /// Removes the database at `path` with its write-ahead log and shared-memory index.
+    static func remove(_ path: String) {
+        for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
     }
 
     @Test("the cache holds at most its capacity and keeps recently used users")
