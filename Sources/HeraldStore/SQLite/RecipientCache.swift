@@ -68,8 +68,8 @@ struct RecipientCache {
         } else if slots.count < capacity {
             // Room for the slots at once: the ring is filled front to back, so untouched room
             // costs address space only, where growing by doubling copied every cached recipient.
-            // Not the index: its buckets are touched all over, and sized for the capacity it held
-            // twice the buckets of the 100,000 users the pipeline benchmark caches (6 MB more).
+            // Not the index: its buckets are touched all over, and sized for the capacity it had
+            // twice the buckets the pipeline benchmark's 100,000 users need (6 MB more).
             if slots.isEmpty { slots.reserveCapacity(min(capacity, 1 << 20)) }
             slot = slots.count
             slots.append(Slot(userID: userID, entry: entry, used: false))
