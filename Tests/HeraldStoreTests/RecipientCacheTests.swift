@@ -145,6 +145,19 @@ struct RecipientCacheTests {
         #expect(store.directoryCacheStatistics == DirectoryCacheStatistics(hits: 3, misses: 0, users: 2, capacity: 2))
         #expect(try await store.recipients(inOrder: ["eve"]).first??.devices.map(\.token) == ["t-eve"])
         #expect(store.directoryCacheStatistics.misses == 1, "eve was read from SQLite")
+
+        // One change of a cached user and of users the cache does not hold: the cached user keeps
+        // their place, whatever order the change touched them in.
+        _ = try await store.recipients(inOrder: ["ana", "ben"])
+        try await store.apply(
+            ["cy", "dan", "ana", "eve", "fay"].map {
+                registered($0, "watch", token: "w-\($0)", at: "2026-11-03T10:00:00Z")
+            }
+        )
+        let misses = store.directoryCacheStatistics.misses
+        let answer = try await store.recipients(inOrder: ["ana", "ben"])
+        #expect(store.directoryCacheStatistics.misses == misses, "ana and ben are still cached")
+        #expect(answer.first??.devices.map(\.token) == ["t1", "t9", "w-ana"])
     }
 
     @Test(

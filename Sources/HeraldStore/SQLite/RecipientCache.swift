@@ -103,12 +103,15 @@ struct RecipientCache {
         insert(entry, for: userID)
     }
 
-    mutating func invalidate(_ userID: OpaqueID) {
-        guard let slot = index.removeValue(forKey: userID) else { return }
+    /// Drops `userID`'s entry; whether the cache held one.
+    @discardableResult
+    mutating func invalidate(_ userID: OpaqueID) -> Bool {
+        guard let slot = index.removeValue(forKey: userID) else { return false }
         // The slot keeps its user's id until reused, but no longer answers for it.
         slots[slot].entry = .absent
         slots[slot].used = false
         free.append(slot)
+        return true
     }
 
     mutating func removeAll() {

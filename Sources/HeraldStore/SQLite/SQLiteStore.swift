@@ -374,9 +374,15 @@ public final class SQLiteStore: StateStore, @unchecked Sendable {
                         touched.insert(OpaqueID(userID))
                     }
                 }
-                for userID in touched { self.cache.invalidate(userID) }
+                // The users the cache held are offered first, into the slots they leave here: a
+                // change never takes a slot from a user look-ups chose for one they did not.
+                var held: [OpaqueID] = []
+                var others: [OpaqueID] = []
+                for userID in touched {
+                    if self.cache.invalidate(userID) { held.append(userID) } else { others.append(userID) }
+                }
                 let recipients = try Self.refreshRecipientRecords(touched.map(\.string), connection)
-                written = touched.map { ($0, recipients[$0]) }
+                written = (held + others).map { ($0, recipients[$0]) }
                 return applied
             }
             for (userID, recipient) in written {
