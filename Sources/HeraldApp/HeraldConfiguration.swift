@@ -21,6 +21,8 @@ public struct HeraldConfiguration: Sendable {
     public var maximumDevicesPerUser = DirectoryLimits.maximumDevicesPerUser
     /// `store.sqlite_mmap_mb`: how much of the SQLite file is read through a memory map.
     public var sqliteMemoryMapMegabytes = SQLiteStore.defaultMemoryMapMegabytes
+    /// `store.sqlite_cache_mb`: the most memory SQLite's page cache holds.
+    public var sqlitePageCacheMegabytes = SQLiteStore.defaultPageCacheMegabytes
     /// `store.sqlite_sync`: when a SQLite commit reaches the disk.
     public var sqliteSynchronous = SQLiteStore.Synchronous.full
     /// How long one PostgreSQL call may take before the batch is retried and readiness turns false.
@@ -120,10 +122,11 @@ public struct HeraldConfiguration: Sendable {
         /// `worker.batch_size`: the most messages in one poll batch. A batch is what the consumer
         /// holds when the worker asks (so a quiet stream makes small batches), and each pays a store
         /// commit and the hand-offs between stages: under a backlog, 2,000 ran 4–6% more events per
-        /// second than 1,000 in `herald bench pipeline` for about 20 MB more resident memory, and
-        /// 4,000 passed 300 MB (docs/benchmarks.md).
+        /// second than 1,000 in `herald bench pipeline` for about 20 MB more resident memory, 3,000
+        /// about a tenth more than 2,000 for another 15–20 MB (which SQLite's page cache of 16 MiB
+        /// instead of 32 gives back), and 4,000 no more than 3,000 past 300 MB (docs/benchmarks.md).
         public var batchSize = Self.defaultBatchSize
-        public static let defaultBatchSize = 2000
+        public static let defaultBatchSize = 3000
         /// `worker.max_devices_per_recipient`: the most devices a notification goes to per recipient.
         public var maximumDevicesPerRecipient = EventProcessor.defaultMaximumDevicesPerRecipient
         public var dueWorkInterval: Duration = .seconds(1)
@@ -295,6 +298,7 @@ public struct HeraldConfiguration: Sendable {
         Key(path: "store.directory_cache", kind: .integer),
         Key(path: "store.max_devices_per_user", kind: .integer),
         Key(path: "store.sqlite_mmap_mb", kind: .integer),
+        Key(path: "store.sqlite_cache_mb", kind: .integer),
         Key(path: "store.sqlite_sync", kind: .choice(SQLiteStore.Synchronous.allCases.map(\.rawValue))),
         Key(path: "store.timeout", kind: .positiveDuration),
         Key(path: "store.retention", kind: .positiveDuration),
@@ -681,6 +685,12 @@ public struct HeraldConfiguration: Sendable {
             )
         }
         sqliteMemoryMapMegabytes = try integer("store.sqlite_mmap_mb") ?? sqliteMemoryMapMegabytes
+        sqlitePageCacheMegabytes = try integer("store.sqlite_cache_mb") ?? sqlitePageCacheMegabytes
+        if !(1...SQLiteStore.maximumPageCacheMegabytes).contains(sqlitePageCacheMegabytes) {
+            throw ConfigurationError(
+                "\(source(key("store.sqlite_cache_mb"))): must be from 1 to \(SQLiteStore.maximumPageCacheMegabytes)"
+            )
+        }
         sqliteSynchronous = try string("store.sqlite_sync").flatMap(SQLiteStore.Synchronous.init) ?? sqliteSynchronous
         // Neither may be zero (checked with the keys): a zero timeout would fail every PostgreSQL
         // call at once, so the worker would never be ready; a zero retention would forget every

@@ -43,6 +43,7 @@ public enum StoreLocation: Sendable, CustomStringConvertible {
     /// - Parameter directoryCache: users whose recipient record SQLite keeps in memory (PostgreSQL
     ///   is shared by workers that each see only part of `herald.directory`, so it is always read).
     /// - Parameter sqliteMemoryMapMegabytes: how much of a SQLite file is read through a memory map.
+    /// - Parameter sqlitePageCacheMegabytes: the most memory SQLite's page cache holds.
     /// - Parameter sqliteSynchronous: when a SQLite commit reaches the disk.
     /// - Parameter maximumDevicesPerUser: the most devices the directory keeps for one user.
     /// - Parameter waitNotice: how often a warning says that the schema migration has not finished:
@@ -53,6 +54,7 @@ public enum StoreLocation: Sendable, CustomStringConvertible {
         logger: Logger,
         directoryCache: Int = SQLiteStore.defaultDirectoryCacheCapacity,
         sqliteMemoryMapMegabytes: Int = SQLiteStore.defaultMemoryMapMegabytes,
+        sqlitePageCacheMegabytes: Int = SQLiteStore.defaultPageCacheMegabytes,
         sqliteSynchronous: SQLiteStore.Synchronous = .full,
         maximumDevicesPerUser: Int = DirectoryLimits.maximumDevicesPerUser,
         waitNotice: Duration = .seconds(10),
@@ -64,6 +66,7 @@ public enum StoreLocation: Sendable, CustomStringConvertible {
                 path: path,
                 directoryCache: directoryCache,
                 memoryMapMegabytes: sqliteMemoryMapMegabytes,
+                pageCacheMegabytes: sqlitePageCacheMegabytes,
                 synchronous: sqliteSynchronous,
                 maximumDevicesPerUser: maximumDevicesPerUser
             )

@@ -95,6 +95,7 @@ public enum WorkerApp {
             logger: logger,
             directoryCache: configuration.directoryCache,
             sqliteMemoryMapMegabytes: configuration.sqliteMemoryMapMegabytes,
+            sqlitePageCacheMegabytes: configuration.sqlitePageCacheMegabytes,
             sqliteSynchronous: configuration.sqliteSynchronous,
             maximumDevicesPerUser: configuration.maximumDevicesPerUser
         ) { store in

@@ -261,7 +261,8 @@ struct DecisionBenchCommand: AsyncParsableCommand {
         print("  seeding the directory took \(String(format: "%.1f", report.seedSeconds)) s")
         print(
             "  directory cache: \(storeOptions.directoryCache) users; "
-                + "SQLite memory map \(storeOptions.sqliteMemoryMapMegabytes) MB; "
+                + "SQLite memory map \(storeOptions.sqliteMemoryMapMegabytes) MB, "
+                + "page cache \(storeOptions.sqlitePageCacheMegabytes) MiB; "
                 + "peak RSS \(String(format: "%.0f", ProcessUsage.peakResidentMegabytes())) MB; "
                 + "allocator: \(MemoryAllocator.description)"
         )
@@ -606,6 +607,12 @@ struct BenchStoreOptions: ParsableArguments {
     var sqliteMemoryMapMegabytes = HeraldConfiguration().sqliteMemoryMapMegabytes
 
     @Option(
+        name: .customLong("sqlite-cache-mb"),
+        help: "The most memory SQLite's page cache holds (store.sqlite_cache_mb)."
+    )
+    var sqlitePageCacheMegabytes = HeraldConfiguration().sqlitePageCacheMegabytes
+
+    @Option(
         name: .customLong("sqlite-sync"),
         help: "When a SQLite commit reaches the disk: full or normal (store.sqlite_sync)."
     )
@@ -614,6 +621,9 @@ struct BenchStoreOptions: ParsableArguments {
     func validate() throws {
         guard directoryCache >= 0, sqliteMemoryMapMegabytes >= 0 else {
             throw ValidationError("--directory-cache and --sqlite-mmap-mb must not be negative")
+        }
+        guard (1...SQLiteStore.maximumPageCacheMegabytes).contains(sqlitePageCacheMegabytes) else {
+            throw ValidationError("--sqlite-cache-mb must be from 1 to \(SQLiteStore.maximumPageCacheMegabytes)")
         }
         // `bench replay --store` names a kind of store (`memory`, `sqlite`); here it is a location,
         // and either word would quietly become a SQLite file of that name in the working directory,
@@ -647,6 +657,7 @@ struct BenchStoreOptions: ParsableArguments {
             logger: logger,
             directoryCache: directoryCache,
             sqliteMemoryMapMegabytes: sqliteMemoryMapMegabytes,
+            sqlitePageCacheMegabytes: sqlitePageCacheMegabytes,
             sqliteSynchronous: sqliteSynchronous
         ) { store in
             // The setting that moves a SQLite run most (a flush per commit) goes with its name.

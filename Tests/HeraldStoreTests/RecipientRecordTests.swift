@@ -211,6 +211,34 @@ struct RecipientRecordTests {
         #expect(try await store.recipients(["ana"])["ana"]?.devices.map(\.token) == ["t1"])
     }
 
+    @Test(
+        "SQLite's page cache holds what is configured: 16 MiB by default, at least 1 MiB, at most the maximum",
+        arguments: [nil, 1, 64, 0, Int.max]
+    )
+    func pageCache(megabytes: Int?) async throws {
+        let scratch = ScratchDirectory()
+        let path = scratch.path + "/state.sqlite"
+        let store =
+            if let megabytes {
+                try SQLiteStore(path: path, directoryCache: 0, pageCacheMegabytes: megabytes)
+            } else {
+                try SQLiteStore(path: path, directoryCache: 0)
+            }
+        let kibibytes = try await store.run { connection throws(StoreError) in
+            var size: Int64 = 0
+            try connection.query("PRAGMA cache_size") { size = $0.integer(0) }
+            // Negative: a size in KiB, not in pages.
+            return -size
+        }
+        let expected =
+            switch megabytes {
+            case nil: 16
+            case .some(let megabytes): min(max(megabytes, 1), SQLiteStore.maximumPageCacheMegabytes)
+            }
+        #expect(kibibytes == Int64(expected) * 1024)
+        #expect(SQLiteStore.defaultPageCacheMegabytes == 16)
+    }
+
     @Test("a record that cannot be read (damaged, or a later layout) is rebuilt from devices and users")
     func unreadableRecord() async throws {
         let scratch = ScratchDirectory()

@@ -120,6 +120,7 @@ struct ConfigurationTests {
               url: sqlite:/var/lib/herald/state.sqlite
               retention: 3d
               sqlite_mmap_mb: 256
+              sqlite_cache_mb: 48
               sqlite_sync: normal
             """
         )
@@ -139,6 +140,8 @@ struct ConfigurationTests {
         #expect(configuration.purge == PurgeSchedule(retention: .seconds(3 * 86_400), interval: .zero))
         #expect(configuration.sqliteMemoryMapMegabytes == 256)
         #expect(HeraldConfiguration().sqliteMemoryMapMegabytes == 0, "no memory map unless configured")
+        #expect(configuration.sqlitePageCacheMegabytes == 48)
+        #expect(HeraldConfiguration().sqlitePageCacheMegabytes == 16)
         #expect(configuration.sqliteSynchronous == .normal)
         #expect(HeraldConfiguration().sqliteSynchronous == .full, "commits reach the disk unless configured otherwise")
         #expect(configuration.worker.topics.outbound == "herald.outbound", "unset keys keep their defaults")
@@ -165,6 +168,8 @@ struct ConfigurationTests {
                 "worker.max_devices_per_recipient: must be from 1 to 100000"
             ),
             ("", ["HERALD_STORE_SQLITE_SYNC": "off"], "HERALD_STORE_SQLITE_SYNC: expected one of full, normal"),
+            ("store:\n  sqlite_cache_mb: 0\n", [:], "store.sqlite_cache_mb: must be from 1 to 65536"),
+            ("", ["HERALD_STORE_SQLITE_CACHE_MB": "65537"], "HERALD_STORE_SQLITE_CACHE_MB: must be from 1 to 65536"),
             ("store:\n  retention: 0d\n", [:], "store.retention: must be longer than 0s"),
             ("", ["HERALD_STORE_RETENTION": "a week"], "HERALD_STORE_RETENTION: expected a duration"),
             // Too large for 64 bits of milliseconds: these trapped at start-up instead of naming the key.

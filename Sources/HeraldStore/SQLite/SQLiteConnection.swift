@@ -24,10 +24,13 @@ final class SQLiteConnection: @unchecked Sendable {
     ///
     /// - Parameter memoryMapMegabytes: how much of the file SQLite reads through a memory map
     ///   (`PRAGMA mmap_size`); 0 reads every page with `pread` into the page cache.
+    /// - Parameter pageCacheMegabytes: the most memory SQLite's page cache holds (`PRAGMA
+    ///   cache_size`), at least 1.
     /// - Parameter synchronous: when a commit reaches the disk (see ``SQLiteStore/Synchronous``).
     init(
         path: String,
         memoryMapMegabytes: Int = SQLiteStore.defaultMemoryMapMegabytes,
+        pageCacheMegabytes: Int = SQLiteStore.defaultPageCacheMegabytes,
         synchronous: SQLiteStore.Synchronous = .full
     ) throws(StoreError) {
         Self.configured
@@ -51,11 +54,10 @@ final class SQLiteConnection: @unchecked Sendable {
         // SQLite then caps it at its own limit.
         let megabytes = Int64(min(max(memoryMapMegabytes, 0), Int(Int64.max >> 20)))
         try execute("PRAGMA mmap_size = \(megabytes << 20)")
-        // A 32 MiB page cache ran the pipeline benchmark as fast as 128 MiB did, with 65 MB less
-        // resident memory. Smaller ones save memory the pipeline does not miss, but 8 MiB slowed
-        // inserts at random places in a large ledger by a tenth to a sixth (`bench decisions
-        // --random-event-ids`; docs/benchmarks.md, 2026-12-01).
-        try execute("PRAGMA cache_size = -32768")
+        // A negative cache_size is in KiB. Why 16 MiB by default: see
+        // ``SQLiteStore/defaultPageCacheMegabytes``.
+        let kibibytes = min(max(pageCacheMegabytes, 1), SQLiteStore.maximumPageCacheMegabytes) * 1024
+        try execute("PRAGMA cache_size = -\(kibibytes)")
         // Checkpoint the write-ahead log every 64 MiB rather than every 4 MiB: a page written many
         // times between checkpoints is copied back once. Throttle windows and the ledger are
         // written at random places, so this halves the checkpoint work of a busy worker.

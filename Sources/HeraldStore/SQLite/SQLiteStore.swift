@@ -66,6 +66,20 @@ public final class SQLiteStore: StateStore, @unchecked Sendable {
     /// The most SQLite maps unless it is built with a larger `SQLITE_MAX_MMAP_SIZE` (Debian's is
     /// not); a larger setting is capped there.
     public static let maximumMemoryMapMegabytes = 2047
+    /// The most memory SQLite's page cache holds by default (`store.sqlite_cache_mb`): 16 MiB.
+    ///
+    /// With the directory in the recipient cache, the page cache mostly holds the ledger's newest
+    /// pages and the throttle windows' and journal's, and the pipeline benchmark ran as fast with
+    /// 8 or 16 MiB as with 32 or 128 (docs/benchmarks.md). The 16 MiB it saves against 32 make
+    /// room under the worker's 300 MB for batches of 3,000 (``HeraldConfiguration``'s
+    /// `worker.batch_size`). What it costs: with a million devices, most of them outside the
+    /// recipient cache, `herald bench decisions --random-event-ids` looked users up about 3% slower
+    /// (more of their records read again with `pread`) and decided as fast; 8 MiB slowed those
+    /// inserts at random places in a large ledger by a tenth to a sixth. A worker with a directory
+    /// much larger than `store.directory_cache` can buy the look-ups back with the setting.
+    public static let defaultPageCacheMegabytes = 16
+    /// The largest `store.sqlite_cache_mb` taken: 64 GiB.
+    public static let maximumPageCacheMegabytes = 65536
 
     /// The schema versions, applied in order; `PRAGMA user_version` records how far a database is.
     static let migrations: [String] = [
@@ -270,6 +284,7 @@ public final class SQLiteStore: StateStore, @unchecked Sendable {
     ///   lookups; 0 reads every lookup from the database.
     /// - Parameter memoryMapMegabytes: how much of the file is read through a memory map; 0 reads
     ///   pages with `pread`. Mapped pages count in the process's resident memory.
+    /// - Parameter pageCacheMegabytes: the most memory SQLite's page cache holds.
     /// - Throws: ``StoreError`` `.open` or `.migration`.
     /// - Parameter synchronous: when a commit reaches the disk.
     /// - Parameter maximumDevicesPerUser: the most devices kept for one user.
@@ -277,11 +292,17 @@ public final class SQLiteStore: StateStore, @unchecked Sendable {
         path: String,
         directoryCache: Int = SQLiteStore.defaultDirectoryCacheCapacity,
         memoryMapMegabytes: Int = SQLiteStore.defaultMemoryMapMegabytes,
+        pageCacheMegabytes: Int = SQLiteStore.defaultPageCacheMegabytes,
         synchronous: Synchronous = .full,
         maximumDevicesPerUser: Int = DirectoryLimits.maximumDevicesPerUser
     ) throws(StoreError) {
         try self.init(
-            connection: SQLiteConnection(path: path, memoryMapMegabytes: memoryMapMegabytes, synchronous: synchronous),
+            connection: SQLiteConnection(
+                path: path,
+                memoryMapMegabytes: memoryMapMegabytes,
+                pageCacheMegabytes: pageCacheMegabytes,
+                synchronous: synchronous
+            ),
             directoryCache: directoryCache,
             maximumDevicesPerUser: maximumDevicesPerUser
         )
