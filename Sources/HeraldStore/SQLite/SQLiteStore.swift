@@ -71,12 +71,13 @@ public final class SQLiteStore: StateStore, @unchecked Sendable {
     /// With the directory in the recipient cache, the page cache mostly holds the ledger's newest
     /// pages and the throttle windows' and journal's, and the pipeline benchmark ran as fast with
     /// 8 or 16 MiB as with 32 or 128 (docs/benchmarks.md). The 16 MiB it saves against 32 make
-    /// room under the worker's 300 MB for batches of 3,000 (``HeraldConfiguration``'s
-    /// `worker.batch_size`). What it costs: with a million devices, most of them outside the
-    /// recipient cache, `herald bench decisions --random-event-ids` looked users up about 3% slower
-    /// (more of their records read again with `pread`) and decided as fast; 8 MiB slowed those
-    /// inserts at random places in a large ledger by a tenth to a sixth. A worker with a directory
-    /// much larger than `store.directory_cache` can buy the look-ups back with the setting.
+    /// room under the worker's 300 MB for batches of 3,000 (`worker.batch_size`). What it costs:
+    /// with a million devices, most of their users outside the recipient cache, `herald bench
+    /// decisions --random-event-ids` ran 2.6% fewer decisions/s over seven alternated pairs (within
+    /// the noise; their records read again with `pread` more often) and decided as fast, where
+    /// 8 MiB had slowed its inserts at random places in a large ledger by a tenth to a sixth. A
+    /// worker with a directory much larger than `store.directory_cache` can buy the look-ups back
+    /// with the setting.
     public static let defaultPageCacheMegabytes = 16
     /// The largest `store.sqlite_cache_mb` taken: 64 GiB.
     public static let maximumPageCacheMegabytes = 65536
