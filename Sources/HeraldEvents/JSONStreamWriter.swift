@@ -48,6 +48,21 @@ public struct JSONStreamWriter: ~Copyable {
         return written
     }
 
+    /// Hands over what has been written, as ``handOver(startingOverWithCapacity:)`` does, and
+    /// starts over in `buffer`, `capacity` bytes the caller allocated (with
+    /// `UnsafeMutableRawPointer.allocate`) and the writer owns from then on: a buffer used before
+    /// and given back, rather than a new one. The buffer handed over may have grown past the
+    /// capacity it started with: `capacity` says how large it is.
+    public mutating func handOver(
+        startingOverIn buffer: UnsafeMutableRawPointer,
+        capacity: Int
+    ) -> (base: UnsafeMutableRawPointer, count: Int, capacity: Int) {
+        let written = output.handOver(startingOverIn: buffer, capacity: capacity)
+        depth = 0
+        hasMembers = 0
+        return written
+    }
+
     /// Drops what was written after the first `count` bytes: to take back a value written at the
     /// current nesting (a candidate that turned out too large), or with 0 to start over.
     public mutating func truncate(to count: Int) {
@@ -402,6 +417,18 @@ struct ByteOutput: ~Copyable {
     mutating func truncate(to count: Int) { self.count = count }
 
     /// The buffer and what was written into it, for the caller to own; a new buffer for what follows.
+    mutating func handOver(
+        startingOverIn buffer: UnsafeMutableRawPointer,
+        capacity newCapacity: Int
+    ) -> (base: UnsafeMutableRawPointer, count: Int, capacity: Int) {
+        precondition(newCapacity >= 16, "a buffer of \(newCapacity) bytes")
+        let written = (base, count, capacity)
+        capacity = newCapacity
+        base = buffer
+        count = 0
+        return written
+    }
+
     mutating func handOver(startingOverWithCapacity newCapacity: Int) -> (base: UnsafeMutableRawPointer, count: Int) {
         let written = (base, count)
         capacity = max(newCapacity, 16)

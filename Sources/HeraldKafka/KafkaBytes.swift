@@ -126,15 +126,30 @@ extension KafkaBytes: ExpressibleByStringLiteral {
 public final class KafkaByteBuffer: @unchecked Sendable {
     @usableFromInline let base: UnsafeMutableRawPointer
     public let count: Int
+    /// Where the memory goes back to when the last value using it is gone, if anywhere.
+    private let pool: KafkaBufferPool?
 
     /// Takes over `base`, whose first `count` bytes are initialized. Nothing else may use or free it.
     public init(adopting base: UnsafeMutableRawPointer, count: Int) {
         precondition(count >= 0, "a buffer of \(count) bytes")
         self.base = base
         self.count = count
+        self.pool = nil
     }
 
-    deinit { base.deallocate() }
+    /// Takes over `base`, `capacity` bytes of which the first `count` are initialized, and gives it
+    /// back to `pool` when the last value using it is gone, if it is a buffer of the pool's size
+    /// (else it is freed). Nothing else may use or free it.
+    public init(adopting base: UnsafeMutableRawPointer, count: Int, capacity: Int, returningTo pool: KafkaBufferPool) {
+        precondition(count >= 0 && count <= capacity, "\(count) bytes in a buffer of \(capacity)")
+        self.base = base
+        self.count = count
+        self.pool = capacity == pool.bufferSize ? pool : nil
+    }
+
+    deinit {
+        if let pool { pool.give(base) } else { base.deallocate() }
+    }
 
     @inlinable
     func byte(at offset: Int) -> UInt8 { base.load(fromByteOffset: offset, as: UInt8.self) }

@@ -20,6 +20,11 @@ struct RecordWriter: ~Copyable {
     /// KB past it, so that the value that crosses it rarely makes the writer grow.
     static let arenaSize = 8 * 1024
 
+    /// The buffers handed over, given back when their last record is acknowledged (see
+    /// ``KafkaBufferPool``). Up to 512 wait (6 MB): a batch of 3,000 events fills about 550, freed
+    /// together as its records are acknowledged and taken again by the next batches.
+    static let arenas = KafkaBufferPool(bufferSize: arenaSize + 4096, limit: 512)
+
     init() {}
 
     /// Appends a record made elsewhere (a dead letter).
@@ -60,8 +65,19 @@ struct RecordWriter: ~Copyable {
     /// room, or a token one when nothing more is written.
     private mutating func moveValues(last: Bool = false) {
         guard !pending.isEmpty else { return }
-        let written = writer.handOver(startingOverWithCapacity: last ? 0 : Self.arenaSize + 4096)
-        let arena = KafkaByteBuffer(adopting: written.base, count: written.count)
+        // When nothing more is written, a token buffer to end with rather than one of the pool's.
+        let next =
+            last
+            ? (buffer: UnsafeMutableRawPointer.allocate(byteCount: 16, alignment: 1), capacity: 16)
+            : (buffer: Self.arenas.take(), capacity: Self.arenas.bufferSize)
+        let written = writer.handOver(startingOverIn: next.buffer, capacity: next.capacity)
+        // A buffer that grew past the pool's size is freed when done with, not given back.
+        let arena = KafkaByteBuffer(
+            adopting: written.base,
+            count: written.count,
+            capacity: written.capacity,
+            returningTo: Self.arenas
+        )
         for index in pending.indices {
             let end = index + 1 < pending.count ? pending[index + 1].start : written.count
             records[pending[index].record].value = KafkaBytes(arena, pending[index].start..<end)

@@ -43,3 +43,54 @@ struct KafkaBytesTests {
         #expect(overwriting.allSatisfy { KafkaBytes($0, 0..<210).allSatisfy { $0 == UInt8(ascii: "z") } })
     }
 }
+
+/// The worker's outbound buffers go back to a pool when their last record is gone, and come out of
+/// it again: a buffer given back too early, or handed out twice, would put one record's bytes under
+/// another's.
+@Suite("Kafka buffer pool")
+struct KafkaBufferPoolTests {
+    @Test("a buffer given back is handed out again; past the limit buffers are freed, not kept")
+    func takeAndGive() {
+        let pool = KafkaBufferPool(bufferSize: 64, limit: 2)
+        let first = pool.take()
+        let second = pool.take()
+        let third = pool.take()
+        #expect(Set([first, second, third]).count == 3)
+        #expect(pool.count == 0)
+        pool.give(first)
+        pool.give(second)
+        pool.give(third)
+        #expect(pool.count == 2, "the limit is 2")
+        // Last given, first taken: the buffers most recently in use, and so most likely cached.
+        #expect(pool.take() == second)
+        #expect(pool.take() == first)
+        #expect(pool.count == 0)
+    }
+
+    @Test("a handed-over buffer goes back to its pool when the last part using it is gone, and not before")
+    func partsHoldTheBuffer() {
+        let pool = KafkaBufferPool(bufferSize: 32, limit: 8)
+        let base = pool.take()
+        let text = Array("0123456789abcdefghij".utf8)
+        text.withUnsafeBytes { base.copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
+        var part: KafkaBytes? = KafkaBytes(
+            KafkaByteBuffer(adopting: base, count: text.count, capacity: 32, returningTo: pool),
+            10..<20
+        )
+        #expect(pool.count == 0, "the part still uses the buffer")
+        #expect(part?.string == "abcdefghij")
+        part = nil
+        #expect(pool.count == 1)
+        #expect(pool.take() == base)
+    }
+
+    @Test("a buffer that is not of the pool's size (a writer's output that grew) is freed, not given back")
+    func otherSizesFreed() {
+        let pool = KafkaBufferPool(bufferSize: 32, limit: 8)
+        let grown = UnsafeMutableRawPointer.allocate(byteCount: 48, alignment: 1)
+        var buffer: KafkaByteBuffer? = KafkaByteBuffer(adopting: grown, count: 40, capacity: 48, returningTo: pool)
+        #expect(buffer?.count == 40)
+        buffer = nil
+        #expect(pool.count == 0)
+    }
+}
