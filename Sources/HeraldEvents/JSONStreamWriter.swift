@@ -416,7 +416,8 @@ struct ByteOutput: ~Copyable {
 
     mutating func truncate(to count: Int) { self.count = count }
 
-    /// The buffer and what was written into it, for the caller to own; a new buffer for what follows.
+    /// The buffer, what was written into it and its size, for the caller to own; `buffer`, which
+    /// the caller gives up, for what follows.
     mutating func handOver(
         startingOverIn buffer: UnsafeMutableRawPointer,
         capacity newCapacity: Int
@@ -429,6 +430,7 @@ struct ByteOutput: ~Copyable {
         return written
     }
 
+    /// The buffer and what was written into it, for the caller to own; a new buffer for what follows.
     mutating func handOver(startingOverWithCapacity newCapacity: Int) -> (base: UnsafeMutableRawPointer, count: Int) {
         let written = (base, count)
         capacity = max(newCapacity, 16)

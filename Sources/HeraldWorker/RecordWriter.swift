@@ -21,8 +21,9 @@ struct RecordWriter: ~Copyable {
     static let arenaSize = 8 * 1024
 
     /// The buffers handed over, given back when their last record is acknowledged (see
-    /// ``KafkaBufferPool``). Up to 512 wait (6 MB): a batch of 3,000 events fills about 550, freed
-    /// together as its records are acknowledged and taken again by the next batches.
+    /// ``KafkaBufferPool``). Up to 512 wait (6 MB): a batch of 3,000 events fills about 750 (7 or 8
+    /// outbound messages each), freed as its records are acknowledged and taken again by the
+    /// batches after it.
     static let arenas = KafkaBufferPool(bufferSize: arenaSize + 4096, limit: 512)
 
     init() {}
@@ -61,8 +62,8 @@ struct RecordWriter: ~Copyable {
     }
 
     /// Gives each pending record its part of the values written so far, handing the writer's buffer
-    /// over to them (no copy) and going on in a new one: a fresh buffer of ``arenaSize`` and some
-    /// room, or a token one when nothing more is written.
+    /// over to them (no copy) and going on in another: one of ``arenas`` (``arenaSize`` and some
+    /// room), or a token one when nothing more is written.
     private mutating func moveValues(last: Bool = false) {
         guard !pending.isEmpty else { return }
         // When nothing more is written, a token buffer to end with rather than one of the pool's.
