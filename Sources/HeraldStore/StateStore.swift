@@ -100,8 +100,10 @@ public struct DecisionRequest: Sendable {
     /// The event as received, kept with a deferred or digested notification so it can be rendered
     /// when it comes due. Written out only when a store keeps it: most decisions that could
     /// digest do not, and writing an event out costs more than deciding it.
-    public var payload: String { makePayload() }
-    private let makePayload: @Sendable () -> String
+    public var payload: String { makePayload?() ?? "" }
+    /// Nil for a request whose event no store keeps: most of them, and a closure made for each
+    /// (capturing the event) was an allocation and a release per decision.
+    private let makePayload: (@Sendable () -> String)?
     /// A deferred notification that came due and is decided again: it replaces its `deferred.*`
     /// ledger entry instead of being answered as a redelivery.
     public var resumesDeferral: Bool
@@ -118,6 +120,16 @@ public struct DecisionRequest: Sendable {
         self.decidedAt = decidedAt
         self.makePayload = payload
         self.resumesDeferral = resumesDeferral
+    }
+
+    /// A request whose event is not kept: its plan leaves nothing that may come due later (no
+    /// deferral, no throttle limit that could digest it), so its ``payload`` is empty.
+    public init(key: DecisionKey, plan: DecisionPlan, decidedAt: Timestamp) {
+        self.key = key
+        self.plan = plan
+        self.decidedAt = decidedAt
+        self.makePayload = nil
+        self.resumesDeferral = false
     }
 }
 

@@ -360,20 +360,25 @@ public final class EventProcessor: Sendable {
                 // The event is kept only with work that may come due later.
                 let mayBeKept = plan.outcome.dueAt != nil || !plan.limits.isEmpty
                 if mayBeKept && shared == nil && item.recipients.count > 1 { shared = event.structuredJSON() }
-                let written = shared
-                requests.append(
-                    DecisionRequest(
-                        key: DecisionKey(
-                            eventID: item.event.id,
-                            kind: item.kind.name,
-                            recipient: userID,
-                            eventTime: item.occurredAt
-                        ),
-                        plan: plan,
-                        decidedAt: now,
-                        payload: mayBeKept ? (written ?? event.structuredJSON()) : ""
-                    )
+                let key = DecisionKey(
+                    eventID: item.event.id,
+                    kind: item.kind.name,
+                    recipient: userID,
+                    eventTime: item.occurredAt
                 )
+                if mayBeKept {
+                    let written = shared
+                    requests.append(
+                        DecisionRequest(
+                            key: key,
+                            plan: plan,
+                            decidedAt: now,
+                            payload: written ?? event.structuredJSON()
+                        )
+                    )
+                } else {
+                    requests.append(DecisionRequest(key: key, plan: plan, decidedAt: now))
+                }
             }
         }
         return requests

@@ -55,6 +55,15 @@ let tightMessages = Policy(categories: [
 struct DecisionContractTests {
     let noon = at("2026-11-21T12:00:00Z")
 
+    @Test("a request made without its event keeps none: its payload is empty and it resumes nothing")
+    func requestWithoutPayload() {
+        let planned = request("e-plain", now: noon)
+        let bare = DecisionRequest(key: planned.key, plan: planned.plan, decidedAt: noon)
+        #expect(bare.payload == "")
+        #expect(!bare.resumesDeferral)
+        #expect(planned.payload == #"{"id":"e-plain"}"#)
+    }
+
     @Test("every reason the store records, each with what it leaves behind", arguments: StoreKind.allCases)
     func reasons(_ kind: StoreKind) async throws {
         try await withStore(kind) { store in
