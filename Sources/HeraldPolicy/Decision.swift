@@ -98,6 +98,11 @@ public struct DecisionPlan: Sendable, Hashable {
         self.limits = limits
     }
 
+    /// Whether deciding this plan may leave work that comes due later, which a store keeps the
+    /// event with: a deferral, or a throttle limit whose window may digest or defer it. A plan
+    /// without either is final once decided, and its event need not be written out.
+    public var mayLeaveWorkDue: Bool { outcome.dueAt != nil || !limits.isEmpty }
+
     /// The outcome, given how many notifications each window holds. Stores apply exactly this rule,
     /// atomically with their counters.
     public func resolved(counts: [ThrottleKey: Int]) -> PolicyOutcome {

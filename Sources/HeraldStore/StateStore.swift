@@ -122,9 +122,11 @@ public struct DecisionRequest: Sendable {
         self.resumesDeferral = resumesDeferral
     }
 
-    /// A request whose event is not kept: its plan leaves nothing that may come due later (no
-    /// deferral, no throttle limit that could digest it), so its ``payload`` is empty.
+    /// A request whose event is not kept: its plan leaves nothing that may come due later
+    /// (``DecisionPlan/mayLeaveWorkDue`` is false), so its ``payload`` is empty. A plan that may
+    /// leave work due needs the event: use the initializer that takes the payload.
     public init(key: DecisionKey, plan: DecisionPlan, decidedAt: Timestamp) {
+        assert(!plan.mayLeaveWorkDue, "a plan that may leave work due needs its event's payload")
         self.key = key
         self.plan = plan
         self.decidedAt = decidedAt

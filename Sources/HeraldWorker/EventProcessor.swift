@@ -358,7 +358,7 @@ public final class EventProcessor: Sendable {
                     now: now
                 )
                 // The event is kept only with work that may come due later.
-                let mayBeKept = plan.outcome.dueAt != nil || !plan.limits.isEmpty
+                let mayBeKept = plan.mayLeaveWorkDue
                 if mayBeKept && shared == nil && item.recipients.count > 1 { shared = event.structuredJSON() }
                 let key = DecisionKey(
                     eventID: item.event.id,

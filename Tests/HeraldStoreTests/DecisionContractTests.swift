@@ -57,11 +57,38 @@ struct DecisionContractTests {
 
     @Test("a request made without its event keeps none: its payload is empty and it resumes nothing")
     func requestWithoutPayload() {
-        let planned = request("e-plain", now: noon)
+        // A category without throttles: the default policy's messages are throttled, and may digest.
+        let planned = request("e-plain", policy: tightMessages, category: "other", now: noon)
+        #expect(!planned.plan.mayLeaveWorkDue)
         let bare = DecisionRequest(key: planned.key, plan: planned.plan, decidedAt: noon)
         #expect(bare.payload == "")
         #expect(!bare.resumesDeferral)
         #expect(planned.payload == #"{"id":"e-plain"}"#)
+    }
+
+    @Test("only a deferral or a throttle limit may leave work due, and so needs the event kept")
+    func whichPlansMayLeaveWorkDue() {
+        let night = Preferences(quietHours: QuietHours(start: "22:00", end: "08:00", timeZone: "Europe/Oslo"))
+        let late = at("2026-11-21T22:30:00Z")  // 23:30 in Oslo
+        // Deferred to the end of quiet hours, with no throttle of its own.
+        let deferred = request(
+            "e-quiet",
+            policy: tightMessages,
+            category: "transactional",
+            preferences: night,
+            now: late
+        ).plan
+        #expect(deferred.outcome.dueAt != nil && deferred.limits.isEmpty)
+        #expect(deferred.mayLeaveWorkDue)
+        // Sent now, but counted against a window that may digest what comes after it.
+        let limited = request("e-limited", policy: tightMessages, now: noon).plan
+        #expect(limited.outcome.dueAt == nil && !limited.limits.isEmpty)
+        #expect(limited.mayLeaveWorkDue)
+        // Sent now in a category without throttles: final once decided.
+        #expect(!request("e-free", policy: tightMessages, category: "other", now: noon).plan.mayLeaveWorkDue)
+        // Suppressed: final too.
+        let off = Preferences(pushEnabled: false)
+        #expect(!request("e-off", policy: tightMessages, preferences: off, now: noon).plan.mayLeaveWorkDue)
     }
 
     @Test("every reason the store records, each with what it leaves behind", arguments: StoreKind.allCases)
