@@ -20,10 +20,23 @@ public struct KafkaBenchmark: Sendable {
     /// Size of each JSON event in bytes. Default 400.
     public var messageSize = 400
     /// How far the feeder may run ahead of the passthrough, in messages. Default 60,000: the embedded
-    /// cluster keeps only about 5 MiB per partition and drops older data.
+    /// cluster keeps only about 5 MiB per partition and drops older data. Large messages get a
+    /// smaller window (``feederWindow``).
     public var window = 60_000
     /// The consumer's batch size, for both variants. Default 1,000 (the consumer's default).
     public var batchSize = 1000
+
+    /// ``window``, or fewer messages where that many would hold more than
+    /// ``feederBytesPerPartition`` per partition. The cluster drops what the passthrough has not
+    /// read yet past its 5 MiB, and the passthrough then waited for ever for messages that were gone
+    /// (60,000 messages of 1,199 bytes are 6 MB per partition of 12).
+    var feederWindow: Int {
+        min(window, max(partitions * Self.feederBytesPerPartition / max(messageSize, 1), 1))
+    }
+
+    /// How much the feeder may be ahead in one partition: well inside what the embedded cluster
+    /// keeps, as the feeder spreads messages round robin and a partition may lag the others.
+    static let feederBytesPerPartition = 2 * 1024 * 1024
 
     public init() {}
 
@@ -214,7 +227,7 @@ public struct KafkaBenchmark: Sendable {
         passthrough: @Sendable (ProgressCounter) async throws -> Duration
     ) async throws -> Measurement {
         let done = ProgressCounter()
-        let (bootstrap, messages, partitions, window) = (cluster.bootstrapServers, messages, partitions, window)
+        let (bootstrap, messages, partitions, window) = (cluster.bootstrapServers, messages, partitions, feederWindow)
         let feeder = Task.detached {
             await DedicatedThread.run(name: "herald.feeder") {
                 Result { () throws(KafkaError) in

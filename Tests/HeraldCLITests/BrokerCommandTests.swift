@@ -19,21 +19,26 @@ struct CLIError: Error, CustomStringConvertible {
 
 /// Runs a command to completion, with `input` on its standard input if given, and returns its exit
 /// status, standard output and standard error. Waits off the cooperative pool (``offPool(_:)``): a
-/// `herald bench` command runs for a minute.
+/// `herald bench` command runs for a minute. A command still running after `deadline` is killed
+/// (status 9), so that a test of one that may hang fails instead of holding the suite for ever.
 func run(
     _ executable: String,
     _ arguments: [String],
     input: String? = nil,
-    environment: [String: String] = [:]
+    environment: [String: String] = [:],
+    deadline: Duration? = nil
 ) async throws -> (status: Int32, output: String, error: String) {
-    try await offPool { try runWaiting(executable, arguments, input: input, environment: environment) }
+    try await offPool {
+        try runWaiting(executable, arguments, input: input, environment: environment, deadline: deadline)
+    }
 }
 
 private func runWaiting(
     _ executable: String,
     _ arguments: [String],
     input: String?,
-    environment: [String: String]
+    environment: [String: String],
+    deadline: Duration?
 ) throws -> (status: Int32, output: String, error: String) {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: executable)
@@ -48,6 +53,12 @@ private func runWaiting(
     process.standardOutput = output
     process.standardError = error
     try process.run()
+    if let deadline {
+        let pid = process.processIdentifier
+        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(Int(deadline / .milliseconds(1)))) {
+            if process.isRunning { kill(pid, SIGKILL) }
+        }
+    }
     if let input { stdin.writeInBackground(input) }
     // Read standard error on another thread so that neither pipe can fill up and block the process.
     let errorData = SharedData()

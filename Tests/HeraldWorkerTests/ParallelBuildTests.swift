@@ -236,6 +236,45 @@ struct BenchmarkMedianTests {
     }
 }
 
+@Suite("The Kafka benchmark's feeder")
+struct KafkaBenchmarkFeederTests {
+    @Test("its window holds at most 2 MiB a partition, and small events keep the 60,000 the ratios were measured with")
+    func windowBoundedByBytes() {
+        var benchmark = KafkaBenchmark()
+        let ahead = { (size: Int) in
+            benchmark.messageSize = size
+            return benchmark.feederWindow
+        }
+        #expect(ahead(400) == 60_000)
+        // The pipeline's 287-byte events: the raw passthrough it is compared with is unchanged.
+        #expect(ahead(287) == 60_000)
+        for size in [1199, 2000, 64 * 1024] {
+            let window = ahead(size)
+            #expect(window < 60_000)
+            #expect(window * size / benchmark.partitions <= KafkaBenchmark.feederBytesPerPartition)
+            #expect((window + 1) * size / benchmark.partitions > KafkaBenchmark.feederBytesPerPartition - size)
+        }
+        // However large a message, the feeder may still send one.
+        #expect(ahead(100 * 1024 * 1024) == 1)
+        benchmark.messageSize = 400
+        benchmark.window = 1000
+        #expect(benchmark.feederWindow == 1000)
+    }
+
+    @Test("the pipeline's feeder keeps its window with 12 partitions and at most 2 MiB a partition with fewer")
+    func pipelineWindow() {
+        var benchmark = PipelineBenchmark()
+        let largest = EventGenerator(users: 100, partitions: 12).largestEvent(among: 2000)
+        #expect((250...600).contains(largest))
+        #expect(benchmark.feederWindow(largestEvent: largest) == benchmark.window)
+        benchmark.partitions = 1
+        let window = benchmark.feederWindow(largestEvent: largest)
+        #expect(window < benchmark.window)
+        #expect(window * largest <= KafkaBenchmark.feederBytesPerPartition)
+        #expect((window + 1) * largest > KafkaBenchmark.feederBytesPerPartition)
+    }
+}
+
 final class TurnLog: Sendable {
     let turns = Mutex<[Int]>([])
 }
