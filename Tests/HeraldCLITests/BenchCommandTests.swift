@@ -253,34 +253,38 @@ struct SenderBenchCommandTests {
 extension BenchCommandTests {
     @Test("one partition with a window of more than the broker keeps in it: every event is handled")
     func onePartition() async throws {
-        // 40,000 events of about 290 bytes ahead in one partition are 11 MB: the embedded broker,
+        // 20,000 events of about 290 bytes ahead in one partition are 5.8 MB: the embedded broker,
         // which keeps about 5 MiB, dropped events the worker had not read, and a release build's run
-        // stalled (36,476 of these 60,000 handled). The debug build these tests run does not get as
-        // far ahead, so this runs the option end to end; `KafkaBenchmarkFeederTests` checks the bound.
+        // stalled (with 60,000 events and a window of 40,000: 36,476 handled). The debug build these
+        // tests run does not get as far ahead, so this runs the option end to end;
+        // `KafkaBenchmarkFeederTests` checks the bound.
         let result = try await run(
             try heraldExecutable().path,
             [
-                "bench", "pipeline", "--events", "60000", "--users", "500", "--partitions", "1", "--window", "40000",
+                "bench", "pipeline", "--events", "25000", "--users", "200", "--partitions", "1", "--window", "20000",
                 "--raw-messages", "0", "--catalog", "\(repositoryRoot)/catalog",
             ],
             deadline: .seconds(100)
         )
         #expect(result.status == 0, "\(result.error)")
-        #expect(result.output.contains("60000 events"), "\(result.output)")
+        #expect(result.output.contains("25000 events"), "\(result.output)")
         #expect(result.output.contains("pipeline: "), "\(result.output)")
     }
 }
 
 @Suite("herald bench kafka", .timeLimit(.minutes(2)))
 struct KafkaBenchCommandTests {
-    @Test("messages too large for the default window to fit the broker's 5 MiB a partition all pass through")
+    @Test("more messages than the broker keeps in a partition, fed at once: every one passes through")
     func largeMessages() async throws {
-        // 70,000 messages of 2,000 bytes: the default window (60,000 ahead, 10 MB a partition of
-        // 12) outran what the embedded broker keeps, and the passthrough waited for ever for the
-        // messages it had dropped.
+        // 20,000 messages of 1,000 bytes in one partition: the default window (60,000 ahead, all
+        // 20 MB of them) outran what the embedded broker keeps, and the passthrough waited for ever
+        // for the messages it had dropped (killed at its deadline on the code before the bound).
         let result = try await run(
             try heraldExecutable().path,
-            ["bench", "kafka", "--messages", "70000", "--message-size", "2000", "--rounds", "1"],
+            [
+                "bench", "kafka", "--messages", "20000", "--partitions", "1", "--message-size", "1000", "--rounds",
+                "1",
+            ],
             deadline: .seconds(100)
         )
         #expect(result.status == 0, "\(result.error)")
