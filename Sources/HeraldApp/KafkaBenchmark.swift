@@ -31,12 +31,18 @@ public struct KafkaBenchmark: Sendable {
     /// read yet past its 5 MiB, and the passthrough then waited for ever for messages that were gone
     /// (60,000 messages of 1,199 bytes are 6 MB per partition of 12).
     var feederWindow: Int {
-        min(window, max(partitions * Self.feederBytesPerPartition / max(messageSize, 1), 1))
+        Self.feederWindow(window, partitions: partitions, messageBytes: messageSize)
     }
 
     /// How much the feeder may be ahead in one partition: well inside what the embedded cluster
     /// keeps, as the feeder spreads messages round robin and a partition may lag the others.
     static let feederBytesPerPartition = 2 * 1024 * 1024
+
+    /// `window`, or the fewer messages of `messageBytes` that hold ``feederBytesPerPartition`` in
+    /// each of `partitions` (at least one): the bound both benchmarks' feeders keep.
+    static func feederWindow(_ window: Int, partitions: Int, messageBytes: Int) -> Int {
+        min(window, max(partitions * feederBytesPerPartition / max(messageBytes, 1), 1))
+    }
 
     public init() {}
 

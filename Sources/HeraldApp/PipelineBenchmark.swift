@@ -18,10 +18,10 @@ import Glibc
 /// not depend on the hour it runs at) is written to the store, then a feeder streams `events`
 /// mixed events of the example kinds into a domain topic while the worker — the same `Worker`
 /// `herald run --role worker` runs — consumes them, decides, renders and produces the outbound
-/// records. The feeder stays at most `window` events ahead of the worker, fewer with few partitions:
-/// the embedded cluster keeps only about 5 MiB per partition. The run ends when every event's records are acknowledged and its
-/// offset committable; it is timed from the worker's first batch, as the raw passthrough is timed
-/// from its first message.
+/// records. The feeder stays at most `window` events ahead of the worker, fewer with few
+/// partitions: the embedded cluster keeps only about 5 MiB per partition. The run ends when every
+/// event's records are acknowledged and its offset committable; it is timed from the worker's first
+/// batch, as the raw passthrough is timed from its first message.
 ///
 /// The raw librdkafka passthrough of `herald bench kafka` runs afterwards on the same cluster, with
 /// events of the same size, so that the ratio between the two is measured on one machine in one run.
@@ -427,7 +427,7 @@ public struct PipelineBenchmark: Sendable {
     /// 5 MiB the embedded cluster drops events the worker has not read: `--partitions 1` stalled
     /// short of its last events (196,664 of 200,000 handled).
     func feederWindow(largestEvent: Int) -> Int {
-        min(window, max(partitions * KafkaBenchmark.feederBytesPerPartition / max(largestEvent, 1), 1))
+        KafkaBenchmark.feederWindow(window, partitions: partitions, messageBytes: largestEvent)
     }
 
     /// Quiet hours that no user of a run starting at `start` is in while it lasts: nine hours from the

@@ -252,7 +252,8 @@ struct KafkaBenchmarkFeederTests {
             let window = ahead(size)
             #expect(window < 60_000)
             #expect(window * size / benchmark.partitions <= KafkaBenchmark.feederBytesPerPartition)
-            #expect((window + 1) * size / benchmark.partitions > KafkaBenchmark.feederBytesPerPartition - size)
+            // And no fewer than fit: one more would not.
+            #expect((window + 1) * size > benchmark.partitions * KafkaBenchmark.feederBytesPerPartition)
         }
         // However large a message, the feeder may still send one.
         #expect(ahead(100 * 1024 * 1024) == 1)
