@@ -83,11 +83,14 @@ public final class HTTPEndpoints: Service, Sendable {
     ///
     /// - Parameter brokers: each consumer's broker connections, by its name (`worker`, `sender`),
     ///   where its statistics have come: `herald_kafka_brokers_up`.
+    /// - Parameter offsetResets: each consumer's offset resets per partition, by its name
+    ///   (``KafkaConsumer/offsetResets()``): `herald_kafka_offset_resets_total`.
     /// - Parameter directoryCache: SQLite's directory cache, for a worker on SQLite.
     public static func metrics(
         worker: (counters: WorkerStatistics.Counters, lag: [TopicPartition: Int64])?,
         sender: SenderState?,
         brokers: [(consumer: String, connections: KafkaBrokerConnections)] = [],
+        offsetResets: [(consumer: String, resets: [TopicPartition: Int])] = [],
         directoryCache: DirectoryCacheStatistics? = nil
     ) -> String {
         var body = BuildInfo.metricLines
@@ -110,6 +113,19 @@ public final class HTTPEndpoints: Service, Sendable {
             body += "# TYPE herald_kafka_brokers_up gauge\n"
             for (consumer, connections) in brokers {
                 body += "herald_kafka_brokers_up{consumer=\"\(consumer)\"} \(connections.up)\n"
+            }
+        }
+        if !offsetResets.isEmpty {
+            body += "# HELP herald_kafka_offset_resets_total Times librdkafka moved a partition's reading position "
+            body += "because the broker no longer had the offset asked for (auto.offset.reset): messages deleted "
+            body += "unread by retention, or read again.\n"
+            body += "# TYPE herald_kafka_offset_resets_total counter\n"
+            for (consumer, resets) in offsetResets {
+                for (partition, count) in resets.sorted(by: { $0.key < $1.key }) {
+                    body += "herald_kafka_offset_resets_total{consumer=\"\(consumer)\","
+                    body += "topic=\"\(WorkerMetrics.escape(partition.topic))\",partition=\"\(partition.partition)\"} "
+                    body += "\(count)\n"
+                }
             }
         }
         return body
@@ -147,6 +163,10 @@ public final class HTTPEndpoints: Service, Sendable {
                     brokers: [
                         worker?.brokerConnections.map { ("worker", $0) },
                         sender?.brokerConnections.map { ("sender", $0) },
+                    ].compactMap { $0 },
+                    offsetResets: [
+                        worker.map { ("worker", $0.offsetResets()) },
+                        sender.map { ("sender", $0.offsetResets()) },
                     ].compactMap { $0 },
                     directoryCache: worker == nil ? nil : directoryCache?()
                 )

@@ -23,6 +23,9 @@ import ServiceLifecycle
 public final class KafkaConsumer: Service, Sendable {
     /// Called on the poll thread inside the rebalance callback; keep it short and non-blocking.
     public typealias RebalanceHandler = @Sendable ([TopicPartition]) -> Void
+    /// Called on one of librdkafka's threads when it resets a partition's position (see
+    /// ``KafkaOffsetReset``); keep it short and non-blocking.
+    public typealias OffsetResetHandler = @Sendable (KafkaOffsetReset) -> Void
 
     let configuration: KafkaConsumerConfiguration
     let logger: Logger
@@ -31,6 +34,7 @@ public final class KafkaConsumer: Service, Sendable {
     let core: Core
     private let onAssign: RebalanceHandler?
     private let onRevoke: RebalanceHandler?
+    private let offsetResetRecorder: OffsetResetRecorder
     private let stopped = ConditionLock<CheckedContinuation<Void, Never>?>(nil)
 
     /// Creates a consumer. Nothing is fetched until ``run()``.
@@ -41,12 +45,16 @@ public final class KafkaConsumer: Service, Sendable {
     ///   - onAssign: called with newly assigned partitions, before any of their messages.
     ///   - onRevoke: called with partitions being revoked, before the consumer waits for their
     ///     in-flight messages; use it to abandon work for them early.
+    ///   - onOffsetReset: called when librdkafka resets a partition's position because the broker
+    ///     refused the offset asked for (``KafkaOffsetReset``): messages may have been skipped.
+    ///     Counted in ``offsetResets()`` either way.
     /// - Throws: ``KafkaError`` with code `.configuration` naming an invalid option or property.
     public init(
         configuration: KafkaConsumerConfiguration,
         logger: Logger,
         onAssign: RebalanceHandler? = nil,
-        onRevoke: RebalanceHandler? = nil
+        onRevoke: RebalanceHandler? = nil,
+        onOffsetReset: OffsetResetHandler? = nil
     ) throws(KafkaError) {
         try configuration.validate()
         self.configuration = configuration
@@ -60,10 +68,12 @@ public final class KafkaConsumer: Service, Sendable {
             )
         )
         self.state = state
+        offsetResetRecorder = OffsetResetRecorder(handler: onOffsetReset)
         client = try RDKafkaConsumerClient(
             properties: configuration.librdkafkaProperties()
                 + configuration.client.properties.sorted { $0.key < $1.key },
             maxBatch: configuration.maxBatchSize,
+            offsetResets: offsetResetRecorder,
             logger: logger
         )
         core = Core(
@@ -204,6 +214,16 @@ public final class KafkaConsumer: Service, Sendable {
 
     /// The most messages that ever waited in Herald's buffer at once.
     public var peakBufferedMessageCount: Int { state.withLock { $0.peakBufferedCount } }
+
+    /// How many times librdkafka reset each partition's position because the broker refused the
+    /// offset asked for (``KafkaOffsetReset``), since the consumer was created: every partition
+    /// assigned now (0 if it never was reset), and every partition reset before, assigned or not.
+    /// A counter per partition that exists from its assignment on, so that a rise shows.
+    public func offsetResets() -> [TopicPartition: Int] {
+        var resets = offsetResetRecorder.snapshot
+        for partition in assignment where resets[partition] == nil { resets[partition] = 0 }
+        return resets
+    }
 
     /// The latest librdkafka statistics JSON, when ``KafkaClientOptions/statisticsInterval`` is set.
     public var statisticsJSON: String? { state.withLock { $0.statisticsJSON } }

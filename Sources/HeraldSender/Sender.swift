@@ -111,7 +111,11 @@ public final class Sender: Service, Sendable {
                 ($0, CircuitBreaker(configuration: configuration.circuitBreaker))
             }
         )
-        consumer = try KafkaConsumer(configuration: configuration.consumer, logger: logger)
+        consumer = try KafkaConsumer(
+            configuration: configuration.consumer,
+            logger: logger,
+            onOffsetReset: KafkaConsumer.warnOfOffsetReset(to: logger)
+        )
         producer = try KafkaProducer(configuration: configuration.producer, logger: logger)
     }
 
@@ -124,6 +128,9 @@ public final class Sender: Service, Sendable {
     /// The consumer's broker connections, from its latest librdkafka statistics (`nil` without
     /// `statistics.interval.ms`, or before the first).
     public var brokerConnections: KafkaBrokerConnections? { consumer.brokerConnections }
+
+    /// Offset resets per partition (``KafkaConsumer/offsetResets()``).
+    public func offsetResets() -> [TopicPartition: Int] { consumer.offsetResets() }
 
     /// Messages behind the end of each assigned partition.
     public func lag() -> [TopicPartition: Int64] { consumer.lag() }

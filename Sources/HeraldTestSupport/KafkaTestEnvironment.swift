@@ -55,7 +55,8 @@ public struct KafkaTestEnvironment: Sendable {
         configure: (inout KafkaConsumerConfiguration) -> Void = { _ in },
         logger: Logger? = nil,
         onAssign: KafkaConsumer.RebalanceHandler? = nil,
-        onRevoke: KafkaConsumer.RebalanceHandler? = nil
+        onRevoke: KafkaConsumer.RebalanceHandler? = nil,
+        onOffsetReset: KafkaConsumer.OffsetResetHandler? = nil
     ) throws -> KafkaConsumer {
         var configuration = consumerConfiguration(group: group, topics: topics)
         configure(&configuration)
@@ -63,7 +64,8 @@ public struct KafkaTestEnvironment: Sendable {
             configuration: configuration,
             logger: logger ?? self.logger,
             onAssign: onAssign,
-            onRevoke: onRevoke
+            onRevoke: onRevoke,
+            onOffsetReset: onOffsetReset
         )
     }
 

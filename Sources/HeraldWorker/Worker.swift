@@ -70,7 +70,8 @@ public final class Worker: Service, Sendable {
             configuration: configuration.consumer,
             logger: logger,
             onAssign: { partitions in readiness.assigned(partitions) },
-            onRevoke: { partitions in readiness.revoked(partitions) }
+            onRevoke: { partitions in readiness.revoked(partitions) },
+            onOffsetReset: KafkaConsumer.warnOfOffsetReset(to: logger)
         )
         self.producer = try KafkaProducer(configuration: configuration.producer, logger: logger)
     }
@@ -80,6 +81,9 @@ public final class Worker: Service, Sendable {
     /// The consumer's broker connections, from its latest librdkafka statistics (`nil` without
     /// `statistics.interval.ms`, or before the first).
     public var brokerConnections: KafkaBrokerConnections? { consumer.brokerConnections }
+
+    /// Offset resets per partition (``KafkaConsumer/offsetResets()``).
+    public func offsetResets() -> [TopicPartition: Int] { consumer.offsetResets() }
 
     public func run() async throws {
         let producer = producer

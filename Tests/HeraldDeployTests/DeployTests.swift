@@ -159,6 +159,7 @@ struct DeployTests {
                 lag: [:]
             ),
             brokers: [("worker", KafkaBrokerConnections(up: 1, known: 1))],
+            offsetResets: [("worker", [TopicPartition("orders.events", 0): 0])],
             directoryCache: DirectoryCacheStatistics(hits: 1, misses: 1, users: 1, capacity: 10)
         )
         var names: Set<String> = ["up"]
@@ -211,7 +212,7 @@ struct DeployTests {
         // The issue's alerts: dead letters, lag, provider errors, circuit, no events consumed.
         for name in [
             "herald_dead_letters_total", "herald_consumer_lag", "herald_provider_calls_total", "herald_circuit_open",
-            "herald_events_consumed_total", "herald_kafka_brokers_up",
+            "herald_events_consumed_total", "herald_kafka_brokers_up", "herald_kafka_offset_resets_total",
         ] {
             #expect(used.contains(name), "nothing watches \(name)")
         }
@@ -260,6 +261,10 @@ struct DeployTests {
                 ("worker", KafkaBrokerConnections(up: 3, known: 3)),
                 ("sender", KafkaBrokerConnections(up: 0, known: 3)),
             ],
+            offsetResets: [
+                ("worker", [TopicPartition("orders.events", 1): 0, TopicPartition("orders.events", 0): 2]),
+                ("sender", [TopicPartition("herald.outbound", 3): 0]),
+            ],
             directoryCache: DirectoryCacheStatistics(hits: 900, misses: 100, users: 100, capacity: 200_000)
         )
         let check = try #require(
@@ -282,6 +287,15 @@ struct DeployTests {
         #expect(
             text.contains(
                 "herald_kafka_brokers_up{consumer=\"worker\"} 3\nherald_kafka_brokers_up{consumer=\"sender\"} 0\n"
+            )
+        )
+        // One family for both consumers, each partition once, in order.
+        #expect(
+            text.contains(
+                #"herald_kafka_offset_resets_total{consumer="worker",topic="orders.events",partition="0"} 2"# + "\n"
+                    + #"herald_kafka_offset_resets_total{consumer="worker",topic="orders.events",partition="1"} 0"#
+                    + "\n"
+                    + #"herald_kafka_offset_resets_total{consumer="sender",topic="herald.outbound",partition="3"} 0"#
             )
         )
         // The sender alone reports its own lag too.

@@ -92,6 +92,8 @@ struct WorkerEndpointsTests {
                     "herald_decisions_purged_total 3",
                     "# TYPE herald_event_processing_seconds histogram",
                     #"herald_consumer_lag{topic="orders.events",partition="0"}"#,
+                    // Every assigned partition has its counter from the start, at 0 until a reset.
+                    #"herald_kafka_offset_resets_total{consumer="worker",topic="orders.events",partition="0"} 0"#,
                     #"herald_build_info{version=""# + DeadLetter.heraldVersion + "\"",
                 ]
                 // Events are counted when decided, decisions and outbound when built (a moment later, on

@@ -12,11 +12,16 @@ final class RDKafkaCallbackContext: @unchecked Sendable {
     // because each client sets its reference to nil at the start of its deinit, and the handle is destroyed
     // (after which no callback runs) before the client's memory is freed.
     let logger: Logger
+    /// A consumer's record of its offset resets, which librdkafka reports only in its log. Owned
+    /// here rather than reached through ``consumer``: the log callback runs on librdkafka's own
+    /// threads, which may log while the consumer is being torn down.
+    let offsetResets: OffsetResetRecorder?
     unowned(unsafe) var consumer: RDKafkaConsumerClient?
     unowned(unsafe) var producer: RDKafkaProducerClient?
 
-    init(logger: Logger) {
+    init(logger: Logger, offsetResets: OffsetResetRecorder? = nil) {
         self.logger = logger
+        self.offsetResets = offsetResets
     }
 
     /// Installs the context and the log callback on a configuration. Returns the retained pointer
@@ -47,6 +52,12 @@ private func rdKafkaLogTrampoline(
     _ message: UnsafePointer<CChar>?
 ) {
     guard let handle, let context = RDKafkaCallbackContext.from(rd_kafka_opaque(handle)) else { return }
+    // An offset reset is a warning (LOG_WARNING, 4) of facility OFFSET, whatever the logger's level.
+    if level <= 4, let recorder = context.offsetResets, let facility, let message,
+        String(cString: facility) == "OFFSET"
+    {
+        recorder.record(logLine: String(cString: message))
+    }
     let swiftLevel: Logger.Level = level <= 4 ? .info : (level <= 6 ? .debug : .trace)
     guard context.logger.logLevel <= swiftLevel else { return }
     context.logger.log(

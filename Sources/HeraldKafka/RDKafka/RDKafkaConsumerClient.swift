@@ -35,7 +35,12 @@ final class RDKafkaConsumerClient: @unchecked Sendable {
 
     private enum Lifecycle { case open, closed, destroyed }
 
-    init(properties: [(String, String)], maxBatch: Int, logger: Logger) throws(KafkaError) {
+    init(
+        properties: [(String, String)],
+        maxBatch: Int,
+        offsetResets: OffsetResetRecorder? = nil,
+        logger: Logger
+    ) throws(KafkaError) {
         self.logger = logger
         self.maxBatch = maxBatch
         offersCooperativeSticky = properties.contains {
@@ -43,7 +48,7 @@ final class RDKafkaConsumerClient: @unchecked Sendable {
         }
         clientID = properties.last { $0.0 == "client.id" }?.1 ?? ""
         let conf = try RDKafkaConfig.make(properties, role: "consumer")
-        let context = RDKafkaCallbackContext(logger: logger)
+        let context = RDKafkaCallbackContext(logger: logger, offsetResets: offsetResets)
         contextPointer = context.install(on: conf)
         rd_kafka_conf_set_rebalance_cb(conf, rdKafkaRebalanceTrampoline)
         rd_kafka_conf_set_error_cb(conf, rdKafkaConsumerErrorTrampoline)
