@@ -107,26 +107,28 @@ public final class HTTPEndpoints: Service, Sendable {
             if worker == nil { body += WorkerMetrics.lagLines(lag) }
         }
         if !brokers.isEmpty {
-            body += "# HELP herald_kafka_brokers_up Connections to Kafka brokers the consumer holds up, "
-            body += "from librdkafka's statistics (a bootstrap server has one beside its broker's; "
-            body += "0: it reaches no broker).\n"
-            body += "# TYPE herald_kafka_brokers_up gauge\n"
-            for (consumer, connections) in brokers {
-                body += "herald_kafka_brokers_up{consumer=\"\(consumer)\"} \(connections.up)\n"
-            }
+            body += WorkerMetrics.family(
+                "herald_kafka_brokers_up",
+                .gauge,
+                "Connections to Kafka brokers the consumer holds up, from librdkafka's statistics (a bootstrap "
+                    + "server has one beside its broker's; 0: it reaches no broker).",
+                samples: brokers.map { ("consumer=\"\($0.consumer)\"", $0.connections.up) }
+            )
         }
         if !offsetResets.isEmpty {
-            body += "# HELP herald_kafka_offset_resets_total Times librdkafka moved a partition's reading position "
-            body += "because the broker no longer had the offset asked for (auto.offset.reset): messages deleted "
-            body += "unread by retention, or read again.\n"
-            body += "# TYPE herald_kafka_offset_resets_total counter\n"
-            for (consumer, resets) in offsetResets {
-                for (partition, count) in resets.sorted(by: { $0.key < $1.key }) {
-                    body += "herald_kafka_offset_resets_total{consumer=\"\(consumer)\","
-                    body += "topic=\"\(WorkerMetrics.escape(partition.topic))\",partition=\"\(partition.partition)\"} "
-                    body += "\(count)\n"
+            let samples = offsetResets.flatMap { consumer, resets in
+                resets.sorted { $0.key < $1.key }.map { partition, count in
+                    let topic = WorkerMetrics.escape(partition.topic)
+                    return ("consumer=\"\(consumer)\",topic=\"\(topic)\",partition=\"\(partition.partition)\"", count)
                 }
             }
+            body += WorkerMetrics.family(
+                "herald_kafka_offset_resets_total",
+                .counter,
+                "Times librdkafka moved a partition's reading position because the broker no longer had the "
+                    + "offset asked for (auto.offset.reset): messages deleted unread by retention, or read again.",
+                samples: samples
+            )
         }
         return body
     }

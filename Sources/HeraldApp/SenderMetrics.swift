@@ -11,7 +11,7 @@ public enum SenderMetrics {
     ) -> String {
         var text = ""
         func counter(_ name: String, _ help: String, labels: [String], _ values: [String: Int]) {
-            text += "# HELP \(name) \(help)\n# TYPE \(name) counter\n"
+            text += WorkerMetrics.family(name, .counter, help)
             for (value, count) in values.sorted(by: { $0.key < $1.key }) {
                 let parts =
                     labels.count == 1
@@ -76,18 +76,24 @@ public enum SenderMetrics {
                 counters.ledgerRefusals
             ),
         ] {
-            text += "# HELP \(name) \(help)\n# TYPE \(name) counter\n\(name) \(value)\n"
+            text += WorkerMetrics.family(name, .counter, help) + "\(name) \(value)\n"
         }
-        text += "# HELP herald_retries_waiting Messages of the retry topics read and held until their time.\n"
-        text += "# TYPE herald_retries_waiting gauge\nherald_retries_waiting \(waitingRetries)\n"
-        text += "# HELP herald_circuit_open Whether a provider's circuit is open (1), half-open (0.5) or closed (0).\n"
-        text += "# TYPE herald_circuit_open gauge\n"
+        text += WorkerMetrics.family(
+            "herald_retries_waiting",
+            .gauge,
+            "Messages of the retry topics read and held until their time."
+        )
+        text += "herald_retries_waiting \(waitingRetries)\n"
+        text += WorkerMetrics.family(
+            "herald_circuit_open",
+            .gauge,
+            "Whether a provider's circuit is open (1), half-open (0.5) or closed (0)."
+        )
         for (provider, state) in circuits.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
             let value = state == .open ? "1" : state == .halfOpen ? "0.5" : "0"
             text += "herald_circuit_open{provider=\"\(provider.rawValue)\"} \(value)\n"
         }
-        text += "# HELP herald_provider_call_seconds Provider call latency, by provider.\n"
-        text += "# TYPE herald_provider_call_seconds histogram\n"
+        text += WorkerMetrics.family("herald_provider_call_seconds", .histogram, "Provider call latency, by provider.")
         for (provider, histogram) in counters.latencies.sorted(by: { $0.key < $1.key }) {
             text += WorkerMetrics.histogramLines(
                 "herald_provider_call_seconds",

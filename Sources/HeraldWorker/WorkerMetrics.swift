@@ -8,7 +8,7 @@ public enum WorkerMetrics {
     public static func exposition(_ counters: WorkerStatistics.Counters, lag: [TopicPartition: Int64]) -> String {
         var text = ""
         func counter(_ name: String, _ help: String, label: String, _ values: [String: Int]) {
-            text += "# HELP \(name) \(help)\n# TYPE \(name) counter\n"
+            text += family(name, .counter, help)
             for (value, count) in values.sorted(by: { $0.key < $1.key }) {
                 text += "\(name){\(label)=\"\(escape(value))\"} \(count)\n"
             }
@@ -72,21 +72,42 @@ public enum WorkerMetrics {
                 counters.purgedDecisions
             ),
         ] {
-            text += "# HELP \(name) \(help)\n# TYPE \(name) counter\n\(name) \(value)\n"
+            text += family(name, .counter, help) + "\(name) \(value)\n"
         }
         let histogram = counters.latencies
         let name = "herald_event_processing_seconds"
-        text += "# HELP \(name) From an event's Kafka timestamp to its records being acknowledged.\n"
-        text += "# TYPE \(name) histogram\n"
+        text += family(name, .histogram, "From an event's Kafka timestamp to its records being acknowledged.")
         text += histogramLines(name, histogram)
         text += lagLines(lag)
         return text
     }
 
+    /// A metric family's kind, as its `# TYPE` line names it.
+    public enum FamilyType: String {
+        case counter, gauge, histogram
+    }
+
+    /// A metric family's `# HELP` and `# TYPE` lines.
+    public static func family(_ name: String, _ type: FamilyType, _ help: String) -> String {
+        "# HELP \(name) \(help)\n# TYPE \(name) \(type.rawValue)\n"
+    }
+
+    /// A metric family's `# HELP` and `# TYPE` lines, then a sample for each of `samples`: its
+    /// labels as written between the braces (values escaped by the caller), and its value.
+    public static func family(
+        _ name: String,
+        _ type: FamilyType,
+        _ help: String,
+        samples: [(labels: String, value: Int)]
+    ) -> String {
+        var text = family(name, type, help)
+        for (labels, value) in samples { text += "\(name){\(labels)} \(value)\n" }
+        return text
+    }
+
     /// `herald_consumer_lag` per partition.
     public static func lagLines(_ lag: [TopicPartition: Int64]) -> String {
-        var text = "# HELP herald_consumer_lag Messages behind the end of each assigned partition.\n"
-        text += "# TYPE herald_consumer_lag gauge\n"
+        var text = family("herald_consumer_lag", .gauge, "Messages behind the end of each assigned partition.")
         for (partition, behind) in lag.sorted(by: { $0.key < $1.key }) {
             text +=
                 "herald_consumer_lag{topic=\"\(escape(partition.topic))\",partition=\"\(partition.partition)\"} \(behind)\n"
