@@ -34,6 +34,10 @@ public struct SenderBenchmark: Sendable {
     /// APNs requests in flight and frame connections; nil: the configuration's defaults.
     public var concurrency: Int?
     public var connections: Int?
+    /// How long an APNs request may take before it is a `transport.timeout`; nil: the
+    /// configuration's. The simulator answers in this process: a host too busy to run it times
+    /// calls out as if the provider had not answered.
+    public var requestTimeout: Duration?
 
     public init() {}
 
@@ -125,6 +129,7 @@ public struct SenderBenchmark: Sendable {
         configuration.providers.apns.usesFrameConnections = usesFrameConnections
         if let concurrency { configuration.providers.apns.concurrency = concurrency }
         if let connections { configuration.providers.apns.frameConnections = connections }
+        if let requestTimeout { configuration.providers.apns.requestTimeout = requestTimeout }
         let clients = try SenderApp.providerClients(configuration.providers, clock: WallClock())
         do {
             var report = try await measure(

@@ -306,6 +306,14 @@ struct SenderBenchCommand: AsyncParsableCommand {
     @Option(help: "HTTP/2 connections to the simulator (providers.apns.connections). Default: the configuration's.")
     var connections: Int?
 
+    @Option(
+        help: """
+            Seconds an APNs request may take before it is a transport.timeout \
+            (providers.apns.request_timeout). Default: the configuration's.
+            """
+    )
+    var requestTimeout: Double?
+
     @OptionGroup var global: GlobalOptions
 
     /// The configuration's ranges: a count it would refuse (an APNs pool of 10^18 connections)
@@ -319,6 +327,9 @@ struct SenderBenchCommand: AsyncParsableCommand {
         }
         if let connections, !(1...HeraldConfiguration.maximumConnections).contains(connections) {
             throw ValidationError("--connections must be from 1 to \(HeraldConfiguration.maximumConnections)")
+        }
+        if let requestTimeout, !(requestTimeout > 0 && requestTimeout.isFinite) {
+            throw ValidationError("--request-timeout must be a positive number of seconds")
         }
         guard ["frames", "async-http-client"].contains(transport) else {
             throw ValidationError("--transport must be frames or async-http-client")
@@ -334,6 +345,7 @@ struct SenderBenchCommand: AsyncParsableCommand {
         benchmark.runsH2load = h2load
         if let concurrency { benchmark.concurrency = concurrency }
         if let connections { benchmark.connections = connections }
+        if let requestTimeout { benchmark.requestTimeout = .seconds(requestTimeout) }
         benchmark.usesFrameConnections = transport == "frames"
         let report = try await benchmark.run(logger: logger) { line in
             FileHandle.standardError.write(Data((line + "\n").utf8))
