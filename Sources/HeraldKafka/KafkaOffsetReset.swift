@@ -76,13 +76,11 @@ final class OffsetResetRecorder: Sendable {
         self.handler = handler
     }
 
-    /// Records the reset `line` reports, if it reports one. Returns whether it did.
-    @discardableResult
-    func record(logLine line: String) -> Bool {
-        guard let reset = KafkaOffsetReset(logLine: line) else { return false }
+    /// Records the reset `line` reports, if it reports one.
+    func record(logLine line: String) {
+        guard let reset = KafkaOffsetReset(logLine: line) else { return }
         counts.withLock { $0[reset.partition, default: 0] += 1 }
         handler?(reset)
-        return true
     }
 
     var snapshot: [TopicPartition: Int] { counts.withLock { $0 } }
